@@ -1,0 +1,313 @@
+//! The command line: clap definitions (doc comments are the help), `check` as the default
+//! subcommand, and validation into a `CheckConfig` before anything is read.
+
+use crate::cidr::Cidr;
+use crate::duration;
+use crate::error::Error;
+use crate::sockets::ReaderChoice;
+use crate::verdict::Policy;
+use clap::builder::FalseyValueParser;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::ffi::OsString;
+use std::time::Duration;
+
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("NATSPROBE_GIT_REV"),
+    ")"
+);
+
+/// Liveness probe for NATS clients: exits 1 when this pod's client has given up its
+/// connection, so the kubelet restarts it.
+///
+/// Exit codes: 0 healthy, 1 unhealthy, 2 usage or configuration error, 3 could not evaluate.
+/// `check` is the default: `natsprobe --port 4222` is `natsprobe check --port 4222`.
+#[derive(Debug, Parser)]
+#[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
+#[command(max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check for an ESTABLISHED connection to the NATS client port (the default)
+    Check(CheckArgs),
+}
+
+/// Every flag also reads a `NATSPROBE_*` environment variable; the command line wins.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Connection")]
+pub struct CheckArgs {
+    /// Remote port of the client's connection to NATS (repeatable, or comma-separated)
+    #[arg(
+        long = "port",
+        value_name = "P",
+        env = "NATSPROBE_PORT",
+        value_delimiter = ',',
+        default_value = "4222",
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    pub ports: Vec<u16>,
+
+    /// Only count connections to this address or network, e.g. 10.96.0.0/12 (repeatable)
+    #[arg(
+        long = "remote",
+        value_name = "ADDR[/LEN]",
+        env = "NATSPROBE_REMOTE",
+        value_delimiter = ','
+    )]
+    pub remotes: Vec<Cidr>,
+
+    /// Fewest ESTABLISHED connections that count as healthy
+    #[arg(
+        long,
+        value_name = "N",
+        env = "NATSPROBE_MIN_CONNECTIONS",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub min_connections: u32,
+
+    /// Only count sockets held by this process (so a sidecar's connection cannot mask a
+    /// dead client)
+    #[arg(
+        long,
+        value_name = "PID",
+        env = "NATSPROBE_PID",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub pid: Option<u32>,
+
+    /// Only count sockets held by processes of this name (comm, or argv[0]'s base name)
+    #[arg(long, value_name = "NAME", env = "NATSPROBE_PROCESS")]
+    pub process: Option<String>,
+
+    /// Read the socket table of this process's network namespace instead of our own
+    #[arg(
+        long,
+        value_name = "PID",
+        env = "NATSPROBE_NETNS_OF",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub netns_of: Option<u32>,
+
+    /// Socket reader: netlink sock_diag with /proc fallback, or one of them only
+    #[arg(
+        long,
+        value_enum,
+        value_name = "READER",
+        env = "NATSPROBE_READER",
+        default_value_t
+    )]
+    pub reader: ReaderChoice,
+
+    /// Deadline for the whole run; keep it below the probe's timeoutSeconds
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "NATSPROBE_TIMEOUT",
+        default_value = "800ms",
+        value_parser = duration::parse,
+        help_heading = "Output and limits"
+    )]
+    pub timeout: Duration,
+
+    /// Print one JSON object instead of a line
+    #[arg(long, env = "NATSPROBE_JSON", value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
+    pub json: bool,
+
+    /// Also print the reader used and the matching sockets
+    #[arg(short, long, env = "NATSPROBE_VERBOSE", value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
+    pub verbose: bool,
+}
+
+/// Whose sockets count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// Every socket in the network namespace.
+    Anyone,
+    Pid(u32),
+    Name(String),
+}
+
+/// A validated `check`: everything the run needs, nothing left to parse.
+#[derive(Debug, Clone)]
+pub struct CheckConfig {
+    pub policy: Policy,
+    pub owner: Owner,
+    pub netns_of: Option<u32>,
+    pub reader: ReaderChoice,
+    pub timeout: Duration,
+    pub json: bool,
+    pub verbose: bool,
+}
+
+impl CheckArgs {
+    /// Checks what clap cannot (contradictions, also between environment and flags) and
+    /// builds the config. No I/O.
+    pub fn validate(self) -> Result<CheckConfig, Error> {
+        let owner = match (self.pid, self.process) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Usage(
+                    "--pid and --process both given (also via NATSPROBE_PID/NATSPROBE_PROCESS); choose one".into(),
+                ))
+            }
+            (Some(pid), None) => Owner::Pid(pid),
+            (None, Some(name)) if name.trim().is_empty() => {
+                return Err(Error::Usage("--process: empty process name".into()))
+            }
+            (None, Some(name)) => Owner::Name(name),
+            (None, None) => Owner::Anyone,
+        };
+        if self.timeout.is_zero() {
+            return Err(Error::Usage("--timeout must be more than 0ms".into()));
+        }
+        let mut ports = self.ports;
+        ports.sort_unstable();
+        ports.dedup();
+        Ok(CheckConfig {
+            policy: Policy {
+                ports,
+                remotes: self.remotes,
+                min_connections: self.min_connections as usize,
+            },
+            owner,
+            netns_of: self.netns_of,
+            reader: self.reader,
+            timeout: self.timeout,
+            json: self.json,
+            verbose: self.verbose,
+        })
+    }
+}
+
+/// `check` is the default subcommand: when the first argument is a flag other than
+/// help/version (or there is none), `check` is inserted. clap has no "default subcommand",
+/// and flattening the check flags into the top level would make them collide with the
+/// later subcommands' flags.
+pub fn with_default_subcommand(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let insert = match args.get(1).and_then(|a| a.to_str()) {
+        None => args.len() <= 1,
+        Some("-h" | "--help" | "-V" | "--version") => false,
+        Some(first) => first.starts_with('-'),
+    };
+    if insert {
+        args.insert(1.min(args.len()), "check".into());
+    }
+    args
+}
+
+/// clap's message names the flag. When the bad value came from the flag's environment twin
+/// (a pod spec's `env:`), that is said too, or the operator looks for a flag that is not there.
+pub fn env_source(err: &clap::Error, argv: &[OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = arg.split_whitespace().next()?;
+    let given = argv.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == long || a.starts_with(&format!("{long}="))
+    });
+    if given {
+        return None;
+    }
+    let name = long.strip_prefix("--")?;
+    let command = Cli::command();
+    let env = command
+        .get_subcommands()
+        .flat_map(|sub| sub.get_arguments())
+        .find(|a| a.get_long() == Some(name))?
+        .get_env()?
+        .to_string_lossy()
+        .to_string();
+    std::env::var_os(&env).map(|_| format!("the value came from the environment variable {env}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<CheckConfig, String> {
+        let argv = with_default_subcommand(args.iter().map(OsString::from));
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        let Command::Check(check) = cli.command;
+        check.validate().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Every flag has a `NATSPROBE_*` twin named after it, e.g. `--min-connections` reads
+    /// `NATSPROBE_MIN_CONNECTIONS`; a new flag without one fails here.
+    #[test]
+    fn every_flag_has_its_environment_twin() {
+        let command = Cli::command();
+        for sub in command.get_subcommands() {
+            for arg in sub.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if matches!(long, "help" | "version") {
+                    continue;
+                }
+                let expected = format!("NATSPROBE_{}", long.to_uppercase().replace('-', "_"));
+                let env = arg.get_env().map(|e| e.to_string_lossy().to_string());
+                assert_eq!(env.as_deref(), Some(expected.as_str()), "--{long}");
+            }
+        }
+    }
+
+    #[test]
+    fn check_is_the_default_subcommand() {
+        let explicit = parse(&["natsprobe", "check", "--port", "7422"]).unwrap();
+        let implied = parse(&["natsprobe", "--port", "7422"]).unwrap();
+        let bare = parse(&["natsprobe"]).unwrap();
+        assert_eq!(explicit.policy, implied.policy);
+        assert_eq!(bare.policy.ports, [4222]);
+        assert_eq!(bare.timeout, Duration::from_millis(800));
+    }
+
+    #[test]
+    fn repeated_and_comma_separated_ports() {
+        let c = parse(&["natsprobe", "--port", "7422", "--port", "4222,7422"]).unwrap();
+        assert_eq!(c.policy.ports, [4222, 7422]);
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let cases = [
+            (&["natsprobe", "--port", "0"][..], "--port"),
+            (&["natsprobe", "--port", "70000"], "--port"),
+            (&["natsprobe", "--remote", "nats.svc"], "--remote"),
+            (&["natsprobe", "--timeout", "1"], "--timeout"),
+            (&["natsprobe", "--timeout", "0s"], "--timeout"),
+            (
+                &["natsprobe", "--min-connections", "0"],
+                "--min-connections",
+            ),
+            (&["natsprobe", "--pid", "0"], "--pid"),
+            (&["natsprobe", "--pid", "1", "--process", "x"], "--pid"),
+            (&["natsprobe", "--process", " "], "--process"),
+            (&["natsprobe", "--reader", "ebpf"], "--reader"),
+        ];
+        for (args, flag) in cases {
+            let err = parse(args).expect_err(&format!("{args:?} should fail"));
+            assert!(err.contains(flag), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn default_subcommand_leaves_help_version_and_subcommands_alone() {
+        for first in ["-h", "--help", "-V", "--version", "check"] {
+            let argv = with_default_subcommand(["natsprobe", first].map(OsString::from));
+            assert_eq!(argv.len(), 2, "{first}");
+        }
+        let argv = with_default_subcommand(["natsprobe", "-v"].map(OsString::from));
+        assert_eq!(argv, ["natsprobe", "check", "-v"].map(OsString::from));
+    }
+}

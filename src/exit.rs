@@ -1,0 +1,78 @@
+//! The exit codes natsprobe promises; the README's table is tested against this enum.
+
+use std::process::ExitCode;
+
+/// Every way a run can end. The kubelet treats any non-zero code as a failed probe;
+/// the codes exist for humans and scripts (`diagnose`, CronJobs) that branch on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The check passed.
+    Healthy = 0,
+    /// The check found a fault a restart is expected to fix.
+    Unhealthy = 1,
+    /// The flags or environment are wrong; nothing was inspected.
+    Usage = 2,
+    /// The check could not be carried out (unreadable /proc, deadline hit, internal error).
+    CannotEvaluate = 3,
+}
+
+impl Exit {
+    /// The rows of the README's exit code table, in order.
+    pub const ALL: [Exit; 4] = [
+        Exit::Healthy,
+        Exit::Unhealthy,
+        Exit::Usage,
+        Exit::CannotEvaluate,
+    ];
+
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The meaning column of the README's table.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Healthy => "healthy",
+            Exit::Unhealthy => "unhealthy",
+            Exit::Usage => "usage or configuration error",
+            Exit::CannotEvaluate => "could not evaluate",
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(exit.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_documented_table() {
+        let table: Vec<(u8, &str)> = Exit::ALL.iter().map(|e| (e.code(), e.meaning())).collect();
+        assert_eq!(
+            table,
+            [
+                (0, "healthy"),
+                (1, "unhealthy"),
+                (2, "usage or configuration error"),
+                (3, "could not evaluate"),
+            ]
+        );
+    }
+
+    #[test]
+    fn readme_documents_every_code() {
+        let readme = include_str!("../README.md");
+        for exit in Exit::ALL {
+            let row = format!("| {} | {} |", exit.code(), exit.meaning());
+            assert!(
+                readme.contains(&row),
+                "README lacks the exit code row `{row}`"
+            );
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! natsprobe: a liveness probe for NATS clients. `main` is the only place that prints and the
+//! only place that decides the exit code.
+
+mod check;
+mod cidr;
+mod cli;
+mod duration;
+mod error;
+mod exit;
+mod output;
+mod sockets;
+mod verdict;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use cli::{CheckConfig, Cli, Command};
+use error::Error;
+use exit::Exit;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Time kept back from `--timeout` to print the answer: the runtime SIGKILLs a probe that
+/// overstays, and a killed probe says nothing.
+const PRINT_MARGIN: Duration = Duration::from_millis(5);
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    // With panic=abort a panic would end the probe with SIGABRT and no word of why.
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "could not evaluate: internal error: {info}"
+        );
+        std::process::exit(Exit::CannotEvaluate.code().into());
+    }));
+
+    let args = cli::with_default_subcommand(std::env::args_os());
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            return Exit::Healthy.into();
+        }
+        Err(e) => {
+            let mut text = e.render().to_string();
+            if let Some(note) = cli::env_source(&e, &args) {
+                let first_line_end = text.find('\n').unwrap_or(text.len());
+                text.insert_str(first_line_end, &format!(" ({note})"));
+            }
+            let _ = write!(std::io::stderr(), "{text}");
+            return Exit::Usage.into();
+        }
+    };
+    let outcome = match cli.command {
+        Command::Check(args) => {
+            let json = args.json;
+            match args.validate() {
+                Ok(config) => run_check(config, started),
+                Err(e) => failure(e, json),
+            }
+        }
+    };
+    let _ = if outcome.to_stderr {
+        writeln!(std::io::stderr(), "{}", outcome.text)
+    } else {
+        writeln!(std::io::stdout(), "{}", outcome.text)
+    };
+    outcome.exit.into()
+}
+
+/// What a run prints, where, and how it exits.
+struct Outcome {
+    text: String,
+    to_stderr: bool,
+    exit: Exit,
+}
+
+/// The one place an error becomes words and an exit code. JSON consumers read stdout; a
+/// human line goes where errors go.
+fn failure(e: Error, json: bool) -> Outcome {
+    let text = match &e {
+        Error::Usage(m) => format!("natsprobe: {m}"),
+        Error::CannotEvaluate(m) => format!("could not evaluate: {m}"),
+    };
+    Outcome {
+        text: output::error(&text, json),
+        to_stderr: !json,
+        exit: e.exit(),
+    }
+}
+
+/// Runs the check on a worker thread and waits at most until the deadline: a read stuck in
+/// the kernel (a hung /proc entry, netlink that never answers) cannot hold the probe past
+/// `--timeout`. When main returns, the process ends, worker and all.
+fn run_check(config: CheckConfig, started: Instant) -> Outcome {
+    let json = config.json;
+    let timeout = config.timeout;
+    let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
+    let phase = Arc::new(check::Phase::new());
+    let (tx, rx) = mpsc::channel();
+    let worker_phase = Arc::clone(&phase);
+    let spawned = std::thread::Builder::new()
+        .name("check".into())
+        .spawn(move || {
+            let _ = tx.send(check::run(&config, deadline, &worker_phase));
+        });
+    if let Err(e) = spawned {
+        return failure(Error::CannotEvaluate(format!("cannot start: {e}")), json);
+    }
+    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(Ok(report)) => Outcome {
+            text: if json {
+                output::json(&report)
+            } else {
+                output::human(&report)
+            },
+            to_stderr: false,
+            exit: match report.verdict.health {
+                verdict::Health::Healthy => Exit::Healthy,
+                verdict::Health::Unhealthy => Exit::Unhealthy,
+            },
+        },
+        Ok(Err(e)) => failure(e, json),
+        Err(_) => {
+            let timeout = duration::display(timeout);
+            let e =
+                Error::CannotEvaluate(format!("--timeout {timeout} passed while {}", phase.get()));
+            failure(e, json)
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! Formatters: a report becomes one line (plus detail lines with `-v`) or one JSON object.
+//! They return strings; `main` writes them.
+
+use crate::check::Report;
+use crate::sockets::{unmap, Socket};
+use crate::verdict::{Health, Reason};
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// The kubelet cuts event messages at 1024 characters and operators read them in
+/// `kubectl describe`: the verdict line stays under 300.
+pub const MAX_LINE: usize = 299;
+
+/// Sockets listed with `-v`: enough to see what is there, far inside the kubelet's 10 KiB.
+const MAX_LISTED: usize = 50;
+
+pub fn human(report: &Report) -> String {
+    let mut out = line(report);
+    if report.config.verbose {
+        out.push('\n');
+        out.push_str(&details(report));
+    }
+    out
+}
+
+/// The verdict first, then the evidence.
+pub fn line(report: &Report) -> String {
+    let verdict = match report.verdict.health {
+        Health::Healthy => "healthy",
+        Health::Unhealthy => "unhealthy",
+    };
+    clip(format!("{verdict}: {}", summary(report)))
+}
+
+fn summary(report: &Report) -> String {
+    let c = &report.connections;
+    let policy = &report.config.policy;
+    let n = c.established.len();
+    let count = if n == 0 {
+        "no".to_string()
+    } else {
+        n.to_string()
+    };
+    let plural = if n == 1 || n == 0 { "" } else { "s" };
+    let mut text = format!(
+        "{count} ESTABLISHED TCP connection{plural} to {}{}{}",
+        target(report),
+        holder(report),
+        netns(report)
+    );
+    match report.verdict.reason {
+        Reason::Connected => {
+            let peers: Vec<String> = c.established.iter().map(peer).collect();
+            let _ = write!(text, " ({})", list(&peers, 3));
+        }
+        Reason::NotConnected => {
+            if policy.min_connections > 1 {
+                let _ = write!(text, ", {} required", policy.min_connections);
+            }
+            let states = c.other_states();
+            if n == 0 && states.is_empty() {
+                let that = if policy.ports.len() == 1 {
+                    "that port"
+                } else {
+                    "those ports"
+                };
+                let _ = write!(text, " (no socket to {that} in any state");
+            } else {
+                let _ = write!(text, " ({n} established");
+                let others: Vec<String> = states.iter().map(|(s, k)| format!("{k} {s}")).collect();
+                if !others.is_empty() {
+                    let _ = write!(text, "; {}", others.join(", "));
+                }
+            }
+            if report.skipped_lines > 0 {
+                let _ = write!(
+                    text,
+                    "; {} unparsable /proc lines skipped",
+                    report.skipped_lines
+                );
+            }
+            text.push(')');
+        }
+    }
+    text
+}
+
+fn target(report: &Report) -> String {
+    let policy = &report.config.policy;
+    let ports: Vec<String> = policy.ports.iter().map(u16::to_string).collect();
+    let mut text = match ports.len() {
+        1 => format!("remote port {}", ports[0]),
+        _ => format!("remote ports {}", list(&ports, 4)),
+    };
+    if !policy.remotes.is_empty() {
+        let remotes: Vec<String> = policy.remotes.iter().map(|r| r.to_string()).collect();
+        let _ = write!(text, " on {}", list(&remotes, 3).replace(", ", " or "));
+    }
+    text
+}
+
+/// ` held by bento[42]`: the syslog convention for a process and its PID(s).
+fn holder(report: &Report) -> String {
+    let Some(first) = report.processes.first() else {
+        return String::new();
+    };
+    let pids: Vec<String> = report.processes.iter().map(|p| p.pid.to_string()).collect();
+    format!(
+        " held by {}[{}]",
+        first.name,
+        list(&pids, 5).replace(", ", ",")
+    )
+}
+
+fn netns(report: &Report) -> String {
+    match report.config.netns_of {
+        Some(pid) => format!(" in the network namespace of pid {pid}"),
+        None => String::new(),
+    }
+}
+
+fn peer(s: &Socket) -> String {
+    match unmap(s.remote.ip()) {
+        std::net::IpAddr::V6(ip) => format!("[{ip}]:{}", s.remote.port()),
+        ip => format!("{ip}:{}", s.remote.port()),
+    }
+}
+
+/// `a, b, c and 2 more`.
+fn list(items: &[String], max: usize) -> String {
+    if items.len() <= max {
+        return items.join(", ");
+    }
+    format!("{} and {} more", items[..max].join(", "), items.len() - max)
+}
+
+fn clip(mut line: String) -> String {
+    if line.chars().count() > MAX_LINE {
+        line = line.chars().take(MAX_LINE - 1).collect();
+        line.push('…');
+    }
+    line
+}
+
+fn details(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "  reader: {}", report.reader.name());
+    if let Some(why) = &report.fallback {
+        let _ = write!(out, " ({why})");
+    }
+    if report.skipped_lines > 0 {
+        let _ = write!(out, "; {} unparsable lines skipped", report.skipped_lines);
+    }
+    let c = &report.connections;
+    let all: Vec<&Socket> = c.established.iter().chain(&c.others).collect();
+    if all.is_empty() {
+        out.push_str("\n  no matching sockets");
+    }
+    for s in all.iter().take(MAX_LISTED) {
+        let _ = write!(
+            out,
+            "\n  {:<11} {} -> {} uid {} inode {}",
+            s.state.name(),
+            s.local,
+            s.remote,
+            s.uid,
+            s.inode
+        );
+    }
+    if all.len() > MAX_LISTED {
+        let _ = write!(out, "\n  … and {} more", all.len() - MAX_LISTED);
+    }
+    out
+}
+
+pub fn json(report: &Report) -> String {
+    let c = &report.connections;
+    let policy = &report.config.policy;
+    let states: serde_json::Map<String, Value> = c
+        .other_states()
+        .into_iter()
+        .map(|(s, n)| (s.name().to_string(), json!(n)))
+        .collect();
+    let mut connection = json!({
+        "ports": policy.ports,
+        "remotes": policy.remotes.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+        "min_connections": policy.min_connections,
+        "established": c.established.len(),
+        "other_states": states,
+        "processes": report.processes.iter().map(|p| json!({"pid": p.pid, "name": p.name})).collect::<Vec<_>>(),
+        "netns_of": report.config.netns_of,
+        "reader": report.reader.name(),
+        "reader_fallback": report.fallback,
+        "skipped_lines": report.skipped_lines,
+    });
+    if report.config.verbose {
+        let sockets: Vec<Value> = c
+            .established
+            .iter()
+            .chain(&c.others)
+            .map(socket_json)
+            .collect();
+        connection["sockets"] = json!(sockets);
+    }
+    let verdict = match report.verdict.health {
+        Health::Healthy => "healthy",
+        Health::Unhealthy => "unhealthy",
+    };
+    json!({
+        "verdict": verdict,
+        "summary": summary(report),
+        "connection": connection,
+    })
+    .to_string()
+}
+
+fn socket_json(s: &Socket) -> Value {
+    json!({
+        "state": s.state.name(),
+        "local": s.local.to_string(),
+        "remote": s.remote.to_string(),
+        "uid": s.uid,
+        "inode": s.inode,
+    })
+}
+
+/// A run that ended without a verdict, as one line or one JSON object.
+pub fn error(message: &str, json_output: bool) -> String {
+    if json_output {
+        json!({"verdict": "error", "summary": message}).to_string()
+    } else {
+        clip(message.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{CheckConfig, Owner};
+    use crate::sockets::owner::Process;
+    use crate::sockets::{Reader, ReaderChoice, TcpState};
+    use crate::verdict::{self, Policy};
+    use std::time::Duration;
+
+    fn sock(local: &str, remote: &str, state: TcpState, inode: u64) -> Socket {
+        Socket {
+            local: local.parse().unwrap(),
+            remote: remote.parse().unwrap(),
+            state,
+            inode,
+            uid: 1000,
+        }
+    }
+
+    fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: bool) -> Report {
+        let config = CheckConfig {
+            policy: Policy {
+                ports: ports.to_vec(),
+                remotes: vec![],
+                min_connections: 1,
+            },
+            owner: owner.clone(),
+            netns_of: None,
+            reader: ReaderChoice::Auto,
+            timeout: Duration::from_millis(800),
+            json: false,
+            verbose,
+        };
+        let connections = verdict::connections(sockets, &config.policy, None);
+        let processes = match owner {
+            Owner::Anyone => vec![],
+            Owner::Pid(pid) => vec![Process {
+                pid,
+                name: "bento".into(),
+            }],
+            Owner::Name(name) => vec![
+                Process {
+                    pid: 7,
+                    name: name.clone(),
+                },
+                Process { pid: 9, name },
+            ],
+        };
+        Report {
+            verdict: verdict::decide(&connections, &config.policy),
+            config,
+            connections,
+            processes,
+            reader: Reader::Netlink,
+            fallback: None,
+            skipped_lines: 0,
+        }
+    }
+
+    fn live() -> Vec<Socket> {
+        vec![
+            sock(
+                "10.244.1.17:51828",
+                "10.96.14.2:4222",
+                TcpState::Established,
+                11,
+            ),
+            sock(
+                "[::ffff:10.244.1.17]:51830",
+                "[::ffff:10.96.14.3]:4222",
+                TcpState::Established,
+                12,
+            ),
+        ]
+    }
+
+    fn trying() -> Vec<Socket> {
+        vec![
+            sock(
+                "10.244.1.17:51830",
+                "10.96.14.2:4222",
+                TcpState::SynSent,
+                12,
+            ),
+            sock(
+                "10.244.1.17:51831",
+                "10.96.14.2:4222",
+                TcpState::CloseWait,
+                13,
+            ),
+            sock(
+                "10.244.1.17:51832",
+                "10.96.14.2:4222",
+                TcpState::CloseWait,
+                14,
+            ),
+        ]
+    }
+
+    #[test]
+    fn human_lines() {
+        let cases = [
+            (
+                report(&live(), &[4222], Owner::Anyone, false),
+                "healthy: 2 ESTABLISHED TCP connections to remote port 4222 (10.96.14.2:4222, 10.96.14.3:4222)",
+            ),
+            (
+                report(&trying(), &[4222], Owner::Pid(42), false),
+                "unhealthy: no ESTABLISHED TCP connection to remote port 4222 held by bento[42] (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)",
+            ),
+            (
+                report(&[], &[4222, 7422], Owner::Name("bento".into()), false),
+                "unhealthy: no ESTABLISHED TCP connection to remote ports 4222, 7422 held by bento[7,9] (no socket to those ports in any state)",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(human(&report), expected);
+        }
+    }
+
+    #[test]
+    fn verbose_adds_the_reader_and_the_sockets() {
+        let text = human(&report(&trying(), &[4222], Owner::Anyone, true));
+        assert_eq!(
+            text,
+            "unhealthy: no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)
+  reader: netlink
+  SYN_SENT    10.244.1.17:51830 -> 10.96.14.2:4222 uid 1000 inode 12
+  CLOSE_WAIT  10.244.1.17:51831 -> 10.96.14.2:4222 uid 1000 inode 13
+  CLOSE_WAIT  10.244.1.17:51832 -> 10.96.14.2:4222 uid 1000 inode 14"
+        );
+    }
+
+    #[test]
+    fn json_object() {
+        let text = json(&report(&live(), &[4222], Owner::Pid(42), true));
+        let expected = r#"{"connection":{"established":2,"min_connections":1,"netns_of":null,"other_states":{},"ports":[4222],"processes":[{"name":"bento","pid":42}],"reader":"netlink","reader_fallback":null,"remotes":[],"skipped_lines":0,"sockets":[{"inode":11,"local":"10.244.1.17:51828","remote":"10.96.14.2:4222","state":"ESTABLISHED","uid":1000},{"inode":12,"local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","state":"ESTABLISHED","uid":1000}]},"summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","verdict":"healthy"}"#;
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn the_line_stays_under_300_characters() {
+        let ports: Vec<u16> = (4000..4100).collect();
+        let mut r = report(&trying(), &ports, Owner::Anyone, false);
+        r.config.policy.remotes = (0..50)
+            .map(|i| format!("10.{i}.0.0/16").parse().unwrap())
+            .collect();
+        let line = human(&r);
+        assert!(
+            line.chars().count() < 300,
+            "{} chars: {line}",
+            line.chars().count()
+        );
+        assert!(line.starts_with("unhealthy: "));
+        assert!(error(&"x".repeat(1000), false).chars().count() < 300);
+    }
+}

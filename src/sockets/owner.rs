@@ -1,0 +1,161 @@
+//! Which sockets a process holds: socket inodes behind `/proc/PID/fd`, and processes by name.
+//! This is what stops a sidecar's live connection in the same pod from masking a dead client.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OwnerError {
+    #[error("no process with PID {0}")]
+    NoSuchPid(u32),
+    #[error("no running process is named '{0}'")]
+    NoSuchName(String),
+    #[error("{path} is unreadable: {source}")]
+    Unreadable { path: String, source: io::Error },
+}
+
+/// A process whose sockets count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    pub pid: u32,
+    pub name: String,
+}
+
+/// The socket inodes held open by `pids`.
+pub fn socket_inodes(pids: &[u32]) -> Result<HashSet<u64>, OwnerError> {
+    let mut inodes = HashSet::new();
+    for &pid in pids {
+        let dir = format!("/proc/{pid}/fd");
+        let entries = fs::read_dir(&dir).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => OwnerError::NoSuchPid(pid),
+            _ => OwnerError::Unreadable {
+                path: dir.clone(),
+                source,
+            },
+        })?;
+        for entry in entries {
+            // A descriptor closed while we read the directory is simply gone.
+            let Ok(entry) = entry else { continue };
+            if let Some(inode) = fs::read_link(entry.path())
+                .ok()
+                .and_then(|t| socket_inode(&t))
+            {
+                inodes.insert(inode);
+            }
+        }
+    }
+    Ok(inodes)
+}
+
+/// `socket:[12345]` → 12345.
+fn socket_inode(target: &Path) -> Option<u64> {
+    let text = target.to_str()?;
+    text.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// Confirms a PID exists (before any socket is read, so a typo is a usage error).
+pub fn process(pid: u32) -> Result<Process, OwnerError> {
+    let comm = format!("/proc/{pid}/comm");
+    match fs::read_to_string(&comm) {
+        Ok(name) => Ok(Process {
+            pid,
+            name: name.trim_end().to_string(),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(OwnerError::NoSuchPid(pid)),
+        Err(source) => Err(OwnerError::Unreadable { path: comm, source }),
+    }
+}
+
+/// Every process (other than this one) whose name is `name`: the kernel's `comm` (cut to 15
+/// bytes, as `pgrep` matches it) or the base name of `argv[0]`, so long names work too.
+pub fn processes_named(name: &str) -> Result<Vec<Process>, OwnerError> {
+    let me = std::process::id();
+    let proc = fs::read_dir("/proc").map_err(|source| OwnerError::Unreadable {
+        path: "/proc".into(),
+        source,
+    })?;
+    let mut found: Vec<Process> = proc
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|&pid| named(pid, name))
+        .map(|pid| Process {
+            pid,
+            name: name.to_string(),
+        })
+        .collect();
+    if found.is_empty() {
+        return Err(OwnerError::NoSuchName(name.to_string()));
+    }
+    found.sort_by_key(|p| p.pid);
+    Ok(found)
+}
+
+const COMM_LEN: usize = 15;
+
+fn named(pid: u32, name: &str) -> bool {
+    let Ok(comm) = fs::read_to_string(format!("/proc/{pid}/comm")) else {
+        return false;
+    };
+    let comm = comm.trim_end_matches('\n');
+    if name.len() <= COMM_LEN {
+        return comm == name || argv0_is(pid, name);
+    }
+    // The kernel cut the name; only then is argv[0] (which can block briefly on a busy
+    // process's memory map) worth reading.
+    name.as_bytes().starts_with(comm.as_bytes()) && comm.len() == COMM_LEN && argv0_is(pid, name)
+}
+
+fn argv0_is(pid: u32, name: &str) -> bool {
+    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    let base = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    base == name.as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn finds_the_inodes_of_our_own_sockets() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let inodes = socket_inodes(&[std::process::id()]).unwrap();
+        assert!(inodes.len() >= 2, "{inodes:?}");
+    }
+
+    #[test]
+    fn a_missing_pid_is_named() {
+        assert!(matches!(
+            process(u32::MAX),
+            Err(OwnerError::NoSuchPid(u32::MAX))
+        ));
+        assert!(matches!(
+            socket_inodes(&[u32::MAX]),
+            Err(OwnerError::NoSuchPid(_))
+        ));
+    }
+
+    #[test]
+    fn socket_links_parse() {
+        assert_eq!(socket_inode(Path::new("socket:[3316620]")), Some(3316620));
+        assert_eq!(socket_inode(Path::new("pipe:[3316620]")), None);
+        assert_eq!(socket_inode(Path::new("/dev/null")), None);
+    }
+
+    #[test]
+    fn an_unknown_name_is_an_error() {
+        assert!(matches!(
+            processes_named("no-such-process-here"),
+            Err(OwnerError::NoSuchName(_))
+        ));
+    }
+}

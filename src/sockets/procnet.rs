@@ -1,0 +1,264 @@
+//! /proc/net/tcp{,6}: the fallback reader. Streams the table through a fixed buffer (a 100k
+//! socket table is ~15 MB of text) and skips, but counts, lines it cannot parse.
+
+use super::{ipv6_from_kernel_words, ScanError, Socket, TcpState};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+pub fn scan(ports: &[u16], netns_of: Option<u32>) -> Result<(Vec<Socket>, usize), ScanError> {
+    // /proc/PID/net shows PID's network namespace; /proc/net is our own.
+    let base = match netns_of {
+        Some(pid) => format!("/proc/{pid}/net"),
+        None => "/proc/net".to_string(),
+    };
+    let mut sockets = Vec::new();
+    let mut skipped = 0;
+    for (file, required) in [("tcp", true), ("tcp6", false)] {
+        let path = format!("{base}/{file}");
+        let result = File::open(&path)
+            .and_then(|f| parse(BufReader::with_capacity(64 * 1024, f), ports, &mut sockets));
+        match result {
+            Ok(bad) => skipped += bad,
+            // No tcp6 means IPv6 is disabled: normal, nothing to read.
+            Err(e) if !required && e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => return Err(ScanError::Proc { path, source }),
+        }
+    }
+    Ok((sockets, skipped))
+}
+
+/// Parses a /proc/net/tcp or tcp6 table, appending to `out` the sockets whose remote port is
+/// in `ports` (every socket when `ports` is empty). Returns how many lines were malformed.
+pub fn parse(mut input: impl BufRead, ports: &[u16], out: &mut Vec<Socket>) -> io::Result<usize> {
+    let mut line = Vec::with_capacity(256);
+    let mut malformed = 0;
+    let mut first = true;
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return Ok(malformed);
+        }
+        if std::mem::take(&mut first) && is_header(&line) {
+            continue;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match parse_line(&line, ports) {
+            Line::Keep(socket) => out.push(socket),
+            Line::OtherPort => {}
+            Line::Malformed => malformed += 1,
+        }
+    }
+}
+
+enum Line {
+    Keep(Socket),
+    OtherPort,
+    Malformed,
+}
+
+fn is_header(line: &[u8]) -> bool {
+    line.split(u8::is_ascii_whitespace)
+        .find(|f| !f.is_empty())
+        .is_some_and(|f| f == b"sl")
+}
+
+// Fields: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+fn parse_line(line: &[u8], ports: &[u16]) -> Line {
+    let mut fields = line
+        .split(u8::is_ascii_whitespace)
+        .filter(|f| !f.is_empty());
+    let (Some(_sl), Some(local), Some(remote)) = (fields.next(), fields.next(), fields.next())
+    else {
+        return Line::Malformed;
+    };
+    // The remote port decides before anything else is parsed: at 100k sockets almost
+    // every line is for another port.
+    let Some(remote_port) = remote
+        .iter()
+        .rposition(|&b| b == b':')
+        .and_then(|i| hex_u16(&remote[i + 1..]))
+    else {
+        return Line::Malformed;
+    };
+    if !ports.is_empty() && !ports.contains(&remote_port) {
+        return Line::OtherPort;
+    }
+    let state = fields.next();
+    let uid = fields.nth(3);
+    let inode = fields.nth(1);
+    let parsed = (|| {
+        Some(Socket {
+            local: address(local)?,
+            remote: address(remote)?,
+            state: TcpState::from_kernel(u8::try_from(hex_u32(state?)?).ok()?)?,
+            uid: decimal(uid?)?.try_into().ok()?,
+            inode: decimal(inode?)?,
+        })
+    })();
+    match parsed {
+        Some(socket) => Line::Keep(socket),
+        None => Line::Malformed,
+    }
+}
+
+/// `0100007F:1092` or a 32-digit IPv6 form. The kernel prints each 32-bit word of the
+/// address as a native-endian integer, so the bytes come back out with `to_ne_bytes`.
+fn address(field: &[u8]) -> Option<SocketAddr> {
+    let colon = field.iter().position(|&b| b == b':')?;
+    let (hex, port) = (&field[..colon], hex_u16(&field[colon + 1..])?);
+    let ip = match hex.len() {
+        8 => IpAddr::V4(Ipv4Addr::from(hex_u32(hex)?.to_ne_bytes())),
+        32 => {
+            let mut words = [0u32; 4];
+            for (word, chunk) in words.iter_mut().zip(hex.chunks_exact(8)) {
+                *word = hex_u32(chunk)?;
+            }
+            IpAddr::V6(ipv6_from_kernel_words(words))
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+fn hex_u16(digits: &[u8]) -> Option<u16> {
+    if digits.len() != 4 {
+        return None;
+    }
+    u16::try_from(hex_u32(digits)?).ok()
+}
+
+fn hex_u32(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |acc, &b| {
+        let d = (b as char).to_digit(16)?;
+        Some(acc << 4 | d)
+    })
+}
+
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 20 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |acc, &b| {
+        let d = (b as char).to_digit(10)?;
+        acc.checked_mul(10)?.checked_add(d as u64)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TCP: &str = include_str!("../../probe-tests/fixtures/proc-net-tcp.txt");
+    const TCP6: &str = include_str!("../../probe-tests/fixtures/proc-net-tcp6.txt");
+    const MALFORMED: &str = include_str!("../../probe-tests/fixtures/proc-net-tcp-malformed.txt");
+
+    fn parse_str(text: &str, ports: &[u16]) -> (Vec<Socket>, usize) {
+        let mut out = Vec::new();
+        let bad = parse(text.as_bytes(), ports, &mut out).unwrap();
+        (out, bad)
+    }
+
+    fn sock(local: &str, remote: &str, state: TcpState, uid: u32, inode: u64) -> Socket {
+        Socket {
+            local: local.parse().unwrap(),
+            remote: remote.parse().unwrap(),
+            state,
+            uid,
+            inode,
+        }
+    }
+
+    #[test]
+    fn recorded_ipv4_table() {
+        let (all, bad) = parse_str(TCP, &[]);
+        assert_eq!(bad, 0);
+        assert_eq!(all.len(), 6);
+        let (nats, _) = parse_str(TCP, &[4222]);
+        assert_eq!(
+            nats,
+            [
+                sock(
+                    "10.244.1.17:51828",
+                    "10.96.14.2:4222",
+                    TcpState::Established,
+                    1000,
+                    3316620
+                ),
+                sock(
+                    "10.244.1.17:51830",
+                    "10.96.14.2:4222",
+                    TcpState::SynSent,
+                    1000,
+                    3316655
+                ),
+                sock(
+                    "10.244.1.17:51802",
+                    "10.96.14.2:4222",
+                    TcpState::TimeWait,
+                    0,
+                    0
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_servers_accepted_side_has_the_port_locally_and_is_not_kept() {
+        // The fixture holds a server's accepted socket: local :4222, remote ephemeral.
+        let (nats, _) = parse_str(TCP, &[4222]);
+        assert!(nats.iter().all(|s| s.local.port() != 4222));
+    }
+
+    #[test]
+    fn recorded_ipv6_table_with_mapped_and_native_peers() {
+        let (nats, bad) = parse_str(TCP6, &[4222]);
+        assert_eq!(bad, 0);
+        assert_eq!(
+            nats,
+            [
+                sock("[::1]:40112", "[::1]:4222", TcpState::Established, 0, 77120),
+                sock(
+                    "[::ffff:127.0.0.1]:40330",
+                    "[::ffff:127.0.0.1]:4222",
+                    TcpState::Established,
+                    0,
+                    77301
+                ),
+                sock(
+                    "[fd00:10:244:1::11]:36652",
+                    "[fd00:10:96::a]:4222",
+                    TcpState::CloseWait,
+                    1000,
+                    77410
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_lines_are_skipped_and_counted_not_fatal() {
+        let (nats, bad) = parse_str(MALFORMED, &[4222]);
+        assert_eq!(nats.len(), 2, "{nats:?}");
+        assert!(nats.iter().all(|s| s.state == TcpState::Established));
+        assert_eq!(bad, 8);
+    }
+
+    #[test]
+    fn an_empty_or_header_only_table_is_empty() {
+        assert_eq!(parse_str("", &[4222]), (vec![], 0));
+        let header = TCP.lines().next().unwrap();
+        assert_eq!(parse_str(header, &[4222]), (vec![], 0));
+    }
+
+    #[test]
+    fn a_last_line_without_newline_is_read() {
+        let text = TCP.trim_end();
+        assert_eq!(parse_str(text, &[]).0.len(), 6);
+    }
+}
