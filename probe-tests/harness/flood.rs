@@ -1,0 +1,41 @@
+//! Many held loopback connections inside a namespace: a large socket table for the deadline
+//! test and the benchmark. Several processes hold them, each far under the per-process fd
+//! limit (20,000 here, and no CAP_SYS_RESOURCE to raise it).
+
+use super::{NetNs, Peer};
+use std::time::Duration;
+
+const PER_PROCESS: usize = 8_000;
+
+pub struct Flood {
+    _holders: Vec<Peer>,
+    /// Listening ports; every client socket of the flood has one of these as remote port.
+    pub ports: Vec<u16>,
+}
+
+impl Flood {
+    /// `connections` loopback connections (two sockets each) inside `ns`.
+    pub fn new(ns: &NetNs, connections: usize) -> Flood {
+        let mut holders = Vec::new();
+        let mut left = connections;
+        while left > 0 {
+            let n = left.min(PER_PROCESS);
+            holders.push(Peer::spawn(
+                Some(ns),
+                &["flood", "-connections", &n.to_string()],
+            ));
+            left -= n;
+        }
+        let ports = holders
+            .iter_mut()
+            .map(|h| {
+                let ready = h.wait_for("ready", Duration::from_secs(120));
+                ready.rsplit(':').next().unwrap().parse().unwrap()
+            })
+            .collect();
+        Flood {
+            _holders: holders,
+            ports,
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Real nats.go clients: the `natspeer` Go program (probe-tests/peers/natspeer), built once
+//! per test run from Debian's packaged nats.go, spawned as the pod's client.
+
+use super::{deps_dir, NetNs};
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Builds natspeer (once per test process) and returns its path.
+pub fn natspeer() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe-tests/peers/natspeer");
+        let out_dir = deps_dir().join("peers");
+        std::fs::create_dir_all(&out_dir).unwrap();
+        let out = out_dir.join("natspeer");
+        let status = Command::new("go")
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg(".")
+            .current_dir(&src)
+            .env("GO111MODULE", "off")
+            .env("GOPATH", "/usr/share/gocode")
+            .env("GOCACHE", deps_dir().join("go-cache"))
+            .env("GOFLAGS", "")
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("cannot run `go` ({e}): run probe-tests/setup (golang-go, golang-github-nats-io-go-nats-dev)")
+            });
+        assert!(status.success(), "building natspeer failed: run probe-tests/setup");
+        out
+    })
+}
+
+/// natspeer under another name (a symlink), so `--process NAME` can tell clients apart.
+pub fn natspeer_named(name: &str) -> PathBuf {
+    let link = natspeer().with_file_name(name);
+    if !link.exists() {
+        let _ = symlink("natspeer", &link);
+    }
+    link
+}
+
+pub struct Peer {
+    child: Child,
+    lines: Arc<(Mutex<Vec<String>>, Condvar)>,
+    cursor: usize,
+    pub args: Vec<String>,
+}
+
+impl Peer {
+    /// Starts `natspeer <args...>` inside `ns` (or here) and collects its event lines.
+    pub fn spawn(ns: Option<&NetNs>, args: &[&str]) -> Peer {
+        Peer::spawn_as(ns, natspeer(), args)
+    }
+
+    pub fn spawn_as(ns: Option<&NetNs>, exe: &Path, args: &[&str]) -> Peer {
+        let mut cmd = match ns {
+            Some(ns) => ns.command(exe),
+            None => Command::new(exe),
+        };
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn natspeer: {e}"));
+        let lines: Arc<(Mutex<Vec<String>>, Condvar)> = Arc::default();
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let lines = Arc::clone(&lines);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    let (store, cv) = &*lines;
+                    store.lock().unwrap().push(line);
+                    cv.notify_all();
+                }
+            });
+        }
+        Peer {
+            child,
+            lines,
+            cursor: 0,
+            args: args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// A client that holds a connection, with nats.go's reconnect budget set.
+    pub fn conn(ns: Option<&NetNs>, url: &str, max_reconnects: i32, wait: &str) -> Peer {
+        let mut peer = Peer::spawn(
+            ns,
+            &[
+                "conn",
+                "-url",
+                url,
+                "-max-reconnects",
+                &max_reconnects.to_string(),
+                "-reconnect-wait",
+                wait,
+            ],
+        );
+        peer.wait_for("connected", Duration::from_secs(10));
+        peer
+    }
+
+    /// Waits for the next event line (after the previous match) that starts with `prefix`.
+    pub fn wait_for(&mut self, prefix: &str, limit: Duration) -> String {
+        let (store, cv) = &*self.lines;
+        let deadline = Instant::now() + limit;
+        let mut lines = store.lock().unwrap();
+        loop {
+            if let Some(i) = lines[self.cursor..]
+                .iter()
+                .position(|l| l.starts_with(prefix))
+            {
+                self.cursor += i + 1;
+                return lines[self.cursor - 1].clone();
+            }
+            if let Some(bad) = lines.iter().find(|l| l.starts_with("fatal")) {
+                panic!(
+                    "natspeer {:?} failed: {bad}\n{}",
+                    self.args,
+                    lines.join("\n")
+                );
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "natspeer {:?}: no `{prefix}` within {limit:?}; output:\n{}",
+                self.args,
+                lines.join("\n")
+            );
+            lines = cv
+                .wait_timeout(lines, left.min(Duration::from_millis(100)))
+                .unwrap()
+                .0;
+        }
+    }
+
+    /// True when some line so far starts with `prefix` (does not move the cursor).
+    pub fn saw(&self, prefix: &str) -> bool {
+        self.lines
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with(prefix))
+    }
+
+    pub fn output(&self) -> String {
+        self.lines.0.lock().unwrap().join("\n")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn is_alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    pub fn signal(&self, signal: libc::c_int) {
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Waits for the process to exit on its own (setup, publish -count).
+    pub fn wait_exit(mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "natspeer {:?} still running:\n{}",
+                self.args,
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

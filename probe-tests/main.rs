@@ -1,0 +1,5 @@
+//! End-to-end scenarios: the built probe against real nats-server and real nats.go clients,
+//! in network namespaces the tests create. Needs root and what probe-tests/setup installs.
+
+mod harness;
+mod socket_check;

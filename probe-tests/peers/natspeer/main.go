@@ -1,0 +1,761 @@
+// natspeer is a test peer for the natsprobe end-to-end tests. It plays the
+// real NATS client of a pod (the way Bento and Go consumers use nats.go) and
+// reports what happens to it as one event per line on stdout.
+//
+// Build (offline, Debian's packaged nats.go 1.22.1):
+//
+//	GO111MODULE=off GOPATH=/usr/share/gocode go build -o /tmp/natspeer .
+//
+// See README.md for subcommands, flags and the event lines.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ---------------------------------------------------------------------------
+// Output
+
+type eventWriter struct {
+	mu       sync.Mutex
+	muted    bool // set once we are exiting on a signal
+	lastErr  string
+	lastErrT time.Time
+}
+
+var out eventWriter
+
+// emit writes one line to stdout in a single write (os.Stdout is unbuffered,
+// so the line is flushed immediately).
+func (w *eventWriter) emit(line string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.muted {
+		return
+	}
+	os.Stdout.WriteString(line + "\n")
+}
+
+func (w *eventWriter) mute() {
+	w.mu.Lock()
+	w.muted = true
+	w.mu.Unlock()
+}
+
+func event(format string, args ...interface{}) {
+	out.emit(fmt.Sprintf(format, args...))
+}
+
+// errorEvent prints "error <text>". A line identical to the previous error
+// line printed less than a second ago is suppressed, so a tight retry loop
+// against a dead or closed connection cannot flood stdout.
+func errorEvent(format string, args ...interface{}) {
+	text := oneLine(fmt.Sprintf(format, args...))
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if out.muted {
+		return
+	}
+	now := time.Now()
+	if text == out.lastErr && now.Sub(out.lastErrT) < time.Second {
+		return
+	}
+	out.lastErr, out.lastErrT = text, now
+	os.Stdout.WriteString("error " + text + "\n")
+}
+
+func fatal(format string, args ...interface{}) {
+	out.emit("fatal " + oneLine(fmt.Sprintf(format, args...)))
+	os.Exit(1)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// ---------------------------------------------------------------------------
+// Dialer that remembers the local address of the last connection it made.
+
+type recordingDialer struct {
+	d    net.Dialer
+	mu   sync.Mutex
+	last string
+}
+
+func (r *recordingDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := r.d.Dial(network, address)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.last = c.LocalAddr().String() // TCPAddr.String uses JoinHostPort: [::1]:54321
+	r.mu.Unlock()
+	return c, nil
+}
+
+func (r *recordingDialer) lastLocal() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// ---------------------------------------------------------------------------
+// Common flags / connection
+
+type common struct {
+	url           string
+	name          string
+	maxReconnects int
+	reconnectWait time.Duration
+	retryConnect  bool
+	user          string
+	password      string
+	token         string
+	creds         string
+	nkey          string
+	tlsCA         string
+	tlsCert       string
+	tlsKey        string
+	timeout       time.Duration
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "url", nats.DefaultURL, "server URL(s), comma separated")
+	fs.StringVar(&c.name, "name", "natspeer", "client name")
+	fs.IntVar(&c.maxReconnects, "max-reconnects", nats.DefaultMaxReconnect, "max reconnect attempts (-1 = forever)")
+	fs.DurationVar(&c.reconnectWait, "reconnect-wait", nats.DefaultReconnectWait, "wait between reconnect rounds")
+	fs.BoolVar(&c.retryConnect, "retry-on-failed-connect", false, "keep retrying if the initial connect fails")
+	fs.StringVar(&c.user, "user", "", "user")
+	fs.StringVar(&c.password, "password", "", "password")
+	fs.StringVar(&c.token, "token", "", "token")
+	fs.StringVar(&c.creds, "creds", "", "credentials file")
+	fs.StringVar(&c.nkey, "nkey", "", "nkey seed file")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "CA certificate file")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate file")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "client key file")
+	fs.DurationVar(&c.timeout, "timeout", nats.DefaultTimeout, "connect timeout (info: also the request timeout)")
+}
+
+// baseOptions are the options shared by every mode, info included: identity,
+// auth, TLS and connect timeout. Nothing else is changed from nats.go's defaults.
+func (c *common) baseOptions() []nats.Option {
+	opts := []nats.Option{nats.Name(c.name), nats.Timeout(c.timeout)}
+	if c.user != "" || c.password != "" {
+		opts = append(opts, nats.UserInfo(c.user, c.password))
+	}
+	if c.token != "" {
+		opts = append(opts, nats.Token(c.token))
+	}
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(c.nkey)
+		if err != nil {
+			fatal("nkey: %v", err)
+		}
+		opts = append(opts, o)
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if c.tlsCert != "" || c.tlsKey != "" {
+		if c.tlsCert == "" || c.tlsKey == "" {
+			fatal("-tls-cert and -tls-key must be given together")
+		}
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
+	return opts
+}
+
+// peer is a connected client with its event handlers installed.
+type peer struct {
+	nc        *nats.Conn
+	dialer    *recordingDialer
+	connected chan struct{} // closed once the first connection is established
+
+	mu            sync.Mutex
+	everConnected bool
+}
+
+func (p *peer) markConnected() {
+	p.mu.Lock()
+	first := !p.everConnected
+	p.everConnected = true
+	p.mu.Unlock()
+	if first {
+		event("connected %s", p.dialer.lastLocal())
+		close(p.connected)
+	} else {
+		event("reconnected %s", p.dialer.lastLocal())
+	}
+}
+
+// connect connects with the event handlers installed and waits until the
+// first connection is established (with -retry-on-failed-connect that may be
+// long after nats.Connect returned). A failed initial connect is fatal.
+func connect(c *common) *peer {
+	p := &peer{
+		dialer:    &recordingDialer{d: net.Dialer{Timeout: c.timeout}},
+		connected: make(chan struct{}),
+	}
+	opts := c.baseOptions()
+	opts = append(opts,
+		nats.SetCustomDialer(p.dialer),
+		nats.MaxReconnects(c.maxReconnects),
+		nats.ReconnectWait(c.reconnectWait),
+		nats.RetryOnFailedConnect(c.retryConnect),
+		// Fired only when the initial connect succeeded inside nats.Connect.
+		nats.ConnectHandler(func(*nats.Conn) { p.markConnected() }),
+		// With RetryOnFailedConnect the first successful connect is reported
+		// by nats.go as a reconnect; markConnected prints "connected" then.
+		nats.ReconnectHandler(func(*nats.Conn) { p.markConnected() }),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { event("disconnected") }),
+		nats.ClosedHandler(func(*nats.Conn) { event("closed") }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				errorEvent("%v (subscription %q)", err, sub.Subject)
+			} else {
+				errorEvent("%v", err)
+			}
+		}),
+	)
+	nc, err := nats.Connect(c.url, opts...)
+	if err != nil {
+		fatal("connect: %v", err)
+	}
+	p.nc = nc
+	setNC(nc)
+	<-p.connected
+	return p
+}
+
+// ---------------------------------------------------------------------------
+// Signals
+
+var (
+	ncMu     sync.Mutex
+	globalNC *nats.Conn
+	onExit   func() // optional last words before exit (publish count)
+
+	wedgeCh = make(chan bool, 16) // SIGUSR1 -> true, SIGUSR2 -> false
+)
+
+func setNC(nc *nats.Conn) {
+	ncMu.Lock()
+	globalNC = nc
+	ncMu.Unlock()
+}
+
+func handleSignals() {
+	ch := make(chan os.Signal, 16)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
+	go func() {
+		for s := range ch {
+			switch s {
+			case syscall.SIGUSR1:
+				select {
+				case wedgeCh <- true:
+				default:
+				}
+			case syscall.SIGUSR2:
+				select {
+				case wedgeCh <- false:
+				default:
+				}
+			default: // SIGTERM / SIGINT: drain nothing, close, exit 0.
+				ncMu.Lock()
+				nc, last := globalNC, onExit
+				ncMu.Unlock()
+				if last != nil {
+					last()
+				}
+				out.mute() // the ClosedHandler must not print "closed" here
+				if nc != nil {
+					nc.Close()
+				}
+				os.Exit(0)
+			}
+		}
+	}()
+}
+
+// ---------------------------------------------------------------------------
+// Subcommands
+
+func cmdConn(c *common, _ []string) {
+	connect(c)
+	event("ready")
+	select {}
+}
+
+func cmdSetup(c *common, fs *flag.FlagSet, args []string) {
+	stream := fs.String("stream", "", "stream name (AddStream if given)")
+	subjects := fs.String("subjects", "", "stream subjects, comma separated")
+	maxBytes := fs.Int64("max-bytes", -1, "stream max bytes (-1 = unlimited)")
+	maxMsgs := fs.Int64("max-msgs", -1, "stream max msgs (-1 = unlimited)")
+	discard := fs.String("discard", "old", "discard policy: old|new")
+	storage := fs.String("storage", "file", "storage: file|memory")
+	durable := fs.String("durable", "", "durable consumer name (AddConsumer if given)")
+	deliverSubject := fs.String("deliver-subject", "", "push consumer deliver subject (pull consumer if empty)")
+	deliverGroup := fs.String("deliver-group", "", "push consumer deliver group")
+	maxAckPending := fs.Int("max-ack-pending", 0, "max ack pending (0 = server default)")
+	ackWait := fs.Duration("ack-wait", 0, "ack wait (0 = server default)")
+	ackPolicy := fs.String("ack-policy", "explicit", "ack policy: explicit|none|all")
+	filterSubject := fs.String("filter-subject", "", "consumer filter subject")
+	deliverPolicy := fs.String("deliver-policy", "all", "deliver policy: all|new")
+	parse(fs, args)
+
+	scfg := &nats.StreamConfig{Name: *stream, MaxBytes: *maxBytes, MaxMsgs: *maxMsgs}
+	if *subjects != "" {
+		scfg.Subjects = splitList(*subjects)
+	}
+	switch *discard {
+	case "old":
+		scfg.Discard = nats.DiscardOld
+	case "new":
+		scfg.Discard = nats.DiscardNew
+	default:
+		fatal("bad -discard %q", *discard)
+	}
+	switch *storage {
+	case "file":
+		scfg.Storage = nats.FileStorage
+	case "memory":
+		scfg.Storage = nats.MemoryStorage
+	default:
+		fatal("bad -storage %q", *storage)
+	}
+	ccfg := &nats.ConsumerConfig{
+		Durable:        *durable,
+		DeliverSubject: *deliverSubject,
+		DeliverGroup:   *deliverGroup,
+		MaxAckPending:  *maxAckPending,
+		AckWait:        *ackWait,
+		FilterSubject:  *filterSubject,
+	}
+	switch *ackPolicy {
+	case "explicit":
+		ccfg.AckPolicy = nats.AckExplicitPolicy
+	case "none":
+		ccfg.AckPolicy = nats.AckNonePolicy
+	case "all":
+		ccfg.AckPolicy = nats.AckAllPolicy
+	default:
+		fatal("bad -ack-policy %q", *ackPolicy)
+	}
+	switch *deliverPolicy {
+	case "all":
+		ccfg.DeliverPolicy = nats.DeliverAllPolicy
+	case "new":
+		ccfg.DeliverPolicy = nats.DeliverNewPolicy
+	default:
+		fatal("bad -deliver-policy %q", *deliverPolicy)
+	}
+	if *durable != "" && *stream == "" {
+		fatal("-durable needs -stream")
+	}
+
+	p := connect(c)
+	js, err := p.nc.JetStream()
+	if err != nil {
+		fatal("jetstream: %v", err)
+	}
+	if *stream != "" {
+		if _, err := js.AddStream(scfg); err != nil {
+			if !errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
+				fatal("add stream: %v", err)
+			}
+			// Without -subjects (e.g. "setup -stream S -durable D" to add a
+			// consumer) an existing stream is left alone rather than having
+			// its subjects reset to the stream name.
+			if scfg.Subjects != nil {
+				if _, err := js.UpdateStream(scfg); err != nil {
+					fatal("update stream: %v", err)
+				}
+			}
+		}
+	}
+	if *durable != "" {
+		if _, err := js.AddConsumer(*stream, ccfg); err != nil {
+			if !consumerExists(err) {
+				fatal("add consumer: %v", err)
+			}
+			if _, err := js.UpdateConsumer(*stream, ccfg); err != nil {
+				fatal("update consumer: %v", err)
+			}
+		}
+	}
+	event("ready")
+	out.mute()
+	p.nc.Close()
+	os.Exit(0)
+}
+
+func consumerExists(err error) bool {
+	if errors.Is(err, nats.ErrConsumerNameAlreadyInUse) {
+		return true
+	}
+	var apiErr *nats.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case nats.JSErrCodeConsumerNameExists, nats.JSErrCodeConsumerAlreadyExists:
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "already in use") || strings.Contains(err.Error(), "already exists")
+}
+
+// consumer holds the acking state of the consume subcommand.
+type consumer struct {
+	work        time.Duration
+	ackMode     bool // false with -ack never
+	wedgeAfter  int64
+	reportEvery int64
+
+	acked     int64
+	wedged    int32 // atomic
+	wedgeOnce sync.Once
+}
+
+func (k *consumer) setWedged(w bool) {
+	if w {
+		atomic.StoreInt32(&k.wedged, 1)
+		event("wedged")
+	} else {
+		atomic.StoreInt32(&k.wedged, 0)
+		event("unwedged")
+	}
+}
+
+// handle processes one message; callers guarantee one at a time.
+func (k *consumer) handle(m *nats.Msg) {
+	if m.Reply == "" { // heartbeat / flow-control status messages etc.
+		return
+	}
+	if k.work > 0 {
+		time.Sleep(k.work)
+	}
+	if !k.ackMode || atomic.LoadInt32(&k.wedged) == 1 {
+		return
+	}
+	if err := m.Ack(); err != nil {
+		errorEvent("ack: %v", err)
+		return
+	}
+	n := atomic.AddInt64(&k.acked, 1)
+	if n == 1 || (k.reportEvery > 0 && n%k.reportEvery == 0) {
+		event("acked %d", n)
+	}
+	if k.wedgeAfter > 0 && n >= k.wedgeAfter {
+		k.wedgeOnce.Do(func() { k.setWedged(true) })
+	}
+}
+
+func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
+	stream := fs.String("stream", "", "stream name")
+	durable := fs.String("durable", "", "durable consumer name")
+	deliverSubject := fs.String("deliver-subject", "", "push: deliver subject to subscribe to")
+	deliverGroup := fs.String("deliver-group", "", "push: queue group (QueueSubscribe when set)")
+	pull := fs.Bool("pull", false, "pull consumer: PullSubscribe with Bind(stream, durable) and a Fetch loop")
+	filterSubject := fs.String("filter-subject", "", "pull: subject passed to PullSubscribe (must equal the consumer's filter subject if it has one)")
+	batch := fs.Int("batch", 1, "pull: fetch batch size")
+	fetchWait := fs.Duration("fetch-wait", time.Second, "pull: fetch max wait")
+	ack := fs.String("ack", "ack", "ack|never")
+	work := fs.Duration("work", 0, "time spent per message before acking")
+	wedgeAfter := fs.Int64("wedge-after", 0, "stop acking after N acks (0 = never)")
+	reportEvery := fs.Int64("report-every", 100, "print 'acked <n>' every N acks")
+	parse(fs, args)
+
+	k := &consumer{work: *work, wedgeAfter: *wedgeAfter, reportEvery: *reportEvery}
+	switch *ack {
+	case "ack":
+		k.ackMode = true
+	case "never":
+		k.ackMode = false
+	default:
+		fatal("bad -ack %q", *ack)
+	}
+	if *pull && (*stream == "" || *durable == "") {
+		fatal("-pull needs -stream and -durable")
+	}
+	if !*pull && *deliverSubject == "" && (*stream == "" || *durable == "") {
+		fatal("need -deliver-subject (push), or -pull with -stream and -durable")
+	}
+
+	p := connect(c)
+	go func() {
+		for w := range wedgeCh {
+			if k.ackMode { // -ack never never acks: SIGUSR1/SIGUSR2 are ignored
+				k.setWedged(w)
+			}
+		}
+	}()
+
+	if !*pull {
+		subj, group := *deliverSubject, *deliverGroup
+		if subj == "" {
+			// Not in the spec: look the push consumer's deliver subject up.
+			js, err := p.nc.JetStream()
+			if err != nil {
+				fatal("jetstream: %v", err)
+			}
+			info, err := js.ConsumerInfo(*stream, *durable)
+			if err != nil {
+				fatal("consumer info: %v", err)
+			}
+			if info.Config.DeliverSubject == "" {
+				fatal("consumer %s is a pull consumer; use -pull", *durable)
+			}
+			subj = info.Config.DeliverSubject
+			if group == "" {
+				group = info.Config.DeliverGroup
+			}
+		}
+		var sub *nats.Subscription
+		var err error
+		if group != "" {
+			sub, err = p.nc.QueueSubscribe(subj, group, k.handle)
+		} else {
+			sub, err = p.nc.Subscribe(subj, k.handle)
+		}
+		if err != nil {
+			fatal("subscribe: %v", err)
+		}
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			fatal("set pending limits: %v", err)
+		}
+		if err := p.nc.Flush(); err != nil {
+			errorEvent("flush: %v", err)
+		}
+		event("ready")
+		select {}
+	}
+
+	js, err := p.nc.JetStream()
+	if err != nil {
+		fatal("jetstream: %v", err)
+	}
+	sub, err := js.PullSubscribe(*filterSubject, *durable, nats.Bind(*stream, *durable))
+	if errors.Is(err, nats.ErrSubjectMismatch) && *filterSubject == "" {
+		// nats.go 1.22.1 wants the consumer's filter subject as the
+		// subject when binding to a filtered pull consumer: look it up.
+		if info, ierr := js.ConsumerInfo(*stream, *durable); ierr == nil {
+			sub, err = js.PullSubscribe(info.Config.FilterSubject, *durable, nats.Bind(*stream, *durable))
+		}
+	}
+	if err != nil {
+		fatal("pull subscribe: %v", err)
+	}
+	event("ready")
+	for {
+		msgs, err := sub.Fetch(*batch, nats.MaxWait(*fetchWait))
+		if err != nil {
+			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+				continue
+			}
+			errorEvent("fetch: %v", err)
+			time.Sleep(*fetchWait)
+			continue
+		}
+		for _, m := range msgs {
+			k.handle(m)
+		}
+	}
+}
+
+func cmdPublish(c *common, fs *flag.FlagSet, args []string) {
+	subject := fs.String("subject", "", "subject to publish to")
+	rate := fs.Float64("rate", 100, "messages per second (0 = as fast as possible)")
+	count := fs.Int64("count", 0, "messages to publish, then exit (0 = until killed)")
+	size := fs.Int("size", 64, "payload size in bytes")
+	useJS := fs.Bool("js", false, "publish with js.Publish and wait for each ack")
+	parse(fs, args)
+	if *subject == "" {
+		fatal("-subject is required")
+	}
+	if *size < 0 || *rate < 0 || *count < 0 {
+		fatal("-size, -rate and -count must be >= 0")
+	}
+
+	payload := make([]byte, *size)
+	for i := range payload {
+		payload[i] = 'a' + byte(i%26)
+	}
+
+	p := connect(c)
+	var js nats.JetStreamContext
+	if *useJS {
+		var err error
+		if js, err = p.nc.JetStream(); err != nil {
+			fatal("jetstream: %v", err)
+		}
+	}
+	var published int64
+	ncMu.Lock()
+	onExit = func() { event("published %d", atomic.LoadInt64(&published)) }
+	ncMu.Unlock()
+	event("ready")
+
+	// Pacing by deadline: message i (counted from start) is due at
+	// start + i/rate, so sleep overshoot is caught up on the next messages.
+	// If we fall more than a second behind (e.g. a js.Publish blocked while
+	// the server was down) the schedule restarts instead of bursting.
+	var interval time.Duration
+	if *rate > 0 {
+		interval = time.Duration(float64(time.Second) / *rate)
+	}
+	start := time.Now()
+	var tick int64
+	var sinceFlush int
+	for *count == 0 || published < *count {
+		if interval > 0 {
+			due := start.Add(time.Duration(float64(tick) * float64(time.Second) / *rate))
+			now := time.Now()
+			if d := due.Sub(now); d > 0 {
+				time.Sleep(d)
+			} else if -d > time.Second {
+				start, tick = now, 0
+			}
+			tick++
+		}
+		var err error
+		if *useJS {
+			_, err = js.Publish(*subject, payload)
+		} else {
+			err = p.nc.Publish(*subject, payload)
+		}
+		if err != nil {
+			errorEvent("publish: %v", err)
+			if interval == 0 || p.nc.IsClosed() {
+				// Avoid a hot loop against a dead/closed connection.
+				time.Sleep(10 * time.Millisecond)
+			}
+			continue
+		}
+		n := atomic.AddInt64(&published, 1)
+		if !*useJS {
+			sinceFlush++
+			if sinceFlush >= 100 {
+				sinceFlush = 0
+				if err := p.nc.Flush(); err != nil {
+					errorEvent("flush: %v", err)
+				}
+			}
+		}
+		if n%1000 == 0 && (*count == 0 || n != *count) {
+			event("published %d", n)
+		}
+	}
+	if !*useJS {
+		if err := p.nc.Flush(); err != nil {
+			errorEvent("flush: %v", err)
+		}
+	}
+	ncMu.Lock()
+	onExit = nil
+	ncMu.Unlock()
+	event("published %d", published)
+	out.mute()
+	p.nc.Close()
+	os.Exit(0)
+}
+
+// cmdInfo is the benchmark peer: connect, one raw CONSUMER.INFO request,
+// print the body, close. No handlers, no JetStream context, no extra trips.
+func cmdInfo(c *common, fs *flag.FlagSet, args []string) {
+	stream := fs.String("stream", "", "stream name")
+	durable := fs.String("durable", "", "durable consumer name")
+	parse(fs, args)
+	if *stream == "" || *durable == "" {
+		fatal("-stream and -durable are required")
+	}
+	nc, err := nats.Connect(c.url, c.baseOptions()...)
+	if err != nil {
+		fatal("connect: %v", err)
+	}
+	msg, err := nc.Request("$JS.API.CONSUMER.INFO."+*stream+"."+*durable, nil, c.timeout)
+	if err != nil {
+		nc.Close()
+		fatal("request: %v", err)
+	}
+	os.Stdout.Write(append(append([]byte(nil), msg.Data...), '\n'))
+	nc.Close()
+	os.Exit(0)
+}
+
+// ---------------------------------------------------------------------------
+
+func splitList(s string) []string {
+	var r []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			r = append(r, p)
+		}
+	}
+	return r
+}
+
+func parse(fs *flag.FlagSet, args []string) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fatal("flags: %v", err)
+	}
+	if fs.NArg() > 0 {
+		fatal("unexpected arguments: %v", fs.Args())
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: natspeer conn|setup|consume|publish|info|flood [flags]  (natspeer <subcommand> -h for flags)")
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		fatal("missing subcommand")
+	}
+	sub, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet("natspeer "+sub, flag.ContinueOnError)
+	c := &common{}
+	c.register(fs)
+
+	if sub == "info" {
+		cmdInfo(c, fs, args)
+		return
+	}
+	if sub == "flood" {
+		cmdFlood(args)
+		return
+	}
+	handleSignals()
+	switch sub {
+	case "conn":
+		parse(fs, args)
+		cmdConn(c, nil)
+	case "setup":
+		cmdSetup(c, fs, args)
+	case "consume":
+		cmdConsume(c, fs, args)
+	case "publish":
+		cmdPublish(c, fs, args)
+	default:
+		usage()
+		fatal("unknown subcommand %q", sub)
+	}
+}
