@@ -6,7 +6,9 @@ use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git").args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 fn main() {
@@ -15,7 +17,10 @@ fn main() {
         .ok()
         .filter(|r| !r.is_empty())
         .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]));
-    println!("cargo:rustc-env=NATSPROBE_GIT_REV={}", rev.as_deref().unwrap_or("unknown"));
+    println!(
+        "cargo:rustc-env=NATSPROBE_GIT_REV={}",
+        rev.as_deref().unwrap_or("unknown")
+    );
     // Rebuild when HEAD moves: HEAD for a checkout, the refs for a commit on the branch, and
     // the refs directory itself because the branch's ref does not exist before its first
     // commit (or lives in packed-refs after a gc).

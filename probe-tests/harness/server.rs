@@ -49,6 +49,7 @@ pub struct NatsServer {
 
 impl NatsServer {
     /// Starts a JetStream server on `host:port` inside `ns` (or the test's own namespace).
+    /// Port 0 picks a free port, which the server then keeps across stop and resume.
     pub fn start(ns: Option<&Arc<NetNs>>, version: Version, host: &str, port: u16) -> NatsServer {
         NatsServer::start_with(ns, version, host, port, &[])
     }
@@ -60,6 +61,7 @@ impl NatsServer {
         port: u16,
         extra: &[&str],
     ) -> NatsServer {
+        let port = if port == 0 { free_port(ns, host) } else { port };
         let mut server = NatsServer {
             version,
             host: host.to_string(),
@@ -173,6 +175,26 @@ impl NatsServer {
 
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
+    }
+}
+
+/// A port nothing listens on now, in the namespace the server will use.
+fn free_port(ns: Option<&Arc<NetNs>>, host: &str) -> u16 {
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let pick = move || {
+        let ip: std::net::IpAddr = host.parse().unwrap();
+        std::net::TcpListener::bind((ip, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    match ns {
+        Some(ns) => ns.run(pick),
+        None => pick(),
     }
 }
 

@@ -229,6 +229,16 @@ mod tests {
         let a: BTreeSet<_> = by_netlink.sockets.into_iter().collect();
         let b: BTreeSet<_> = by_proc.sockets.into_iter().collect();
         assert_eq!(a, b);
+        // Other tests may have used these ports moments ago (listeners reuse addresses), and
+        // their TIME_WAIT sockets match too: count ours by local address.
+        let ours: BTreeSet<SocketAddr> = held
+            .iter()
+            .map(|s| unmapped(s.local_addr().unwrap()))
+            .collect();
+        let a: BTreeSet<_> = a
+            .into_iter()
+            .filter(|s| ours.contains(&unmapped(s.local)))
+            .collect();
         assert_eq!(a.len(), 15, "one client socket per connection: {a:#?}");
         let states: BTreeSet<_> = a.iter().map(|s| s.state).collect();
         assert!(states.contains(&TcpState::Established));
@@ -242,23 +252,28 @@ mod tests {
         drop(accepted);
     }
 
+    fn unmapped(addr: SocketAddr) -> SocketAddr {
+        SocketAddr::new(unmap(addr.ip()), addr.port())
+    }
+
     #[test]
     fn an_accepted_socket_is_not_a_connection_to_the_port() {
         let server = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = server.local_addr().unwrap().port();
-        let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let (_accepted, _) = server.accept().unwrap();
+        let client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (accepted, _) = server.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
         for choice in [ReaderChoice::Netlink, ReaderChoice::Proc] {
-            let found = scan(
-                &[port],
-                None,
-                choice,
-                Instant::now() + Duration::from_secs(5),
-            )
-            .unwrap()
-            .sockets;
-            assert_eq!(found.len(), 1, "{choice:?}: {found:?}");
-            assert_eq!(found[0].remote.port(), port);
+            let found = scan(&[port], None, choice, deadline).unwrap().sockets;
+            let established: Vec<_> = found
+                .iter()
+                .filter(|s| s.state == TcpState::Established)
+                .collect();
+            assert_eq!(established.len(), 1, "{choice:?}: {found:?}");
+            assert_eq!(established[0].local, client.local_addr().unwrap());
+            assert!(found
+                .iter()
+                .all(|s| s.local != accepted.local_addr().unwrap()));
         }
     }
 

@@ -12,6 +12,10 @@ pub fn scan(ports: &[u16], netns_of: Option<u32>) -> Result<(Vec<Socket>, usize)
         Some(pid) => format!("/proc/{pid}/net"),
         None => "/proc/net".to_string(),
     };
+    scan_dir(&base, ports)
+}
+
+fn scan_dir(base: &str, ports: &[u16]) -> Result<(Vec<Socket>, usize), ScanError> {
     let mut sockets = Vec::new();
     let mut skipped = 0;
     for (file, required) in [("tcp", true), ("tcp6", false)] {
@@ -254,6 +258,19 @@ mod tests {
         assert_eq!(parse_str("", &[4222]), (vec![], 0));
         let header = TCP.lines().next().unwrap();
         assert_eq!(parse_str(header, &[4222]), (vec![], 0));
+    }
+
+    #[test]
+    fn a_missing_tcp6_is_ipv6_disabled_not_an_error_but_a_missing_tcp_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().to_str().unwrap();
+        assert!(matches!(
+            scan_dir(base, &[4222]),
+            Err(ScanError::Proc { .. })
+        ));
+        std::fs::write(dir.path().join("tcp"), TCP).unwrap();
+        let (sockets, bad) = scan_dir(base, &[4222]).unwrap();
+        assert_eq!((sockets.len(), bad), (3, 0));
     }
 
     #[test]
