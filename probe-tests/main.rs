@@ -2,4 +2,6 @@
 //! in network namespaces the tests create. Needs root and what probe-tests/setup installs.
 
 mod harness;
+mod outage_drill;
+mod server_aware;
 mod socket_check;

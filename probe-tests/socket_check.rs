@@ -446,6 +446,7 @@ fn exit_codes_for_usage_and_for_what_cannot_be_evaluated() {
 
 #[test]
 fn the_deadline_holds_when_the_socket_table_is_slow_to_read() {
+    let _serial = crate::harness::timing_lock();
     let ns = NetNs::new();
     let _flood = Flood::new(&ns, 50_000);
     let full = probe(&["--reader", "proc", "--timeout", "20s"])

@@ -3,11 +3,16 @@
 
 use crate::cli::{CheckConfig, Owner};
 use crate::error::Error;
+use crate::server::{self, Answer};
 use crate::sockets::owner::{self, OwnerError, Process};
 use crate::sockets::{self, Reader, ScanError};
-use crate::verdict::{self, Connections, Verdict};
+use crate::verdict::{self, Connections, ServerState, Verdict};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Kept back from the network's share of the deadline: shutting the runtime down and
+/// formatting the answer.
+const NETWORK_RESERVE: Duration = Duration::from_millis(15);
 
 /// Everything the formatter needs to explain a verdict.
 #[derive(Debug, Clone)]
@@ -20,6 +25,8 @@ pub struct Report {
     pub reader: Reader,
     pub fallback: Option<String>,
     pub skipped_lines: usize,
+    /// What each `--server` URL said, in order; empty when none was asked.
+    pub answers: Vec<Answer>,
 }
 
 /// What the run is doing, so a deadline can say where it was hit.
@@ -76,7 +83,19 @@ pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Rep
     )
     .map_err(scan_error)?;
     let connections = verdict::connections(&scan.sockets, &config.policy, owned.as_ref());
-    let verdict = verdict::decide(&connections, &config.policy);
+
+    let mut answers = Vec::new();
+    if verdict::needs_server(&connections, &config.policy) {
+        phase.set("asking the server");
+        let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
+        answers = server::ask_blocking(&config.servers, network_deadline)
+            .map_err(Error::CannotEvaluate)?;
+    }
+    let state = (!answers.is_empty()).then(|| match answers.iter().any(Answer::is_nats) {
+        true => ServerState::Answers,
+        false => ServerState::NotAnswering,
+    });
+    let verdict = verdict::decide(&connections, state, &config.policy);
     Ok(Report {
         verdict,
         config: config.clone(),
@@ -85,6 +104,7 @@ pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Rep
         reader: scan.reader,
         fallback: scan.fallback,
         skipped_lines: scan.skipped_lines,
+        answers,
     })
 }
 

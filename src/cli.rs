@@ -4,8 +4,9 @@
 use crate::cidr::Cidr;
 use crate::duration;
 use crate::error::Error;
+use crate::server::{self, ServerUrl};
 use crate::sockets::ReaderChoice;
-use crate::verdict::Policy;
+use crate::verdict::{Policy, WhenServerDown};
 use clap::builder::FalseyValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
@@ -38,16 +39,18 @@ pub enum Command {
 }
 
 /// Every flag also reads a `NATSPROBE_*` environment variable; the command line wins.
+/// Environment values are never shown in help: they may hold credentials.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Connection")]
 pub struct CheckArgs {
     /// Remote port of the client's connection to NATS (repeatable, or comma-separated)
+    /// [default: the --server URLs' ports, else 4222]
     #[arg(
         long = "port",
         value_name = "P",
         env = "NATSPROBE_PORT",
+        hide_env_values = true,
         value_delimiter = ',',
-        default_value = "4222",
         value_parser = clap::value_parser!(u16).range(1..)
     )]
     pub ports: Vec<u16>,
@@ -57,6 +60,7 @@ pub struct CheckArgs {
         long = "remote",
         value_name = "ADDR[/LEN]",
         env = "NATSPROBE_REMOTE",
+        hide_env_values = true,
         value_delimiter = ','
     )]
     pub remotes: Vec<Cidr>,
@@ -65,7 +69,7 @@ pub struct CheckArgs {
     #[arg(
         long,
         value_name = "N",
-        env = "NATSPROBE_MIN_CONNECTIONS",
+        env = "NATSPROBE_MIN_CONNECTIONS", hide_env_values = true,
         default_value_t = 1,
         value_parser = clap::value_parser!(u32).range(1..)
     )]
@@ -76,20 +80,25 @@ pub struct CheckArgs {
     #[arg(
         long,
         value_name = "PID",
-        env = "NATSPROBE_PID",
+        env = "NATSPROBE_PID", hide_env_values = true,
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub pid: Option<u32>,
 
     /// Only count sockets held by processes of this name (comm, or argv[0]'s base name)
-    #[arg(long, value_name = "NAME", env = "NATSPROBE_PROCESS")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "NATSPROBE_PROCESS",
+        hide_env_values = true
+    )]
     pub process: Option<String>,
 
     /// Read the socket table of this process's network namespace instead of our own
     #[arg(
         long,
         value_name = "PID",
-        env = "NATSPROBE_NETNS_OF",
+        env = "NATSPROBE_NETNS_OF", hide_env_values = true,
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub netns_of: Option<u32>,
@@ -100,15 +109,39 @@ pub struct CheckArgs {
         value_enum,
         value_name = "READER",
         env = "NATSPROBE_READER",
+        hide_env_values = true,
         default_value_t
     )]
     pub reader: ReaderChoice,
+
+    /// NATS server URL(s), nats:// or tls://, comma-separated; asked only when the client
+    /// holds no connection, to tell "the client gave up" from "NATS is down" [env: NATS_URL]
+    #[arg(
+        long = "server",
+        value_name = "URL",
+        env = "NATSPROBE_SERVER",
+        hide_env_values = true,
+        help_heading = "Server"
+    )]
+    pub servers: Vec<String>,
+
+    /// With --server: when the client holds no connection and no server answers either,
+    /// pass (a restart would not help) or fail [default: pass]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        env = "NATSPROBE_WHEN_SERVER_DOWN",
+        hide_env_values = true,
+        help_heading = "Server"
+    )]
+    pub when_server_down: Option<WhenServerDown>,
 
     /// Deadline for the whole run; keep it below the probe's timeoutSeconds
     #[arg(
         long,
         value_name = "DUR",
-        env = "NATSPROBE_TIMEOUT",
+        env = "NATSPROBE_TIMEOUT", hide_env_values = true,
         default_value = "800ms",
         value_parser = duration::parse,
         help_heading = "Output and limits"
@@ -116,11 +149,11 @@ pub struct CheckArgs {
     pub timeout: Duration,
 
     /// Print one JSON object instead of a line
-    #[arg(long, env = "NATSPROBE_JSON", value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
+    #[arg(long, env = "NATSPROBE_JSON", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
     pub json: bool,
 
     /// Also print the reader used and the matching sockets
-    #[arg(short, long, env = "NATSPROBE_VERBOSE", value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
+    #[arg(short, long, env = "NATSPROBE_VERBOSE", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
     pub verbose: bool,
 }
 
@@ -137,6 +170,7 @@ pub enum Owner {
 #[derive(Debug, Clone)]
 pub struct CheckConfig {
     pub policy: Policy,
+    pub servers: Vec<ServerUrl>,
     pub owner: Owner,
     pub netns_of: Option<u32>,
     pub reader: ReaderChoice,
@@ -147,8 +181,8 @@ pub struct CheckConfig {
 
 impl CheckArgs {
     /// Checks what clap cannot (contradictions, also between environment and flags) and
-    /// builds the config. No I/O.
-    pub fn validate(self) -> Result<CheckConfig, Error> {
+    /// builds the config. No I/O; `env` looks up the nats CLI's variables (NATS_URL).
+    pub fn validate(self, env: &dyn Fn(&str) -> Option<String>) -> Result<CheckConfig, Error> {
         let owner = match (self.pid, self.process) {
             (Some(_), Some(_)) => {
                 return Err(Error::Usage(
@@ -165,7 +199,25 @@ impl CheckArgs {
         if self.timeout.is_zero() {
             return Err(Error::Usage("--timeout must be more than 0ms".into()));
         }
-        let mut ports = self.ports;
+        let servers = if !self.servers.is_empty() {
+            server::parse_list(&self.servers.join(","))
+                .map_err(|e| Error::Usage(format!("--server (or NATSPROBE_SERVER): {e}")))?
+        } else if let Some(url) = env("NATS_URL").filter(|u| !u.trim().is_empty()) {
+            server::parse_list(&url).map_err(|e| Error::Usage(format!("NATS_URL: {e}")))?
+        } else {
+            Vec::new()
+        };
+        if self.when_server_down.is_some() && servers.is_empty() {
+            return Err(Error::Usage(
+                "--when-server-down needs --server (or NATS_URL): without a server to ask there is no \"down\"".into(),
+            ));
+        }
+        // A client of nats://x:4333 connects to port 4333.
+        let mut ports = match (self.ports.is_empty(), servers.is_empty()) {
+            (false, _) => self.ports,
+            (true, false) => servers.iter().map(|s| s.port).collect(),
+            (true, true) => vec![server::DEFAULT_PORT],
+        };
         ports.sort_unstable();
         ports.dedup();
         Ok(CheckConfig {
@@ -173,7 +225,10 @@ impl CheckArgs {
                 ports,
                 remotes: self.remotes,
                 min_connections: self.min_connections as usize,
+                server: !servers.is_empty(),
+                when_server_down: self.when_server_down.unwrap_or_default(),
             },
+            servers,
             owner,
             netns_of: self.netns_of,
             reader: self.reader,
@@ -233,10 +288,68 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<CheckConfig, String> {
+        parse_env(args, &[])
+    }
+
+    fn parse_env(args: &[&str], env: &[(&str, &str)]) -> Result<CheckConfig, String> {
         let argv = with_default_subcommand(args.iter().map(OsString::from));
         let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
         let Command::Check(check) = cli.command;
-        check.validate().map_err(|e| e.to_string())
+        let lookup = |k: &str| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        check.validate(&lookup).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn servers_from_the_flag_or_nats_url_and_ports_from_the_servers() {
+        let c = parse(&["natsprobe", "--server", "nats://a:4333,tls://b:4334"]).unwrap();
+        assert_eq!(c.servers.len(), 2);
+        assert!(c.policy.server);
+        assert_eq!(c.policy.ports, [4333, 4334]);
+        let c = parse(&["natsprobe", "--server", "nats://a:4333", "--port", "4222"]).unwrap();
+        assert_eq!(c.policy.ports, [4222], "an explicit --port wins");
+        let c = parse_env(&["natsprobe"], &[("NATS_URL", "nats://u:p@nats:4222")]).unwrap();
+        assert_eq!(c.servers[0].to_string(), "nats://nats:4222");
+        let c = parse_env(&["natsprobe", "--server", "x:1"], &[("NATS_URL", "y:2")]).unwrap();
+        assert_eq!(c.servers[0].host, "x", "the flag wins over NATS_URL");
+        let c = parse(&["natsprobe"]).unwrap();
+        assert!(!c.policy.server);
+        assert_eq!(c.policy.when_server_down, WhenServerDown::Pass);
+    }
+
+    #[test]
+    fn server_errors_never_show_credentials() {
+        let err = parse(&["natsprobe", "--server", "nats://u:s3cret@nats:0"]).unwrap_err();
+        assert!(
+            err.starts_with("--server") && !err.contains("s3cret"),
+            "{err}"
+        );
+        let err = parse_env(&["natsprobe"], &[("NATS_URL", "ws://u:s3cret@nats")]).unwrap_err();
+        assert!(
+            err.starts_with("NATS_URL") && !err.contains("s3cret"),
+            "{err}"
+        );
+        let err = parse(&["natsprobe", "--when-server-down", "fail"]).unwrap_err();
+        assert!(err.contains("--when-server-down needs --server"), "{err}");
+    }
+
+    #[test]
+    fn no_environment_value_is_ever_shown_in_help() {
+        let command = Cli::command();
+        for sub in command.get_subcommands() {
+            for arg in sub.get_arguments() {
+                if arg.get_env().is_some() {
+                    assert!(
+                        arg.is_hide_env_values_set(),
+                        "--{:?} shows its env value",
+                        arg.get_long()
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -268,6 +381,7 @@ mod tests {
         let implied = parse(&["natsprobe", "--port", "7422"]).unwrap();
         let bare = parse(&["natsprobe"]).unwrap();
         assert_eq!(explicit.policy, implied.policy);
+        assert!(bare.servers.is_empty());
         assert_eq!(bare.policy.ports, [4222]);
         assert_eq!(bare.timeout, Duration::from_millis(800));
     }

@@ -8,6 +8,7 @@ mod duration;
 mod error;
 mod exit;
 mod output;
+mod server;
 mod sockets;
 mod verdict;
 
@@ -56,7 +57,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Check(args) => {
             let json = args.json;
-            match args.validate() {
+            match args.validate(&|name| std::env::var(name).ok()) {
                 Ok(config) => run_check(config, started),
                 Err(e) => failure(e, json),
             }

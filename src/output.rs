@@ -2,8 +2,9 @@
 //! They return strings; `main` writes them.
 
 use crate::check::Report;
+use crate::server::Answer;
 use crate::sockets::{unmap, Socket};
-use crate::verdict::{Health, Reason};
+use crate::verdict::{Health, Reason, WhenServerDown};
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -34,55 +35,129 @@ pub fn line(report: &Report) -> String {
 
 fn summary(report: &Report) -> String {
     let c = &report.connections;
-    let policy = &report.config.policy;
-    let n = c.established.len();
+    match report.verdict.reason {
+        Reason::Connected => {
+            let peers: Vec<String> = c.established.iter().map(peer).collect();
+            format!("{} ({})", connections(report), list(&peers, 3))
+        }
+        Reason::NotConnected => {
+            let min = report.config.policy.min_connections;
+            let required = if min > 1 {
+                format!(", {min} required")
+            } else {
+                String::new()
+            };
+            format!("{}{required} ({})", connections(report), evidence(report))
+        }
+        Reason::ServerAnswers => {
+            let (url, answer) = report
+                .config
+                .servers
+                .iter()
+                .zip(&report.answers)
+                .find(|(_, a)| a.is_nats())
+                .expect("ServerAnswers means one answered");
+            format!(
+                "client holds {} while {url} answers ({answer}): {} ({})",
+                held(report),
+                connections(report),
+                evidence(report)
+            )
+        }
+        Reason::ServerDown => {
+            let urls: Vec<String> = report
+                .config
+                .servers
+                .iter()
+                .map(|u| u.to_string())
+                .collect();
+            let verb = if urls.len() == 1 { "is" } else { "are" };
+            let urls = list(&urls, 3).replace(", ", " and ");
+            let why = why_not_answering(report);
+            match report.verdict.health {
+                Health::Healthy => format!(
+                    "{}, but {urls} {verb} not answering (restart would not help): {why}",
+                    held(report)
+                ),
+                Health::Unhealthy => format!(
+                    "{}, and {urls} {verb} not answering: {why} (--when-server-down fail)",
+                    held(report)
+                ),
+            }
+        }
+    }
+}
+
+/// `no ESTABLISHED TCP connection to remote port 4222 held by bento[7]`.
+fn connections(report: &Report) -> String {
+    let n = report.connections.established.len();
     let count = if n == 0 {
         "no".to_string()
     } else {
         n.to_string()
     };
-    let plural = if n == 1 || n == 0 { "" } else { "s" };
-    let mut text = format!(
+    let plural = if n <= 1 { "" } else { "s" };
+    format!(
         "{count} ESTABLISHED TCP connection{plural} to {}{}{}",
         target(report),
         holder(report),
         netns(report)
-    );
-    match report.verdict.reason {
-        Reason::Connected => {
-            let peers: Vec<String> = c.established.iter().map(peer).collect();
-            let _ = write!(text, " ({})", list(&peers, 3));
+    )
+}
+
+/// `no connection`, or `1 of 2 required connections`.
+fn held(report: &Report) -> String {
+    match report.connections.established.len() {
+        0 => "no connection".to_string(),
+        n => format!(
+            "{n} of {} required connections",
+            report.config.policy.min_connections
+        ),
+    }
+}
+
+/// What the table holds instead: `0 established; 1 SYN_SENT`.
+fn evidence(report: &Report) -> String {
+    let c = &report.connections;
+    let states = c.other_states();
+    let mut text = if c.established.is_empty() && states.is_empty() {
+        let that = if report.config.policy.ports.len() == 1 {
+            "that port"
+        } else {
+            "those ports"
+        };
+        format!("no socket to {that} in any state")
+    } else {
+        let others: Vec<String> = states.iter().map(|(s, k)| format!("{k} {s}")).collect();
+        match others.is_empty() {
+            true => format!("{} established", c.established.len()),
+            false => format!("{} established; {}", c.established.len(), others.join(", ")),
         }
-        Reason::NotConnected => {
-            if policy.min_connections > 1 {
-                let _ = write!(text, ", {} required", policy.min_connections);
-            }
-            let states = c.other_states();
-            if n == 0 && states.is_empty() {
-                let that = if policy.ports.len() == 1 {
-                    "that port"
-                } else {
-                    "those ports"
-                };
-                let _ = write!(text, " (no socket to {that} in any state");
-            } else {
-                let _ = write!(text, " ({n} established");
-                let others: Vec<String> = states.iter().map(|(s, k)| format!("{k} {s}")).collect();
-                if !others.is_empty() {
-                    let _ = write!(text, "; {}", others.join(", "));
-                }
-            }
-            if report.skipped_lines > 0 {
-                let _ = write!(
-                    text,
-                    "; {} unparsable /proc lines skipped",
-                    report.skipped_lines
-                );
-            }
-            text.push(')');
-        }
+    };
+    if report.skipped_lines > 0 {
+        let _ = write!(
+            text,
+            "; {} unparsable /proc lines skipped",
+            report.skipped_lines
+        );
     }
     text
+}
+
+/// One reason when the servers agree, else each URL's.
+fn why_not_answering(report: &Report) -> String {
+    let reasons: Vec<String> = report.answers.iter().map(|a| a.to_string()).collect();
+    if reasons.windows(2).all(|w| w[0] == w[1]) {
+        return reasons.first().cloned().unwrap_or_default();
+    }
+    let each: Vec<String> = report
+        .config
+        .servers
+        .iter()
+        .zip(&reasons)
+        .map(|(u, r)| format!("{u}: {r}"))
+        .collect();
+    each.join("; ")
 }
 
 fn target(report: &Report) -> String {
@@ -170,6 +245,21 @@ fn details(report: &Report) -> String {
     if all.len() > MAX_LISTED {
         let _ = write!(out, "\n  … and {} more", all.len() - MAX_LISTED);
     }
+    for url in &report.config.servers {
+        match report
+            .answers
+            .iter()
+            .zip(&report.config.servers)
+            .find(|(_, u)| *u == url)
+        {
+            Some((answer, _)) => {
+                let _ = write!(out, "\n  server {url}: {answer}");
+            }
+            None => {
+                let _ = write!(out, "\n  server {url}: not asked (the connection is there)");
+            }
+        }
+    }
     out
 }
 
@@ -206,12 +296,42 @@ pub fn json(report: &Report) -> String {
         Health::Healthy => "healthy",
         Health::Unhealthy => "unhealthy",
     };
+    let server = (!report.config.servers.is_empty()).then(|| {
+        let answers: Vec<Value> = report
+            .config
+            .servers
+            .iter()
+            .zip(&report.answers)
+            .map(|(url, a)| json!({"url": url.to_string(), "answer": answer_kind(a), "detail": a.to_string()}))
+            .collect();
+        json!({
+            "urls": report.config.servers.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+            "asked": !report.answers.is_empty(),
+            "answers": answers,
+            "when_server_down": match report.config.policy.when_server_down {
+                WhenServerDown::Pass => "pass",
+                WhenServerDown::Fail => "fail",
+            },
+        })
+    });
     json!({
         "verdict": verdict,
         "summary": summary(report),
         "connection": connection,
+        "server": server,
     })
     .to_string()
+}
+
+fn answer_kind(a: &Answer) -> &'static str {
+    match a {
+        Answer::Nats { .. } => "nats",
+        Answer::Refused => "refused",
+        Answer::Silent => "silent",
+        Answer::NotNats(_) => "not_nats",
+        Answer::Unresolved(_) => "unresolved",
+        Answer::Failed(_) => "failed",
+    }
 }
 
 fn socket_json(s: &Socket) -> Value {
@@ -258,7 +378,10 @@ mod tests {
                 ports: ports.to_vec(),
                 remotes: vec![],
                 min_connections: 1,
+                server: false,
+                when_server_down: WhenServerDown::Pass,
             },
+            servers: vec![],
             owner: owner.clone(),
             netns_of: None,
             reader: ReaderChoice::Auto,
@@ -282,14 +405,97 @@ mod tests {
             ],
         };
         Report {
-            verdict: verdict::decide(&connections, &config.policy),
+            verdict: verdict::decide(&connections, None, &config.policy),
             config,
             connections,
             processes,
             reader: Reader::Netlink,
             fallback: None,
             skipped_lines: 0,
+            answers: vec![],
         }
+    }
+
+    /// The report of a run that asked `urls` and got `answers`.
+    fn asked(mut r: Report, urls: &[&str], answers: Vec<Answer>, when: WhenServerDown) -> Report {
+        r.config.servers = urls
+            .iter()
+            .map(|u| crate::server::parse(u).unwrap())
+            .collect();
+        r.config.policy.server = true;
+        r.config.policy.when_server_down = when;
+        let state = match answers.iter().any(Answer::is_nats) {
+            true => verdict::ServerState::Answers,
+            false => verdict::ServerState::NotAnswering,
+        };
+        r.answers = answers;
+        r.verdict = verdict::decide(&r.connections, Some(state), &r.config.policy);
+        r
+    }
+
+    #[test]
+    fn server_aware_lines() {
+        use WhenServerDown::*;
+        let nats = Answer::Nats {
+            version: Some("2.10.26".into()),
+        };
+        let url = "nats://alice:s3cret@10.96.14.2:4222";
+        let cases = [
+            (
+                asked(report(&trying(), &[4222], Owner::Anyone, false), &[url], vec![nats.clone()], Pass),
+                "unhealthy: client holds no connection while nats://10.96.14.2:4222 answers (nats-server 2.10.26): no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &[url], vec![Answer::Refused], Pass),
+                "healthy: no connection, but nats://10.96.14.2:4222 is not answering (restart would not help): connection refused",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &[url], vec![Answer::Silent], Fail),
+                "unhealthy: no connection, and nats://10.96.14.2:4222 is not answering: no answer (--when-server-down fail)",
+            ),
+            (
+                asked(
+                    report(&[], &[4222], Owner::Anyone, false),
+                    &["nats://a:4222", "nats://b:4222"],
+                    vec![Answer::Refused, Answer::NotNats("HTTP/1.0 400 Bad Request".into())],
+                    Pass,
+                ),
+                "healthy: no connection, but nats://a:4222 and nats://b:4222 are not answering (restart would not help): nats://a:4222: connection refused; nats://b:4222: answered 'HTTP/1.0 400 Bad Request', not NATS",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &["nats://a", "nats://b"], vec![Answer::Refused, nats.clone()], Pass),
+                "unhealthy: client holds no connection while nats://b:4222 answers (nats-server 2.10.26): no ESTABLISHED TCP connection to remote port 4222 (no socket to that port in any state)",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(human(&report), expected);
+        }
+    }
+
+    #[test]
+    fn json_server_section_names_urls_without_credentials() {
+        let r = asked(
+            report(&[], &[4222], Owner::Anyone, false),
+            &["nats://alice:s3cret@10.96.14.2:4222"],
+            vec![Answer::Refused],
+            WhenServerDown::Pass,
+        );
+        let text = json(&r);
+        assert!(
+            !text.contains("s3cret") && !text.contains("alice"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["verdict"], "healthy");
+        assert_eq!(
+            v["server"],
+            serde_json::json!({
+                "urls": ["nats://10.96.14.2:4222"],
+                "asked": true,
+                "answers": [{"url": "nats://10.96.14.2:4222", "answer": "refused", "detail": "connection refused"}],
+                "when_server_down": "pass",
+            })
+        );
     }
 
     fn live() -> Vec<Socket> {
@@ -369,7 +575,7 @@ mod tests {
     #[test]
     fn json_object() {
         let text = json(&report(&live(), &[4222], Owner::Pid(42), true));
-        let expected = r#"{"connection":{"established":2,"min_connections":1,"netns_of":null,"other_states":{},"ports":[4222],"processes":[{"name":"bento","pid":42}],"reader":"netlink","reader_fallback":null,"remotes":[],"skipped_lines":0,"sockets":[{"inode":11,"local":"10.244.1.17:51828","remote":"10.96.14.2:4222","state":"ESTABLISHED","uid":1000},{"inode":12,"local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","state":"ESTABLISHED","uid":1000}]},"summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","verdict":"healthy"}"#;
+        let expected = r#"{"connection":{"established":2,"min_connections":1,"netns_of":null,"other_states":{},"ports":[4222],"processes":[{"name":"bento","pid":42}],"reader":"netlink","reader_fallback":null,"remotes":[],"skipped_lines":0,"sockets":[{"inode":11,"local":"10.244.1.17:51828","remote":"10.96.14.2:4222","state":"ESTABLISHED","uid":1000},{"inode":12,"local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","state":"ESTABLISHED","uid":1000}]},"server":null,"summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","verdict":"healthy"}"#;
         assert_eq!(text, expected);
     }
 

@@ -5,7 +5,7 @@ use crate::cidr::Cidr;
 use crate::sockets::{Socket, TcpState};
 use std::collections::{BTreeMap, HashSet};
 
-/// What counts as "this client holds its connection".
+/// What counts as "this client holds its connection", and what to do when it does not.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// Remote ports of the NATS servers (the client side of a connection).
@@ -13,6 +13,28 @@ pub struct Policy {
     /// When not empty, the peer must be in one of these.
     pub remotes: Vec<Cidr>,
     pub min_connections: usize,
+    /// `--server` was given: a missing connection is a fault only if the server answers.
+    pub server: bool,
+    pub when_server_down: WhenServerDown,
+}
+
+/// `--when-server-down`: what a missing connection means while NATS itself is down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WhenServerDown {
+    /// healthy: restarting every pod during an outage only adds a restart storm
+    #[default]
+    Pass,
+    /// unhealthy: restart anyway
+    Fail,
+}
+
+/// What the servers said, reduced to what the verdict needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    /// At least one sent its INFO line.
+    Answers,
+    /// None did: refused, silent, not NATS, unresolvable.
+    NotAnswering,
 }
 
 /// The socket table, reduced to this client's connections to the server ports.
@@ -72,8 +94,12 @@ pub enum Health {
 pub enum Reason {
     /// At least `min_connections` ESTABLISHED connections.
     Connected,
-    /// Fewer than `min_connections` (usually: none).
+    /// Fewer than `min_connections` (usually: none), and no server to ask.
     NotConnected,
+    /// Not connected while the server answers: the client gave up. A restart helps.
+    ServerAnswers,
+    /// Not connected, but the server does not answer either: a restart would not help.
+    ServerDown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,18 +108,36 @@ pub struct Verdict {
     pub reason: Reason,
 }
 
-pub fn decide(connections: &Connections, policy: &Policy) -> Verdict {
-    if connections.established.len() >= policy.min_connections {
-        Verdict {
-            health: Health::Healthy,
-            reason: Reason::Connected,
-        }
+fn connected(connections: &Connections, policy: &Policy) -> bool {
+    connections.established.len() >= policy.min_connections
+}
+
+/// Whether the server must be asked: only when the connection is missing. A client that
+/// holds its connection costs the server nothing.
+pub fn needs_server(connections: &Connections, policy: &Policy) -> bool {
+    policy.server && !connected(connections, policy)
+}
+
+pub fn decide(connections: &Connections, server: Option<ServerState>, policy: &Policy) -> Verdict {
+    use Health::*;
+    let (health, reason) = if connected(connections, policy) {
+        (Healthy, Reason::Connected)
     } else {
-        Verdict {
-            health: Health::Unhealthy,
-            reason: Reason::NotConnected,
+        match (
+            policy.server.then_some(server).flatten(),
+            policy.when_server_down,
+        ) {
+            (None, _) => (Unhealthy, Reason::NotConnected),
+            (Some(ServerState::Answers), _) => (Unhealthy, Reason::ServerAnswers),
+            (Some(ServerState::NotAnswering), WhenServerDown::Pass) => {
+                (Healthy, Reason::ServerDown)
+            }
+            (Some(ServerState::NotAnswering), WhenServerDown::Fail) => {
+                (Unhealthy, Reason::ServerDown)
+            }
         }
-    }
+    };
+    Verdict { health, reason }
 }
 
 #[cfg(test)]
@@ -115,6 +159,8 @@ mod tests {
             ports: ports.to_vec(),
             remotes: remotes.iter().map(|r| r.parse().unwrap()).collect(),
             min_connections: min,
+            server: false,
+            when_server_down: WhenServerDown::Pass,
         }
     }
 
@@ -174,7 +220,7 @@ mod tests {
                 (est, others),
                 "{row}"
             );
-            assert_eq!(decide(&c, &p).health, health, "{row}");
+            assert_eq!(decide(&c, None, &p).health, health, "{row}");
         }
     }
 
@@ -193,6 +239,53 @@ mod tests {
         let p = policy(&[4222], &["10.96.14.3"], 1);
         let c = connections(&table(), &p, None);
         assert_eq!(c.other_states(), BTreeMap::from([(TcpState::SynSent, 1)]));
-        assert_eq!(decide(&c, &p).health, Health::Unhealthy);
+        assert_eq!(decide(&c, None, &p).health, Health::Unhealthy);
+    }
+
+    /// Restart only when a restart helps: (connected, --server, what it said, when down) →
+    /// whether the server is asked at all, and the verdict.
+    #[test]
+    fn server_decision_table() {
+        use Health::*;
+        use ServerState::*;
+        use WhenServerDown::*;
+        #[rustfmt::skip]
+        let rows = [
+            (true,  false, None,               Pass, false, Healthy,   Reason::Connected),
+            (true,  true,  None,               Pass, false, Healthy,   Reason::Connected),
+            (true,  true,  None,               Fail, false, Healthy,   Reason::Connected),
+            (false, false, None,               Pass, false, Unhealthy, Reason::NotConnected),
+            (false, true,  Some(Answers),      Pass, true,  Unhealthy, Reason::ServerAnswers),
+            (false, true,  Some(Answers),      Fail, true,  Unhealthy, Reason::ServerAnswers),
+            (false, true,  Some(NotAnswering), Pass, true,  Healthy,   Reason::ServerDown),
+            (false, true,  Some(NotAnswering), Fail, true,  Unhealthy, Reason::ServerDown),
+        ];
+        for (is_connected, server, state, when, asked, health, reason) in rows {
+            let mut p = policy(&[4222], &[], 1);
+            p.server = server;
+            p.when_server_down = when;
+            let table = table();
+            let c = if is_connected {
+                connections(&table, &p, None)
+            } else {
+                Connections::default()
+            };
+            let row = format!("{is_connected} {server} {state:?} {when:?}");
+            assert_eq!(needs_server(&c, &p), asked, "{row}");
+            assert_eq!(decide(&c, state, &p), Verdict { health, reason }, "{row}");
+        }
+    }
+
+    #[test]
+    fn too_few_connections_with_the_server_answering_is_unhealthy() {
+        let mut p = policy(&[4222], &[], 3);
+        p.server = true;
+        let c = connections(&table(), &p, None);
+        assert_eq!(c.established.len(), 2);
+        assert!(needs_server(&c, &p));
+        assert_eq!(
+            decide(&c, Some(ServerState::Answers), &p).reason,
+            Reason::ServerAnswers
+        );
     }
 }

@@ -2,14 +2,16 @@
 // Shared by every scenario file; not every scenario uses every helper.
 #![allow(dead_code, unused_imports)]
 
+pub mod drill;
 pub mod flood;
+pub mod kubelet;
 pub mod netns;
 pub mod peer;
 pub mod probe;
 pub mod server;
 
 pub use flood::Flood;
-pub use netns::NetNs;
+pub use netns::{link, NetNs};
 pub use peer::Peer;
 pub use probe::probe;
 pub use server::{NatsServer, Version};
@@ -56,6 +58,14 @@ pub fn static_binary() -> PathBuf {
             target_dir.join("x86_64-unknown-linux-musl/release/natsprobe")
         })
         .clone()
+}
+
+/// Held by the tests whose assertions are about time (deadlines, the outage drill) and by
+/// the one that loads the machine (a 100k-socket table), so they never run at once. The
+/// others may run alongside: they assert exit codes and words, not milliseconds.
+pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Polls `check` until it returns true, or panics naming `what`.

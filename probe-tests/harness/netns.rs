@@ -94,6 +94,21 @@ impl NetNs {
     }
 }
 
+/// Connects two namespaces with a veth pair, like two pods on one node: `a` gets
+/// 10.200.0.1/24 and `b` 10.200.0.2/24. The names exist only inside the namespaces, so
+/// parallel tests never collide.
+pub fn link(a: &NetNs, b: &NetNs) -> (&'static str, &'static str) {
+    ip(&[
+        "-n", &a.name, "link", "add", "veth0", "type", "veth", "peer", "name", "veth0", "netns",
+        &b.name,
+    ]);
+    for (ns, addr) in [(a, "10.200.0.1/24"), (b, "10.200.0.2/24")] {
+        ns.ip(&["addr", "add", addr, "dev", "veth0"]);
+        ns.ip(&["link", "set", "veth0", "up"]);
+    }
+    ("10.200.0.1", "10.200.0.2")
+}
+
 impl Drop for NetNs {
     fn drop(&mut self) {
         let _ = Command::new("ip")

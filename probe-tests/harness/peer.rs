@@ -44,10 +44,14 @@ pub fn natspeer_named(name: &str) -> PathBuf {
     link
 }
 
+/// Event lines with their arrival times, and a condvar to wait for the next.
+type Lines = (Mutex<Vec<(Instant, String)>>, Condvar);
+
 pub struct Peer {
     child: Child,
-    lines: Arc<(Mutex<Vec<String>>, Condvar)>,
+    lines: Arc<Lines>,
     cursor: usize,
+    pub started: Instant,
     pub args: Vec<String>,
 }
 
@@ -69,7 +73,8 @@ impl Peer {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn natspeer: {e}"));
-        let lines: Arc<(Mutex<Vec<String>>, Condvar)> = Arc::default();
+        let started = Instant::now();
+        let lines: Arc<Lines> = Arc::default();
         for stream in [
             Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
             Box::new(child.stderr.take().unwrap()),
@@ -79,7 +84,7 @@ impl Peer {
                 for line in BufReader::new(stream).lines() {
                     let Ok(line) = line else { break };
                     let (store, cv) = &*lines;
-                    store.lock().unwrap().push(line);
+                    store.lock().unwrap().push((Instant::now(), line));
                     cv.notify_all();
                 }
             });
@@ -88,6 +93,7 @@ impl Peer {
             child,
             lines,
             cursor: 0,
+            started,
             args: args.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -118,24 +124,20 @@ impl Peer {
         loop {
             if let Some(i) = lines[self.cursor..]
                 .iter()
-                .position(|l| l.starts_with(prefix))
+                .position(|(_, l)| l.starts_with(prefix))
             {
                 self.cursor += i + 1;
-                return lines[self.cursor - 1].clone();
+                return lines[self.cursor - 1].1.clone();
             }
-            if let Some(bad) = lines.iter().find(|l| l.starts_with("fatal")) {
-                panic!(
-                    "natspeer {:?} failed: {bad}\n{}",
-                    self.args,
-                    lines.join("\n")
-                );
+            if let Some((_, bad)) = lines.iter().find(|(_, l)| l.starts_with("fatal")) {
+                panic!("natspeer {:?} failed: {bad}\n{}", self.args, join(&lines));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
                 !left.is_zero(),
                 "natspeer {:?}: no `{prefix}` within {limit:?}; output:\n{}",
                 self.args,
-                lines.join("\n")
+                join(&lines)
             );
             lines = cv
                 .wait_timeout(lines, left.min(Duration::from_millis(100)))
@@ -151,11 +153,20 @@ impl Peer {
             .lock()
             .unwrap()
             .iter()
-            .any(|l| l.starts_with(prefix))
+            .any(|(_, l)| l.starts_with(prefix))
+    }
+
+    /// When the first line starting with one of `prefixes` arrived at or after `since`.
+    pub fn first_after(&self, prefixes: &[&str], since: Instant) -> Option<Instant> {
+        let lines = self.lines.0.lock().unwrap();
+        lines
+            .iter()
+            .find(|(t, l)| *t >= since && prefixes.iter().any(|p| l.starts_with(p)))
+            .map(|(t, _)| *t)
     }
 
     pub fn output(&self) -> String {
-        self.lines.0.lock().unwrap().join("\n")
+        join(&self.lines.0.lock().unwrap())
     }
 
     pub fn pid(&self) -> u32 {
@@ -187,6 +198,14 @@ impl Peer {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+fn join(lines: &[(Instant, String)]) -> String {
+    lines
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Drop for Peer {

@@ -9,10 +9,15 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// NATSPROBE_BIN when set; else cargo's build of the binary (tests, benches); else, for
+/// examples, which cargo gives no binary path, the static build.
 pub fn binary() -> PathBuf {
     match std::env::var_os("NATSPROBE_BIN") {
         Some(path) if !path.is_empty() => PathBuf::from(path),
-        _ => PathBuf::from(env!("CARGO_BIN_EXE_natsprobe")),
+        _ => match option_env!("CARGO_BIN_EXE_natsprobe") {
+            Some(path) => PathBuf::from(path),
+            None => super::static_binary(),
+        },
     }
 }
 

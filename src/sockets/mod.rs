@@ -140,6 +140,21 @@ pub fn scan(
     choice: ReaderChoice,
     deadline: Instant,
 ) -> Result<Scan, ScanError> {
+    let mut scan = read(ports, netns_of, choice, deadline)?;
+    // A table that changes while it is read can show a socket twice: /proc/net/tcp resumes
+    // by position between reads, and a netlink dump between datagrams. Seen in the tests,
+    // under churn; a duplicate would count one connection as two.
+    scan.sockets.sort();
+    scan.sockets.dedup();
+    Ok(scan)
+}
+
+fn read(
+    ports: &[u16],
+    netns_of: Option<u32>,
+    choice: ReaderChoice,
+    deadline: Instant,
+) -> Result<Scan, ScanError> {
     let netlink_error = match choice {
         ReaderChoice::Proc => None,
         ReaderChoice::Auto | ReaderChoice::Netlink => {

@@ -1,0 +1,330 @@
+//! A kubelet for one container with an exec livenessProbe, on a scaled clock: it runs the
+//! probe every `period` with `timeout` (SIGKILL when it overstays, counted as a failure),
+//! counts `failure_threshold` consecutive failures, then kills the container (SIGTERM, grace,
+//! SIGKILL) and starts it again under the kubelet's restart back-off, logging events the
+//! way `kubectl describe pod` shows them.
+//!
+//! The back-off is the kubelet's (pkg/kubelet/kuberuntime `doBackOff` with
+//! `flowcontrol.Backoff`): the first restart is immediate, the next waits 10 s, then 20 s,
+//! doubling to 300 s; a container that ran 10 minutes (2 × the maximum) without dying
+//! starts over. A container that exits on its own is restarted the same way.
+
+use super::Peer;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub period: Duration,
+    pub timeout: Duration,
+    pub failure_threshold: u32,
+    pub grace: Duration,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+}
+
+impl Spec {
+    /// periodSeconds, timeoutSeconds and failureThreshold as given; the kubelet's own
+    /// constants (10 s, 300 s back-off, 30 s grace) at `scale` of real time.
+    pub fn scaled(period: Duration, timeout: Duration, failure_threshold: u32, scale: f64) -> Spec {
+        Spec {
+            period,
+            timeout,
+            failure_threshold,
+            grace: Duration::from_secs(30).mul_f64(scale),
+            backoff_initial: Duration::from_secs(10).mul_f64(scale),
+            backoff_max: Duration::from_secs(300).mul_f64(scale),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub at: Instant,
+    pub kind: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+struct Shared {
+    started: Instant,
+    stop: AtomicBool,
+    events: Mutex<Vec<Event>>,
+    runs: Mutex<Vec<Peer>>,
+}
+
+impl Shared {
+    fn event(&self, kind: &'static str, reason: &'static str, message: String) {
+        self.events.lock().unwrap().push(Event {
+            at: Instant::now(),
+            kind,
+            reason,
+            message,
+        });
+    }
+
+    /// Sleeps until `until`, or less when asked to stop. True when asked to stop.
+    fn sleep_until(&self, until: Instant) -> bool {
+        while Instant::now() < until {
+            if self.stop.load(Ordering::SeqCst) {
+                return true;
+            }
+            std::thread::sleep((until - Instant::now()).min(Duration::from_millis(5)));
+        }
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+pub type ProbeCommand = Box<dyn Fn() -> Command + Send>;
+pub type Container = Box<dyn FnMut() -> Peer + Send>;
+
+pub struct Kubelet {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    pub spec: Spec,
+}
+
+impl Kubelet {
+    pub fn start(spec: Spec, probe: ProbeCommand, container: Container) -> Kubelet {
+        let shared = Arc::new(Shared {
+            started: Instant::now(),
+            stop: AtomicBool::new(false),
+            events: Mutex::default(),
+            runs: Mutex::default(),
+        });
+        let thread = {
+            let (shared, spec) = (Arc::clone(&shared), spec.clone());
+            std::thread::spawn(move || run(&shared, &spec, probe, container))
+        };
+        Kubelet {
+            shared,
+            thread: Some(thread),
+            spec,
+        }
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.shared.events.lock().unwrap().clone()
+    }
+
+    /// Restarts (kills after a failed probe) in [from, to).
+    pub fn kills_between(&self, from: Instant, to: Instant) -> usize {
+        self.events()
+            .iter()
+            .filter(|e| e.reason == "Killing" && e.at >= from && e.at < to)
+            .count()
+    }
+
+    /// Looks at every container started so far, oldest first.
+    pub fn with_runs<T>(&self, f: impl FnOnce(&[Peer]) -> T) -> T {
+        f(&self.shared.runs.lock().unwrap())
+    }
+
+    /// The event log, like `kubectl describe pod`, with times relative to the start.
+    pub fn log(&self) -> String {
+        self.events()
+            .iter()
+            .map(|e| {
+                let at = e.at - self.shared.started;
+                format!(
+                    "  {:>8.3}s  {:<7}  {:<9}  {}",
+                    at.as_secs_f64(),
+                    e.kind,
+                    e.reason,
+                    e.message
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    pub fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The kubelet's per-container back-off entry.
+struct Backoff {
+    entry: Option<(Duration, Instant)>,
+    initial: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    /// How long to wait before starting again after a death at `died`.
+    fn delay(&mut self, died: Instant) -> Duration {
+        match self.entry {
+            Some((current, last)) if died.saturating_duration_since(last) <= self.max * 2 => {
+                self.entry = Some(((current * 2).min(self.max), died));
+                current
+            }
+            _ => {
+                self.entry = Some((self.initial, died));
+                Duration::ZERO
+            }
+        }
+    }
+}
+
+fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Container) {
+    let mut backoff = Backoff {
+        entry: None,
+        initial: spec.backoff_initial,
+        max: spec.backoff_max,
+    };
+    start(shared, &mut container);
+    let mut failures = 0;
+    let mut next_probe = Instant::now() + spec.period;
+    loop {
+        if shared.sleep_until(next_probe) {
+            return;
+        }
+        let died_on_its_own = {
+            let mut runs = shared.runs.lock().unwrap();
+            !runs.last_mut().unwrap().is_alive()
+        };
+        let restart = if died_on_its_own {
+            shared.event("Warning", "BackOff", "container exited; restarting".into());
+            true
+        } else {
+            next_probe = (next_probe + spec.period).max(Instant::now());
+            match probe_once(&probe, spec.timeout) {
+                Ok(()) => {
+                    failures = 0;
+                    false
+                }
+                Err(output) => {
+                    failures += 1;
+                    shared.event(
+                        "Warning",
+                        "Unhealthy",
+                        format!("Liveness probe failed: {output}"),
+                    );
+                    failures >= spec.failure_threshold
+                }
+            }
+        };
+        if !restart {
+            continue;
+        }
+        if !died_on_its_own {
+            shared.event(
+                "Normal",
+                "Killing",
+                "Container client failed liveness probe, will be restarted".into(),
+            );
+            kill(shared, spec.grace);
+        }
+        let died = Instant::now();
+        let delay = backoff.delay(died);
+        if !delay.is_zero() {
+            shared.event(
+                "Warning",
+                "BackOff",
+                format!("Back-off {delay:?} restarting failed container client"),
+            );
+            if shared.sleep_until(died + delay) {
+                return;
+            }
+        }
+        start(shared, &mut container);
+        failures = 0;
+        next_probe = Instant::now() + spec.period;
+    }
+}
+
+fn start(shared: &Shared, container: &mut Container) {
+    let peer = container();
+    shared.event(
+        "Normal",
+        "Started",
+        format!("Started container client (pid {})", peer.pid()),
+    );
+    shared.runs.lock().unwrap().push(peer);
+}
+
+fn kill(shared: &Shared, grace: Duration) {
+    let mut runs = shared.runs.lock().unwrap();
+    let peer = runs.last_mut().unwrap();
+    peer.signal(libc::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while peer.is_alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if peer.is_alive() {
+        peer.signal(libc::SIGKILL);
+        while peer.is_alive() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// One exec probe: success, or the output the kubelet would put in the event.
+fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Result<(), String> {
+    let mut cmd = probe();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run the probe: {e}"))?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            let first = text.lines().next().unwrap_or_default().to_string();
+            return if status.success() { Ok(()) } else { Err(first) };
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("command timed out after {timeout:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn backoff_follows_the_kubelet() {
+    let (initial, max) = (Duration::from_secs(10), Duration::from_secs(300));
+    let mut b = Backoff {
+        entry: None,
+        initial,
+        max,
+    };
+    let t0 = Instant::now();
+    let deaths: Vec<Duration> = [0u64, 60, 120, 200, 400, 700, 1400, 1460, 1520]
+        .iter()
+        .map(|&s| b.delay(t0 + Duration::from_secs(s)))
+        .collect();
+    let secs: Vec<u64> = deaths.iter().map(Duration::as_secs).collect();
+    assert_eq!(
+        secs,
+        [0, 10, 20, 40, 80, 160, 0, 10, 20],
+        "reset after 10 min without a death"
+    );
+    let mut capped = Backoff {
+        entry: None,
+        initial,
+        max,
+    };
+    let secs: Vec<u64> = (0..9)
+        .map(|i| capped.delay(t0 + Duration::from_secs(i * 30)).as_secs())
+        .collect();
+    assert_eq!(secs, [0, 10, 20, 40, 80, 160, 300, 300, 300]);
+}
