@@ -462,6 +462,15 @@ fn the_deadline_holds_when_the_socket_table_is_slow_to_read() {
         .run();
     cut.expect(3)
         .says(&["could not evaluate: --timeout 10ms passed while reading the socket table"]);
+    let late = probe(&["--reader", "proc", "--timeout", "10ms", "--json"])
+        .ns(&ns)
+        .run();
+    late.expect(3);
+    assert_eq!(
+        late.json(),
+        serde_json::json!({"verdict": "error", "summary": "could not evaluate: --timeout 10ms passed while reading the socket table"}),
+        "{late}"
+    );
     assert!(
         cut.elapsed < full.elapsed / 2,
         "ended {:?} after start; a full read takes {:?}\n{cut}",

@@ -2,13 +2,17 @@
 //! report for the formatter. The order keeps the common case cheap: one socket read.
 
 use crate::cli::{CheckConfig, Owner};
+use crate::consumer::{self, Judgement, Observed, Outcome};
+use crate::deadline::{set_phase, Phase};
 use crate::error::Error;
+use crate::nats::{self, ConsumerName, SetupError};
 use crate::server::{self, Answer};
 use crate::sockets::owner::{self, OwnerError, Process};
 use crate::sockets::{self, Reader, ScanError};
-use crate::verdict::{self, Connections, ServerState, Verdict};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use crate::state::{Key, Loaded, StateDir};
+use crate::verdict::{self, Connections, ConsumerHealth, ServerState, Verdict};
+use std::collections::HashSet;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Kept back from the network's share of the deadline: shutting the runtime down and
 /// formatting the answer.
@@ -27,28 +31,34 @@ pub struct Report {
     pub skipped_lines: usize,
     /// What each `--server` URL said, in order; empty when none was asked.
     pub answers: Vec<Answer>,
+    /// Each `--consumer`, in order; empty when there is no connection to judge them by.
+    pub consumers: Vec<ConsumerReport>,
 }
 
-/// What the run is doing, so a deadline can say where it was hit.
-#[derive(Debug)]
-pub struct Phase(Mutex<&'static str>);
+/// One `--consumer`: what the server said, what it means, and what the state dir held.
+#[derive(Debug, Clone)]
+pub struct ConsumerReport {
+    pub name: ConsumerName,
+    pub observed: Observed,
+    pub judgement: Judgement,
+    /// None when the state dir could not be used.
+    pub previous: Option<Loaded>,
+    /// Why no sample was kept, when none was.
+    pub state_problem: Option<String>,
+}
 
-impl Phase {
-    pub fn new() -> Phase {
-        Phase(Mutex::new("starting"))
-    }
-
-    pub fn set(&self, what: &'static str) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = what;
-    }
-
-    pub fn get(&self) -> &'static str {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+impl ConsumerReport {
+    pub fn health(&self) -> ConsumerHealth {
+        match self.judgement.outcome {
+            Outcome::Healthy(_) => ConsumerHealth::Healthy,
+            Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
+            Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
+        }
     }
 }
 
-pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Report, Error> {
-    phase.set("looking up the process");
+pub fn run(config: &CheckConfig, deadline: Instant) -> Result<Report, Error> {
+    set_phase(Phase::LookingUpProcess);
     let processes = match &config.owner {
         Owner::Anyone => Vec::new(),
         Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| owner_error("--pid", e))?],
@@ -61,7 +71,7 @@ pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Rep
     let owned = if processes.is_empty() {
         None
     } else {
-        phase.set("reading the process's descriptors");
+        set_phase(Phase::ReadingDescriptors);
         let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
         let flag = if matches!(config.owner, Owner::Pid(_)) {
             "--pid"
@@ -74,7 +84,7 @@ pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Rep
         owner::process(pid).map_err(|e| owner_error("--netns-of", e))?;
     }
 
-    phase.set("reading the socket table");
+    set_phase(Phase::ReadingSockets);
     let scan = sockets::scan(
         &config.policy.ports,
         config.netns_of,
@@ -86,7 +96,7 @@ pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Rep
 
     let mut answers = Vec::new();
     if verdict::needs_server(&connections, &config.policy) {
-        phase.set("asking the server");
+        set_phase(Phase::AskingServer);
         let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
         answers = server::ask_blocking(&config.servers, network_deadline)
             .map_err(Error::CannotEvaluate)?;
@@ -95,7 +105,27 @@ pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Rep
         true => ServerState::Answers,
         false => ServerState::NotAnswering,
     });
-    let verdict = verdict::decide(&connections, state, &config.policy);
+
+    let mut consumers = Vec::new();
+    if !config.consumers.is_empty() && verdict::connected(&connections, &config.policy) {
+        set_phase(Phase::AskingJetStream);
+        let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
+        let observed = nats::observe(
+            &config.servers,
+            &config.auth,
+            &config.consumers,
+            network_deadline,
+        )
+        .map_err(|e| match e {
+            SetupError::Config(m) => Error::Usage(m),
+            SetupError::Runtime(m) => Error::CannotEvaluate(m),
+        })?;
+        set_phase(Phase::ComparingSamples);
+        let inodes: HashSet<u64> = connections.established.iter().map(|s| s.inode).collect();
+        consumers = judge_consumers(config, observed, &processes, &inodes);
+    }
+    let healths: Vec<ConsumerHealth> = consumers.iter().map(ConsumerReport::health).collect();
+    let verdict = verdict::decide(&connections, state, &healths, &config.policy);
     Ok(Report {
         verdict,
         config: config.clone(),
@@ -105,7 +135,70 @@ pub fn run(config: &CheckConfig, deadline: Instant, phase: &Phase) -> Result<Rep
         fallback: scan.fallback,
         skipped_lines: scan.skipped_lines,
         answers,
+        consumers,
     })
+}
+
+/// Judges each observed consumer against its previous sample and keeps the new one.
+fn judge_consumers(
+    config: &CheckConfig,
+    observed: Vec<Observed>,
+    processes: &[Process],
+    inodes: &HashSet<u64>,
+) -> Vec<ConsumerReport> {
+    let (path, explicit) = &config.state_dir;
+    let dir = StateDir::open(path.clone(), *explicit);
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let server: Vec<String> = config.servers.iter().map(ToString::to_string).collect();
+    // The youngest holder of the client's connection, read at most once, and only if a
+    // consumer is about to be called stalled.
+    let mut age: Option<Option<Duration>> = None;
+    let mut client_age = || *age.get_or_insert_with(|| client_age(processes, inodes));
+    config
+        .consumers
+        .iter()
+        .zip(observed)
+        .map(|(name, observed)| {
+            let key = Key {
+                server: server.join(","),
+                stream: name.stream.clone(),
+                durable: name.durable.clone(),
+            };
+            let previous = dir.as_ref().ok().map(|d| d.load(&key));
+            let prev = previous.as_ref().and_then(Loaded::sample);
+            let judgement = consumer::judge(
+                &observed,
+                prev,
+                &config.consumer_policy,
+                now_ms,
+                &mut client_age,
+            );
+            let state_problem = match (&dir, &judgement.sample) {
+                (Err(e), _) => Some(e.clone()),
+                (Ok(d), Some(sample)) => d.store(&key, sample).err(),
+                (Ok(_), None) => None,
+            };
+            ConsumerReport {
+                name: name.clone(),
+                observed,
+                judgement,
+                previous,
+                state_problem,
+            }
+        })
+        .collect()
+}
+
+/// With --pid/--process the named processes, else whoever holds the connection.
+fn client_age(processes: &[Process], inodes: &HashSet<u64>) -> Option<Duration> {
+    let pids: Vec<u32> = match processes {
+        [] => owner::holders(inodes),
+        named => named.iter().map(|p| p.pid).collect(),
+    };
+    pids.into_iter().filter_map(owner::age).min()
 }
 
 fn owner_error(flag: &str, e: OwnerError) -> Error {

@@ -2,14 +2,18 @@
 //! subcommand, and validation into a `CheckConfig` before anything is read.
 
 use crate::cidr::Cidr;
+use crate::consumer;
 use crate::duration;
 use crate::error::Error;
+use crate::nats::{Auth, ConsumerName, Secret};
 use crate::server::{self, ServerUrl};
 use crate::sockets::ReaderChoice;
+use crate::state;
 use crate::verdict::{Policy, WhenServerDown};
 use clap::builder::FalseyValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub const VERSION: &str = concat!(
@@ -115,7 +119,7 @@ pub struct CheckArgs {
     pub reader: ReaderChoice,
 
     /// NATS server URL(s), nats:// or tls://, comma-separated; asked only when the client
-    /// holds no connection, to tell "the client gave up" from "NATS is down" [env: NATS_URL]
+    /// holds no connection, to tell "the client gave up" from "NATS is down" (else NATS_URL)
     #[arg(
         long = "server",
         value_name = "URL",
@@ -136,6 +140,113 @@ pub struct CheckArgs {
         help_heading = "Server"
     )]
     pub when_server_down: Option<WhenServerDown>,
+
+    /// This pod's JetStream consumer, STREAM/DURABLE (repeatable): must be bound, and
+    /// progressing when work is waiting. Needs --server (or NATS_URL)
+    #[arg(
+        long = "consumer",
+        value_name = "STREAM/DURABLE",
+        env = "NATSPROBE_CONSUMER",
+        hide_env_values = true,
+        value_delimiter = ',',
+        help_heading = "Consumer"
+    )]
+    pub consumers: Vec<String>,
+
+    /// Work waiting and no progress this long is a stall (never less than 2 × the
+    /// consumer's ack_wait)
+    #[arg(long, value_name = "DUR", env = "NATSPROBE_STALL_AFTER", hide_env_values = true, default_value = "60s", value_parser = duration::parse, help_heading = "Consumer")]
+    pub stall_after: Duration,
+
+    /// Where the previous sample of each consumer is kept [default: $TMPDIR/natsprobe-UID]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "NATSPROBE_STATE_DIR",
+        hide_env_values = true,
+        help_heading = "Consumer"
+    )]
+    pub state_dir: Option<PathBuf>,
+
+    /// Credentials file (JWT and nkey seed) (else NATS_CREDS)
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "NATSPROBE_CREDS",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub creds: Option<PathBuf>,
+
+    /// Nkey seed file (else NATS_NKEY)
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "NATSPROBE_NKEY",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub nkey: Option<PathBuf>,
+
+    /// User name (else NATS_USER)
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "NATSPROBE_USER",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub user: Option<String>,
+
+    /// Password, with --user (else NATS_PASSWORD)
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "NATSPROBE_PASSWORD",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub password: Option<String>,
+
+    /// Token (else NATS_TOKEN)
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "NATSPROBE_TOKEN",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub token: Option<String>,
+
+    /// CA certificate(s) to verify the server with (PEM) (else NATS_CA)
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "NATSPROBE_TLSCA",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub tlsca: Option<PathBuf>,
+
+    /// Client certificate (PEM), with --tlskey (else NATS_CERT)
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "NATSPROBE_TLSCERT",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub tlscert: Option<PathBuf>,
+
+    /// Client certificate's private key (PEM) (else NATS_KEY)
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "NATSPROBE_TLSKEY",
+        hide_env_values = true,
+        help_heading = "NATS authentication"
+    )]
+    pub tlskey: Option<PathBuf>,
 
     /// Deadline for the whole run; keep it below the probe's timeoutSeconds
     #[arg(
@@ -171,6 +282,11 @@ pub enum Owner {
 pub struct CheckConfig {
     pub policy: Policy,
     pub servers: Vec<ServerUrl>,
+    pub consumers: Vec<ConsumerName>,
+    pub consumer_policy: consumer::Policy,
+    /// Where samples are kept, and whether the user chose it (`--state-dir`).
+    pub state_dir: (PathBuf, bool),
+    pub auth: Auth,
     pub owner: Owner,
     pub netns_of: Option<u32>,
     pub reader: ReaderChoice,
@@ -220,7 +336,43 @@ impl CheckArgs {
         };
         ports.sort_unstable();
         ports.dedup();
+        let consumers = self
+            .consumers
+            .iter()
+            .map(|c| consumer_name(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !consumers.is_empty() && servers.is_empty() {
+            return Err(Error::Usage(
+                "--consumer needs --server (or NATS_URL): the probe asks the server about it"
+                    .into(),
+            ));
+        }
+        if self.stall_after.is_zero() {
+            return Err(Error::Usage("--stall-after must be more than 0s".into()));
+        }
+        let auth = auth(
+            AuthArgs {
+                creds: self.creds,
+                nkey: self.nkey,
+                user: self.user,
+                password: self.password,
+                token: self.token,
+                tlsca: self.tlsca,
+                tlscert: self.tlscert,
+                tlskey: self.tlskey,
+            },
+            env,
+        )?;
         Ok(CheckConfig {
+            consumers,
+            consumer_policy: consumer::Policy {
+                stall_after: self.stall_after,
+            },
+            state_dir: match self.state_dir {
+                Some(dir) => (dir, true),
+                None => (state::default_dir(env("TMPDIR").as_deref()), false),
+            },
+            auth,
             policy: Policy {
                 ports,
                 remotes: self.remotes,
@@ -237,6 +389,82 @@ impl CheckArgs {
             verbose: self.verbose,
         })
     }
+}
+
+/// `STREAM/DURABLE`, with names JetStream accepts: no whitespace, `.`, `*`, `>`, `/` or `\\`.
+fn consumer_name(text: &str) -> Result<ConsumerName, Error> {
+    let bad = || {
+        Error::Usage(format!(
+            "--consumer '{text}': expected STREAM/DURABLE (JetStream names, without spaces, '.', '*', '>', '/' or '\\')"
+        ))
+    };
+    let (stream, durable) = text.trim().split_once('/').ok_or_else(bad)?;
+    let valid = |name: &str| {
+        !name.is_empty()
+            && name.len() <= 255
+            && !name.contains(|c: char| c.is_whitespace() || ".*>/\\".contains(c))
+    };
+    if !valid(stream) || !valid(durable) {
+        return Err(bad());
+    }
+    Ok(ConsumerName {
+        stream: stream.to_string(),
+        durable: durable.to_string(),
+    })
+}
+
+/// The auth flags as given, before the nats CLI's variables fill the gaps.
+struct AuthArgs {
+    creds: Option<PathBuf>,
+    nkey: Option<PathBuf>,
+    user: Option<String>,
+    password: Option<String>,
+    token: Option<String>,
+    tlsca: Option<PathBuf>,
+    tlscert: Option<PathBuf>,
+    tlskey: Option<PathBuf>,
+}
+
+/// Flags (and their NATSPROBE_* twins) first, then the nats CLI's NATS_* variables. One way
+/// to authenticate at most; a password needs a user and a client certificate its key.
+fn auth(args: AuthArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Auth, Error> {
+    let text =
+        |given: Option<String>, name: &str| given.or_else(|| env(name)).filter(|v| !v.is_empty());
+    let path = |given: Option<PathBuf>, name: &str| {
+        given.or_else(|| env(name).filter(|v| !v.is_empty()).map(PathBuf::from))
+    };
+    let auth = Auth {
+        creds: path(args.creds, "NATS_CREDS"),
+        nkey: path(args.nkey, "NATS_NKEY"),
+        user: text(args.user, "NATS_USER"),
+        password: text(args.password, "NATS_PASSWORD").map(Secret),
+        token: text(args.token, "NATS_TOKEN").map(Secret),
+        tls_ca: path(args.tlsca, "NATS_CA"),
+        tls_cert: path(args.tlscert, "NATS_CERT"),
+        tls_key: path(args.tlskey, "NATS_KEY"),
+    };
+    let ways = [
+        auth.creds.is_some(),
+        auth.nkey.is_some(),
+        auth.user.is_some(),
+        auth.token.is_some(),
+    ];
+    if ways.iter().filter(|&&w| w).count() > 1 {
+        return Err(Error::Usage(
+            "more than one way to authenticate (--creds, --nkey, --user, --token, or their NATS_* variables): choose one".into(),
+        ));
+    }
+    if auth.password.is_some() != auth.user.is_some() {
+        return Err(Error::Usage(
+            "--user and --password (or NATS_USER and NATS_PASSWORD) go together".into(),
+        ));
+    }
+    if auth.tls_cert.is_some() != auth.tls_key.is_some() {
+        return Err(Error::Usage(
+            "--tlscert and --tlskey (or NATS_CERT and NATS_KEY) go together".into(),
+        ));
+    }
+    Ok(auth)
 }
 
 /// `check` is the default subcommand: when the first argument is a flag other than
@@ -334,6 +562,93 @@ mod tests {
         );
         let err = parse(&["natsprobe", "--when-server-down", "fail"]).unwrap_err();
         assert!(err.contains("--when-server-down needs --server"), "{err}");
+    }
+
+    #[test]
+    fn consumers_need_a_server_and_well_formed_names() {
+        let c = parse(&[
+            "natsprobe",
+            "--server",
+            "nats",
+            "--consumer",
+            "TF_RAW/latest-kv,ORDERS/proc",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.consumers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["TF_RAW/latest-kv", "ORDERS/proc"]
+        );
+        assert_eq!(c.consumer_policy.stall_after, Duration::from_secs(60));
+        let err = parse(&["natsprobe", "--consumer", "S/D"]).unwrap_err();
+        assert!(err.contains("--consumer needs --server"), "{err}");
+        for bad in ["S", "/D", "S/", "S/D/E", "S.x/D", "S/D*", "S/ D", "S/>"] {
+            let err = parse(&["natsprobe", "--server", "nats", "--consumer", bad]).unwrap_err();
+            assert!(err.contains("STREAM/DURABLE"), "{bad}: {err}");
+        }
+        assert!(
+            parse(&["natsprobe", "--server", "nats", "--stall-after", "0s"])
+                .unwrap_err()
+                .contains("--stall-after")
+        );
+    }
+
+    #[test]
+    fn auth_from_flags_then_the_nats_cli_variables() {
+        let c = parse_env(
+            &["natsprobe"],
+            &[
+                ("NATS_USER", "u"),
+                ("NATS_PASSWORD", "p"),
+                ("NATS_CA", "/ca.pem"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.auth.user.as_deref(), Some("u"));
+        assert_eq!(c.auth.password, Some(Secret("p".into())));
+        assert_eq!(c.auth.tls_ca, Some(PathBuf::from("/ca.pem")));
+        let c = parse_env(&["natsprobe", "--token", "t"], &[("NATS_TOKEN", "other")]).unwrap();
+        assert_eq!(c.auth.token, Some(Secret("t".into())), "the flag wins");
+        let c = parse_env(
+            &["natsprobe"],
+            &[("NATS_CREDS", "/u.creds"), ("NATS_NKEY", "")],
+        )
+        .unwrap();
+        assert_eq!(c.auth.creds, Some(PathBuf::from("/u.creds")));
+        type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+        let cases: [Case; 4] = [
+            (
+                &[
+                    "natsprobe",
+                    "--token",
+                    "t",
+                    "--user",
+                    "u",
+                    "--password",
+                    "p",
+                ],
+                &[],
+                "one way",
+            ),
+            (
+                &["natsprobe", "--creds", "/c"],
+                &[("NATS_TOKEN", "t")],
+                "one way",
+            ),
+            (&["natsprobe", "--password", "p"], &[], "go together"),
+            (
+                &["natsprobe", "--tlscert", "/c.pem"],
+                &[],
+                "--tlscert and --tlskey",
+            ),
+        ];
+        for (args, env, fragment) in cases {
+            let err = parse_env(args, env).unwrap_err();
+            assert!(err.contains(fragment), "{args:?} {env:?}: {err}");
+            assert!(!err.contains("\"t\"") && !err.contains(" p "), "{err}");
+        }
     }
 
     #[test]

@@ -4,12 +4,17 @@
 mod check;
 mod cidr;
 mod cli;
+mod consumer;
+mod deadline;
 mod duration;
 mod error;
 mod exit;
+mod jetstream;
+mod nats;
 mod output;
 mod server;
 mod sockets;
+mod state;
 mod verdict;
 
 use clap::error::ErrorKind;
@@ -19,7 +24,6 @@ use error::Error;
 use exit::Exit;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// Time kept back from `--timeout` to print the answer: the runtime SIGKILLs a probe that
@@ -92,26 +96,32 @@ fn failure(e: Error, json: bool) -> Outcome {
     }
 }
 
-/// Runs the check on a worker thread and waits at most until the deadline: a read stuck in
-/// the kernel (a hung /proc entry, netlink that never answers) cannot hold the probe past
-/// `--timeout`. When main returns, the process ends, worker and all.
+/// Runs the check under the deadline (see `deadline`): it answers by `--timeout` whatever the
+/// check is blocked on.
 fn run_check(config: CheckConfig, started: Instant) -> Outcome {
     let json = config.json;
-    let timeout = config.timeout;
-    let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
-    let phase = Arc::new(check::Phase::new());
-    let (tx, rx) = mpsc::channel();
-    let worker_phase = Arc::clone(&phase);
-    let spawned = std::thread::Builder::new()
-        .name("check".into())
-        .spawn(move || {
-            let _ = tx.send(check::run(&config, deadline, &worker_phase));
-        });
-    if let Err(e) = spawned {
-        return failure(Error::CannotEvaluate(format!("cannot start: {e}")), json);
-    }
-    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        Ok(Ok(report)) => Outcome {
+    let deadline = started + config.timeout.saturating_sub(PRINT_MARGIN);
+    // The deadline's line is made now, by the one formatter, around a marker for the phase.
+    let timeout = duration::display(config.timeout);
+    const MARK: &str = "<<phase>>";
+    let late = failure(
+        Error::CannotEvaluate(format!("--timeout {timeout} passed while {MARK}")),
+        json,
+    );
+    let (prefix, suffix) = late
+        .text
+        .split_once(MARK)
+        .expect("the marker survives both formats");
+    deadline::arm(
+        deadline.saturating_duration_since(Instant::now()),
+        prefix.to_string(),
+        format!("{suffix}\n"),
+        json,
+    );
+    let result = check::run(&config, deadline);
+    deadline::disarm();
+    match result {
+        Ok(report) => Outcome {
             text: if json {
                 output::json(&report)
             } else {
@@ -123,12 +133,6 @@ fn run_check(config: CheckConfig, started: Instant) -> Outcome {
                 verdict::Health::Unhealthy => Exit::Unhealthy,
             },
         },
-        Ok(Err(e)) => failure(e, json),
-        Err(_) => {
-            let timeout = duration::display(timeout);
-            let e =
-                Error::CannotEvaluate(format!("--timeout {timeout} passed while {}", phase.get()));
-            failure(e, json)
-        }
+        Err(e) => failure(e, json),
     }
 }

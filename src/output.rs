@@ -1,10 +1,11 @@
 //! Formatters: a report becomes one line (plus detail lines with `-v`) or one JSON object.
 //! They return strings; `main` writes them.
 
-use crate::check::Report;
+use crate::check::{ConsumerReport, Report};
+use crate::consumer::{Evidence, Fault, Healthy, Observed, Outcome, Window};
 use crate::server::Answer;
 use crate::sockets::{unmap, Socket};
-use crate::verdict::{Health, Reason, WhenServerDown};
+use crate::verdict::{ConsumerHealth, Health, Reason, WhenServerDown};
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -37,8 +38,40 @@ fn summary(report: &Report) -> String {
     let c = &report.connections;
     match report.verdict.reason {
         Reason::Connected => {
-            let peers: Vec<String> = c.established.iter().map(peer).collect();
-            format!("{} ({})", connections(report), list(&peers, 3))
+            // Each peer once: a client with several connections to one server names it once.
+            let mut peers: Vec<String> = c.established.iter().map(peer).collect();
+            peers.sort();
+            peers.dedup();
+            let mut text = format!("{} ({})", connections(report), list(&peers, 3));
+            for r in &report.consumers {
+                let _ = write!(text, "; consumer {} {}", r.name, consumer_phrase(r));
+            }
+            text
+        }
+        Reason::ConsumerFault | Reason::ConsumerNotJudged => {
+            // The consumers that fail the verdict (or could not be judged) first: they are
+            // why the line exists; the connection that is fine comes after.
+            let wanted = match report.verdict.reason {
+                Reason::ConsumerFault => ConsumerHealth::Unhealthy,
+                _ => ConsumerHealth::NotJudged,
+            };
+            let mut parts: Vec<String> = report
+                .consumers
+                .iter()
+                .filter(|r| r.health() == wanted)
+                .map(|r| match &r.judgement.outcome {
+                    Outcome::NotJudged(_) => format!("consumer {} {}", r.name, consumer_phrase(r)),
+                    _ => format!("consumer {}: {}", r.name, consumer_phrase(r)),
+                })
+                .collect();
+            if wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy {
+                parts.push("(--when-server-down fail)".into());
+            }
+            format!(
+                "{}; {}",
+                parts.join("; ").replace("; (--when", " (--when"),
+                connections(report)
+            )
         }
         Reason::NotConnected => {
             let min = report.config.policy.min_connections;
@@ -86,6 +119,210 @@ fn summary(report: &Report) -> String {
             }
         }
     }
+}
+
+/// What one consumer's judgement says, without its name.
+fn consumer_phrase(r: &ConsumerReport) -> String {
+    let window = |w: &Option<Window>| match w {
+        Some(Window {
+            duration,
+            raised_for_ack_wait: Some(ack_wait),
+        }) => {
+            format!(
+                "window {} = 2 × ack_wait {}",
+                display(*duration),
+                display(*ack_wait)
+            )
+        }
+        Some(Window { duration, .. }) => format!("window {}", display(*duration)),
+        None => String::new(),
+    };
+    let w = window(&r.judgement.window);
+    match &r.judgement.outcome {
+        Outcome::NotJudged(why) => format!("not judged: {why}"),
+        Outcome::Healthy(h) => match h {
+            Healthy::Idle => "idle (nothing waiting)".into(),
+            Healthy::Paused => "paused".into(),
+            Healthy::Progressing { since, evidence: Evidence::LastActive } => {
+                format!("progressing (last ack {} ago; {w})", display(*since))
+            }
+            Healthy::Progressing { since, .. } if since.is_zero() => {
+                format!("progressing (ack floor moved since the last run; {w})")
+            }
+            Healthy::Progressing { since, .. } => {
+                format!("progressing (ack floor still for {}; {w})", display(*since))
+            }
+            Healthy::FirstSample => "first sample (progress is judged from the next run)".into(),
+            Healthy::YoungClient { stalled, client_age } => format!(
+                "no progress for {}, but the client started {} ago ({w})",
+                display(*stalled),
+                display(*client_age)
+            ),
+            Healthy::ClientAgeUnknown { stalled } => format!(
+                "no progress for {}, not judged: the client's start time is unreadable ({w})",
+                display(*stalled)
+            ),
+        },
+        Outcome::Unhealthy(f) => match f {
+            Fault::StreamMissing => format!("stream {} not found", r.name.stream),
+            Fault::ConsumerMissing => format!("durable {} not found in stream {}", r.name.durable, r.name.stream),
+            Fault::Unbound { waiting } => {
+                format!("no subscriber bound to its deliver subject (push_bound false), {waiting} waiting")
+            }
+            Fault::Stalled { stalled, floor, waiting, .. } => format!(
+                "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting",
+                display(*stalled)
+            ),
+            Fault::Retention { stalled, first_seq, waiting } => format!(
+                "losing messages: for {} only retention has moved its ack floor, which sits at the stream's first sequence {first_seq} (limits, discard old), {waiting} waiting",
+                display(*stalled)
+            ),
+        },
+    }
+}
+
+/// The facts behind a consumer's verdict, for `-v`.
+fn consumer_details(r: &ConsumerReport) -> String {
+    let mut out = match &r.observed {
+        Observed::Found { facts: f, stream } => {
+            let kind = match (&f.push, &f.deliver_group) {
+                (true, Some(g)) => format!(
+                    "push (group {g}), {}",
+                    if f.push_bound { "bound" } else { "NOT bound" }
+                ),
+                (true, None) => {
+                    format!("push, {}", if f.push_bound { "bound" } else { "NOT bound" })
+                }
+                (false, _) => "pull".to_string(),
+            };
+            let mut text = format!(
+                "{kind}; {} pending, {} awaiting ack, {} pulls waiting, {} redelivered; ack floor {} (stream {})",
+                f.num_pending, f.num_ack_pending, f.num_waiting, f.num_redelivered, f.ack_floor.consumer_seq, f.ack_floor.stream_seq
+            );
+            if let Some(ago) = ago(f.ts, f.ack_floor.last_active) {
+                let _ = write!(text, ", last ack {} ago", display(ago));
+            }
+            if let Some(w) = f.ack_wait {
+                let _ = write!(text, "; ack_wait {}", display(w));
+            }
+            if let Some(m) = f.max_ack_pending {
+                let _ = write!(text, ", max_ack_pending {m}");
+            }
+            if let Some(s) = stream {
+                let _ = write!(
+                    text,
+                    "; stream first sequence {}{}",
+                    s.first_seq,
+                    if s.drops_unacked {
+                        " (limits, discard old)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            if f.ts.is_none() {
+                text.push_str("; the server sends no ts (before 2.10): samples decide");
+            }
+            let _ = write!(text, " → {}", consumer_phrase(r));
+            text
+        }
+        _ => consumer_phrase(r),
+    };
+    match (&r.previous, &r.state_problem) {
+        (_, Some(problem)) => {
+            let _ = write!(out, "; state not kept: {problem}");
+        }
+        (Some(previous), None) => {
+            let _ = write!(out, "; {}", previous.describe());
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+/// `ts - t` when the server gave both.
+fn ago(ts: Option<i128>, t: Option<i128>) -> Option<std::time::Duration> {
+    let ns = u64::try_from((ts? - t?).max(0)).ok()?;
+    Some(std::time::Duration::from_nanos(ns))
+}
+
+fn consumer_json(r: &ConsumerReport) -> Value {
+    let verdict = match r.health() {
+        ConsumerHealth::Healthy => "healthy",
+        ConsumerHealth::Unhealthy => "unhealthy",
+        ConsumerHealth::NotJudged => "not_judged",
+    };
+    let (facts, stream) = match &r.observed {
+        Observed::Found { facts: f, stream } => (
+            json!({
+                "push": f.push,
+                "deliver_group": f.deliver_group,
+                "push_bound": f.push_bound,
+                "num_pending": f.num_pending,
+                "num_ack_pending": f.num_ack_pending,
+                "num_waiting": f.num_waiting,
+                "num_redelivered": f.num_redelivered,
+                "ack_floor": {
+                    "consumer_seq": f.ack_floor.consumer_seq,
+                    "stream_seq": f.ack_floor.stream_seq,
+                    "last_active_ago_ms": ago(f.ts, f.ack_floor.last_active).map(|d| d.as_millis() as u64),
+                },
+                "delivered": {
+                    "consumer_seq": f.delivered.consumer_seq,
+                    "stream_seq": f.delivered.stream_seq,
+                    "last_active_ago_ms": ago(f.ts, f.delivered.last_active).map(|d| d.as_millis() as u64),
+                },
+                "ack_policy": f.ack_policy,
+                "ack_wait_ms": f.ack_wait.map(|d| d.as_millis() as u64),
+                "max_ack_pending": f.max_ack_pending,
+                "paused": f.paused,
+                "server_ts": f.ts.is_some(),
+            }),
+            stream
+                .as_ref()
+                .map(|s| json!({"drops_unacked": s.drops_unacked, "first_seq": s.first_seq})),
+        ),
+        _ => (Value::Null, None),
+    };
+    let (stalled, evidence) = match &r.judgement.outcome {
+        Outcome::Healthy(Healthy::Progressing { since, evidence }) => {
+            (Some(*since), Some(*evidence))
+        }
+        Outcome::Unhealthy(Fault::Stalled {
+            stalled, evidence, ..
+        }) => (Some(*stalled), Some(*evidence)),
+        Outcome::Unhealthy(Fault::Retention { stalled, .. }) => {
+            (Some(*stalled), Some(Evidence::Samples))
+        }
+        Outcome::Healthy(
+            Healthy::YoungClient { stalled, .. } | Healthy::ClientAgeUnknown { stalled },
+        ) => (Some(*stalled), None),
+        _ => (None, None),
+    };
+    json!({
+        "name": r.name.to_string(),
+        "stream": r.name.stream,
+        "durable": r.name.durable,
+        "verdict": verdict,
+        "summary": consumer_phrase(r),
+        "window_ms": r.judgement.window.map(|w| w.duration.as_millis() as u64),
+        "window_raised_for_ack_wait_ms": r.judgement.window.and_then(|w| w.raised_for_ack_wait).map(|d| d.as_millis() as u64),
+        "no_progress_ms": stalled.map(|d| d.as_millis() as u64),
+        "evidence": evidence.map(|e| match e { Evidence::LastActive => "last_active", Evidence::Samples => "samples" }),
+        "facts": facts,
+        "stream_facts": stream,
+        "previous_sample": r.previous.as_ref().map(|p| p.describe()),
+        "state_problem": r.state_problem,
+    })
+}
+
+fn display(d: std::time::Duration) -> String {
+    // Whole seconds read best in an event; below 10 s a tenth still says something.
+    let d = match d.as_secs() {
+        0..=9 => std::time::Duration::from_millis(d.as_millis() as u64 / 100 * 100),
+        _ => std::time::Duration::from_secs(d.as_secs()),
+    };
+    crate::duration::display(d)
 }
 
 /// `no ESTABLISHED TCP connection to remote port 4222 held by bento[7]`.
@@ -245,6 +482,12 @@ fn details(report: &Report) -> String {
     if all.len() > MAX_LISTED {
         let _ = write!(out, "\n  … and {} more", all.len() - MAX_LISTED);
     }
+    for r in &report.consumers {
+        let _ = write!(out, "\n  consumer {}: {}", r.name, consumer_details(r));
+    }
+    if !report.config.consumers.is_empty() && report.consumers.is_empty() {
+        out.push_str("\n  consumers not asked about: no connection to judge them by");
+    }
     for url in &report.config.servers {
         match report
             .answers
@@ -314,11 +557,13 @@ pub fn json(report: &Report) -> String {
             },
         })
     });
+    let consumers: Vec<Value> = report.consumers.iter().map(consumer_json).collect();
     json!({
         "verdict": verdict,
         "summary": summary(report),
         "connection": connection,
         "server": server,
+        "consumers": consumers,
     })
     .to_string()
 }
@@ -382,6 +627,12 @@ mod tests {
                 when_server_down: WhenServerDown::Pass,
             },
             servers: vec![],
+            consumers: vec![],
+            consumer_policy: crate::consumer::Policy {
+                stall_after: Duration::from_secs(60),
+            },
+            state_dir: ("/nonexistent".into(), true),
+            auth: Default::default(),
             owner: owner.clone(),
             netns_of: None,
             reader: ReaderChoice::Auto,
@@ -405,7 +656,7 @@ mod tests {
             ],
         };
         Report {
-            verdict: verdict::decide(&connections, None, &config.policy),
+            verdict: verdict::decide(&connections, None, &[], &config.policy),
             config,
             connections,
             processes,
@@ -413,6 +664,107 @@ mod tests {
             fallback: None,
             skipped_lines: 0,
             answers: vec![],
+            consumers: vec![],
+        }
+    }
+
+    /// The report of a connected run whose `--consumer`s came out as `judged`.
+    fn with_consumers(
+        mut r: Report,
+        judged: Vec<(&str, Observed, Outcome, Option<Window>)>,
+        when: WhenServerDown,
+    ) -> Report {
+        use crate::check::ConsumerReport;
+        use crate::nats::ConsumerName;
+        r.config.servers = vec![crate::server::parse("nats://nats:4222").unwrap()];
+        r.config.policy.server = true;
+        r.config.policy.when_server_down = when;
+        r.consumers = judged
+            .into_iter()
+            .map(|(name, observed, outcome, window)| {
+                let (stream, durable) = name.split_once('/').unwrap();
+                ConsumerReport {
+                    name: ConsumerName {
+                        stream: stream.into(),
+                        durable: durable.into(),
+                    },
+                    observed,
+                    judgement: crate::consumer::Judgement {
+                        outcome,
+                        window,
+                        sample: None,
+                    },
+                    previous: Some(crate::state::Loaded::Missing),
+                    state_problem: None,
+                }
+            })
+            .collect();
+        let healths: Vec<_> = r.consumers.iter().map(|c| c.health()).collect();
+        r.verdict = verdict::decide(&r.connections, None, &healths, &r.config.policy);
+        r
+    }
+
+    #[test]
+    fn consumer_lines() {
+        use crate::consumer::{Evidence, Fault, Healthy};
+        let win = Some(Window {
+            duration: Duration::from_secs(60),
+            raised_for_ack_wait: None,
+        });
+        let raised = Some(Window {
+            duration: Duration::from_secs(180),
+            raised_for_ack_wait: Some(Duration::from_secs(90)),
+        });
+        let nf = || Observed::NotJudged("x".into());
+        let live = || report(&live()[..1], &[4222], Owner::Anyone, false);
+        let cases = [
+            (
+                with_consumers(live(), vec![("TF_RAW/latest-kv", nf(), Outcome::Unhealthy(Fault::Unbound { waiting: 93000 }), None)], WhenServerDown::Pass),
+                "unhealthy: consumer TF_RAW/latest-kv: no subscriber bound to its deliver subject (push_bound false), 93000 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![(
+                        "TF_RAW/alarms",
+                        nf(),
+                        Outcome::Unhealthy(Fault::Stalled { stalled: Duration::from_secs(75), evidence: Evidence::Samples, floor: 0, waiting: 4000 }),
+                        raised,
+                    )],
+                    WhenServerDown::Pass,
+                ),
+                "unhealthy: consumer TF_RAW/alarms: no progress for 1m15s (window 3m = 2 × ack_wait 1m30s): ack floor at 0, 4000 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("TF_RAW/gone", nf(), Outcome::Unhealthy(Fault::ConsumerMissing), None), ("NOPE/x", nf(), Outcome::Unhealthy(Fault::StreamMissing), None)], WhenServerDown::Pass),
+                "unhealthy: consumer TF_RAW/gone: durable gone not found in stream TF_RAW; consumer NOPE/x: stream NOPE not found; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("CAP/w", nf(), Outcome::Unhealthy(Fault::Retention { stalled: Duration::from_secs(61), first_seq: 1401, waiting: 200 }), win)], WhenServerDown::Pass),
+                "unhealthy: consumer CAP/w: losing messages: for 1m1s only retention has moved its ack floor, which sits at the stream's first sequence 1401 (limits, discard old), 200 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![
+                        ("TF_RAW/latest-kv", nf(), Outcome::Healthy(Healthy::Progressing { since: Duration::from_millis(830), evidence: Evidence::LastActive }), win),
+                        ("TF_RAW/idle", nf(), Outcome::Healthy(Healthy::Idle), win),
+                    ],
+                    WhenServerDown::Pass,
+                ),
+                "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer TF_RAW/latest-kv progressing (last ack 800ms ago; window 1m); consumer TF_RAW/idle idle (nothing waiting)",
+            ),
+            (
+                with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged("JetStream temporarily unavailable (10008)".into()), None)], WhenServerDown::Pass),
+                "healthy: consumer S/d not judged: JetStream temporarily unavailable (10008); 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged("authorization error: the server refused the probe's credentials".into()), None)], WhenServerDown::Fail),
+                "unhealthy: consumer S/d not judged: authorization error: the server refused the probe's credentials (--when-server-down fail); 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(human(&report), expected);
         }
     }
 
@@ -429,7 +781,7 @@ mod tests {
             false => verdict::ServerState::NotAnswering,
         };
         r.answers = answers;
-        r.verdict = verdict::decide(&r.connections, Some(state), &r.config.policy);
+        r.verdict = verdict::decide(&r.connections, Some(state), &[], &r.config.policy);
         r
     }
 
@@ -575,7 +927,7 @@ mod tests {
     #[test]
     fn json_object() {
         let text = json(&report(&live(), &[4222], Owner::Pid(42), true));
-        let expected = r#"{"connection":{"established":2,"min_connections":1,"netns_of":null,"other_states":{},"ports":[4222],"processes":[{"name":"bento","pid":42}],"reader":"netlink","reader_fallback":null,"remotes":[],"skipped_lines":0,"sockets":[{"inode":11,"local":"10.244.1.17:51828","remote":"10.96.14.2:4222","state":"ESTABLISHED","uid":1000},{"inode":12,"local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","state":"ESTABLISHED","uid":1000}]},"server":null,"summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","verdict":"healthy"}"#;
+        let expected = r#"{"connection":{"established":2,"min_connections":1,"netns_of":null,"other_states":{},"ports":[4222],"processes":[{"name":"bento","pid":42}],"reader":"netlink","reader_fallback":null,"remotes":[],"skipped_lines":0,"sockets":[{"inode":11,"local":"10.244.1.17:51828","remote":"10.96.14.2:4222","state":"ESTABLISHED","uid":1000},{"inode":12,"local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","state":"ESTABLISHED","uid":1000}]},"consumers":[],"server":null,"summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","verdict":"healthy"}"#;
         assert_eq!(text, expected);
     }
 

@@ -100,6 +100,18 @@ pub enum Reason {
     ServerAnswers,
     /// Not connected, but the server does not answer either: a restart would not help.
     ServerDown,
+    /// Connected, and a `--consumer` is unbound, stalled, losing messages or missing.
+    ConsumerFault,
+    /// Connected, and a `--consumer` could not be judged (the server could not say).
+    ConsumerNotJudged,
+}
+
+/// One `--consumer`'s outcome, as the overall verdict needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumerHealth {
+    Healthy,
+    Unhealthy,
+    NotJudged,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +120,7 @@ pub struct Verdict {
     pub reason: Reason,
 }
 
-fn connected(connections: &Connections, policy: &Policy) -> bool {
+pub fn connected(connections: &Connections, policy: &Policy) -> bool {
     connections.established.len() >= policy.min_connections
 }
 
@@ -118,23 +130,33 @@ pub fn needs_server(connections: &Connections, policy: &Policy) -> bool {
     policy.server && !connected(connections, policy)
 }
 
-pub fn decide(connections: &Connections, server: Option<ServerState>, policy: &Policy) -> Verdict {
+/// The overall verdict. Without a connection the consumers are not looked at (the socket
+/// already says what is wrong); with one, any consumer fault fails the pod, and a consumer
+/// that could not be judged counts like a server that is down.
+pub fn decide(
+    connections: &Connections,
+    server: Option<ServerState>,
+    consumers: &[ConsumerHealth],
+    policy: &Policy,
+) -> Verdict {
     use Health::*;
+    let down = match policy.when_server_down {
+        WhenServerDown::Pass => Healthy,
+        WhenServerDown::Fail => Unhealthy,
+    };
     let (health, reason) = if connected(connections, policy) {
-        (Healthy, Reason::Connected)
+        if consumers.contains(&ConsumerHealth::Unhealthy) {
+            (Unhealthy, Reason::ConsumerFault)
+        } else if consumers.contains(&ConsumerHealth::NotJudged) {
+            (down, Reason::ConsumerNotJudged)
+        } else {
+            (Healthy, Reason::Connected)
+        }
     } else {
-        match (
-            policy.server.then_some(server).flatten(),
-            policy.when_server_down,
-        ) {
-            (None, _) => (Unhealthy, Reason::NotConnected),
-            (Some(ServerState::Answers), _) => (Unhealthy, Reason::ServerAnswers),
-            (Some(ServerState::NotAnswering), WhenServerDown::Pass) => {
-                (Healthy, Reason::ServerDown)
-            }
-            (Some(ServerState::NotAnswering), WhenServerDown::Fail) => {
-                (Unhealthy, Reason::ServerDown)
-            }
+        match policy.server.then_some(server).flatten() {
+            None => (Unhealthy, Reason::NotConnected),
+            Some(ServerState::Answers) => (Unhealthy, Reason::ServerAnswers),
+            Some(ServerState::NotAnswering) => (down, Reason::ServerDown),
         }
     };
     Verdict { health, reason }
@@ -220,7 +242,7 @@ mod tests {
                 (est, others),
                 "{row}"
             );
-            assert_eq!(decide(&c, None, &p).health, health, "{row}");
+            assert_eq!(decide(&c, None, &[], &p).health, health, "{row}");
         }
     }
 
@@ -239,7 +261,7 @@ mod tests {
         let p = policy(&[4222], &["10.96.14.3"], 1);
         let c = connections(&table(), &p, None);
         assert_eq!(c.other_states(), BTreeMap::from([(TcpState::SynSent, 1)]));
-        assert_eq!(decide(&c, None, &p).health, Health::Unhealthy);
+        assert_eq!(decide(&c, None, &[], &p).health, Health::Unhealthy);
     }
 
     /// Restart only when a restart helps: (connected, --server, what it said, when down) →
@@ -272,7 +294,49 @@ mod tests {
             };
             let row = format!("{is_connected} {server} {state:?} {when:?}");
             assert_eq!(needs_server(&c, &p), asked, "{row}");
-            assert_eq!(decide(&c, state, &p), Verdict { health, reason }, "{row}");
+            assert_eq!(
+                decide(&c, state, &[], &p),
+                Verdict { health, reason },
+                "{row}"
+            );
+        }
+    }
+
+    /// Consumers count only with a connection; a fault fails the pod; not judged follows
+    /// --when-server-down.
+    #[test]
+    fn consumer_decision_table() {
+        use ConsumerHealth as C;
+        use Health::*;
+        #[rustfmt::skip]
+        let rows: [(bool, &[C], WhenServerDown, Health, Reason); 8] = [
+            (true,  &[],                        WhenServerDown::Pass, Healthy,   Reason::Connected),
+            (true,  &[C::Healthy, C::Healthy],  WhenServerDown::Pass, Healthy,   Reason::Connected),
+            (true,  &[C::Healthy, C::Unhealthy], WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
+            (true,  &[C::NotJudged, C::Unhealthy], WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
+            (true,  &[C::NotJudged],            WhenServerDown::Pass, Healthy,   Reason::ConsumerNotJudged),
+            (true,  &[C::NotJudged],            WhenServerDown::Fail, Unhealthy, Reason::ConsumerNotJudged),
+            (false, &[C::Unhealthy],            WhenServerDown::Pass, Healthy,   Reason::ServerDown),
+            (false, &[C::Healthy],              WhenServerDown::Pass, Unhealthy, Reason::ServerAnswers),
+        ];
+        for (is_connected, consumers, when, health, reason) in rows {
+            let mut p = policy(&[4222], &[], 1);
+            p.server = true;
+            p.when_server_down = when;
+            let c = if is_connected {
+                connections(&table(), &p, None)
+            } else {
+                Connections::default()
+            };
+            let server = (!is_connected).then_some(match reason {
+                Reason::ServerAnswers => ServerState::Answers,
+                _ => ServerState::NotAnswering,
+            });
+            assert_eq!(
+                decide(&c, server, consumers, &p),
+                Verdict { health, reason },
+                "{consumers:?} {when:?}"
+            );
         }
     }
 
@@ -284,7 +348,7 @@ mod tests {
         assert_eq!(c.established.len(), 2);
         assert!(needs_server(&c, &p));
         assert_eq!(
-            decide(&c, Some(ServerState::Answers), &p).reason,
+            decide(&c, Some(ServerState::Answers), &[], &p).reason,
             Reason::ServerAnswers
         );
     }

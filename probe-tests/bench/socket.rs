@@ -11,78 +11,10 @@
 #[path = "../harness/mod.rs"]
 mod harness;
 
+use harness::bench::{get, measure, verdict};
 use harness::{Flood, NatsServer, NetNs, Peer, Version};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-struct Sample {
-    wall: Duration,
-    rss_kib: i64,
-    code: i32,
-}
-
-fn run_once(ns: &NetNs, argv: &[String]) -> Sample {
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .env_clear();
-    ns.enter_on_exec(&mut cmd);
-    let started = Instant::now();
-    let child = cmd.spawn().unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    let mut status = 0;
-    // SAFETY: wait4 on our own child; rusage is a plain struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let wall = started.elapsed();
-    assert_eq!(pid, child.id() as i32);
-    std::mem::forget(child); // reaped above
-    Sample {
-        wall,
-        rss_kib: usage.ru_maxrss,
-        code: libc::WEXITSTATUS(status),
-    }
-}
-
-struct Figures {
-    median: Duration,
-    rss_kib: i64,
-    code: i32,
-}
-
-/// Runs every tool once per round, rotating the order, so drift (CPU frequency, page cache,
-/// the kernel's own hash state) falls on all tools alike; then the median per tool.
-fn measure_all(ns: &NetNs, tools: &[(&'static str, Vec<String>)], runs: usize) -> Vec<Figures> {
-    let mut samples: Vec<Vec<Sample>> = tools.iter().map(|_| Vec::with_capacity(runs)).collect();
-    for round in 0..runs + runs.min(10) {
-        for k in 0..tools.len() {
-            let i = (round + k) % tools.len();
-            let sample = run_once(ns, &tools[i].1);
-            if round >= runs.min(10) {
-                samples[i].push(sample);
-            }
-        }
-    }
-    samples
-        .into_iter()
-        .zip(tools)
-        .map(|(mut s, (name, _))| {
-            let codes: Vec<i32> = s.iter().map(|x| x.code).collect();
-            assert!(
-                codes.windows(2).all(|w| w[0] == w[1]),
-                "{name} changed its answer: {codes:?}"
-            );
-            s.sort_by_key(|x| x.wall);
-            Figures {
-                median: s[s.len() / 2].wall,
-                rss_kib: s.iter().map(|x| x.rss_kib).max().unwrap(),
-                code: s[0].code,
-            }
-        })
-        .collect()
-}
+use std::time::Instant;
 
 fn tools(bin: &str, port: u16) -> Vec<(&'static str, Vec<String>)> {
     let hex = format!("{port:04X}");
@@ -127,46 +59,6 @@ fn tools(bin: &str, port: u16) -> Vec<(&'static str, Vec<String>)> {
     ]
 }
 
-fn table(
-    title: &str,
-    ns: &NetNs,
-    bin: &str,
-    port: u16,
-    runs: usize,
-) -> Vec<(&'static str, Figures)> {
-    println!("\n{title} ({runs} interleaved runs each, median wall, peak RSS)");
-    println!(
-        "  {:<32} {:>10} {:>10} {:>5}",
-        "tool", "wall", "RSS", "exit"
-    );
-    let tools = tools(bin, port);
-    let figures = measure_all(ns, &tools, runs);
-    let mut rows = Vec::new();
-    for ((name, _), f) in tools.into_iter().zip(figures) {
-        println!(
-            "  {:<32} {:>7.2} ms {:>6.2} MiB {:>5}",
-            name,
-            f.median.as_secs_f64() * 1e3,
-            f.rss_kib as f64 / 1024.0,
-            f.code
-        );
-        rows.push((name, f));
-    }
-    rows
-}
-
-fn get<'a>(rows: &'a [(&'static str, Figures)], name: &str) -> &'a Figures {
-    &rows.iter().find(|(n, _)| *n == name).unwrap().1
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "MISSED"
-    }
-}
-
 fn main() {
     let bin = harness::static_binary();
     let bin_s = bin.to_string_lossy().to_string();
@@ -197,6 +89,9 @@ fn main() {
     let _client = Peer::conn(Some(&pod), &server.url(), 60, "2s");
     let _others = Flood::new(&pod, 20);
     let sockets = count_sockets(&pod);
+    let table = |title: &str, ns: &NetNs, bin: &str, port: u16, runs: usize| {
+        measure(title, ns, &tools(bin, port), runs)
+    };
     let hit = table(
         &format!("pod scale, {sockets} sockets, live client (match)"),
         &pod,

@@ -2,6 +2,7 @@
 // Shared by every scenario file; not every scenario uses every helper.
 #![allow(dead_code, unused_imports)]
 
+pub mod bench;
 pub mod drill;
 pub mod flood;
 pub mod kubelet;

@@ -95,6 +95,39 @@ pub fn processes_named(name: &str) -> Result<Vec<Process>, OwnerError> {
     Ok(found)
 }
 
+/// The processes (other than this one) holding any of `inodes`. Walks every /proc/PID/fd
+/// it may read, so it is only done when needed (a stall about to be declared).
+pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(proc) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    proc.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|&pid| socket_inodes(&[pid]).is_ok_and(|held| !held.is_disjoint(inodes)))
+        .collect()
+}
+
+/// How long ago a process started: its start time in clock ticks after boot
+/// (/proc/PID/stat, field 22) against the time since boot (/proc/uptime). Both count from
+/// boot, so a wall-clock change does not matter.
+pub fn age(pid: u32) -> Option<std::time::Duration> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let uptime = fs::read_to_string("/proc/uptime").ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    process_age(&stat, &uptime, u64::try_from(ticks_per_second).ok()?)
+}
+
+fn process_age(stat: &str, uptime: &str, ticks_per_second: u64) -> Option<std::time::Duration> {
+    // The name (field 2) is in parentheses and may hold spaces and parentheses itself.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let start_ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let up: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    let started = start_ticks as f64 / ticks_per_second.max(1) as f64;
+    Some(std::time::Duration::from_secs_f64((up - started).max(0.0)))
+}
+
 const COMM_LEN: usize = 15;
 
 fn named(pid: u32, name: &str) -> bool {
@@ -142,6 +175,29 @@ mod tests {
             socket_inodes(&[u32::MAX]),
             Err(OwnerError::NoSuchPid(_))
         ));
+    }
+
+    #[test]
+    fn process_age_from_stat_and_uptime() {
+        // Field 22 is 4321 ticks; the name holds a space and a parenthesis.
+        let stat =
+            "77 (nats (peer) x) S 1 77 77 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 4321 1000 10";
+        let age = process_age(stat, "143.21 280.00\n", 100).unwrap();
+        assert_eq!(age.as_millis(), 100_000);
+        assert_eq!(process_age("garbage", "1.0 1.0", 100), None);
+    }
+
+    #[test]
+    fn we_are_younger_than_the_machine_and_hold_our_sockets() {
+        let me = std::process::id();
+        assert!(age(me).unwrap() < std::time::Duration::from_secs(3600));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (_server_side, _) = listener.accept().unwrap();
+        let mine = socket_inodes(&[me]).unwrap();
+        // holders() skips this process; a child holding an inherited socket is found instead.
+        assert!(holders(&mine).iter().all(|&p| p != me));
+        drop(client);
     }
 
     #[test]

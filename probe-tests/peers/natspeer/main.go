@@ -697,6 +697,29 @@ func cmdInfo(c *common, fs *flag.FlagSet, args []string) {
 	os.Exit(0)
 }
 
+// cmdRequest: one raw request (e.g. a JetStream API call with a JSON body), the answer
+// printed as one line. For what the tests do that setup does not (pausing a consumer).
+func cmdRequest(c *common, fs *flag.FlagSet, args []string) {
+	subject := fs.String("subject", "", "subject to request")
+	data := fs.String("data", "", "request body")
+	parse(fs, args)
+	if *subject == "" {
+		fatal("-subject is required")
+	}
+	nc, err := nats.Connect(c.url, c.baseOptions()...)
+	if err != nil {
+		fatal("connect: %v", err)
+	}
+	msg, err := nc.Request(*subject, []byte(*data), c.timeout)
+	if err != nil {
+		nc.Close()
+		fatal("request: %v", err)
+	}
+	os.Stdout.Write(append(append([]byte(nil), msg.Data...), '\n'))
+	nc.Close()
+	os.Exit(0)
+}
+
 // ---------------------------------------------------------------------------
 
 func splitList(s string) []string {
@@ -722,7 +745,7 @@ func parse(fs *flag.FlagSet, args []string) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: natspeer conn|setup|consume|publish|info|flood [flags]  (natspeer <subcommand> -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: natspeer conn|setup|consume|publish|info|request|flood [flags]  (natspeer <subcommand> -h for flags)")
 }
 
 func main() {
@@ -737,6 +760,10 @@ func main() {
 
 	if sub == "info" {
 		cmdInfo(c, fs, args)
+		return
+	}
+	if sub == "request" {
+		cmdRequest(c, fs, args)
 		return
 	}
 	if sub == "flood" {

@@ -1,0 +1,104 @@
+//! Benchmark: one `natsprobe check --consumer S/D` against a nats.go program doing the same
+//! single consumer info request (`natspeer info`: connect, `$JS.API.CONSUMER.INFO.S.D`,
+//! print, exit), in one run, round-robin, against a local nats-server 2.10.26. The probe
+//! does more (the socket check, the verdict, the state file); the goal is that it costs no
+//! more than the program.
+//!
+//! Run: `cargo bench --bench consumer` (root; probe-tests/setup first).
+
+#[path = "../harness/mod.rs"]
+mod harness;
+
+use harness::bench::{get, measure, verdict};
+use harness::peer::natspeer;
+use harness::{link, NatsServer, NetNs, Peer, Version};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn main() {
+    let bin = harness::static_binary().to_string_lossy().to_string();
+    let peer = natspeer().to_string_lossy().to_string();
+    println!("natsprobe consumer benchmark: {bin}");
+
+    // NATS in one pod, the app (an idle, bound push consumer) in another.
+    let nats = Arc::new(NetNs::new());
+    let app = Arc::new(NetNs::new());
+    let (ip, _) = link(&nats, &app);
+    let server = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
+    let url = server.url();
+    let setup = Peer::spawn(
+        Some(&nats),
+        &[
+            "setup",
+            "-url",
+            &url,
+            "-stream",
+            "S",
+            "-subjects",
+            "s.>",
+            "-durable",
+            "D",
+            "-deliver-subject",
+            "deliver.D",
+            "-deliver-group",
+            "D",
+            "-max-ack-pending",
+            "1",
+        ],
+    );
+    assert!(setup.wait_exit(Duration::from_secs(10)).success());
+    let mut consumer = Peer::spawn(
+        Some(&app),
+        &[
+            "consume",
+            "-url",
+            &url,
+            "-stream",
+            "S",
+            "-durable",
+            "D",
+            "-deliver-subject",
+            "deliver.D",
+            "-deliver-group",
+            "D",
+        ],
+    );
+    consumer.wait_for("ready", Duration::from_secs(10));
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_string_lossy().to_string();
+
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let tools = vec![
+        (
+            "natsprobe check --consumer",
+            s(&[
+                &bin,
+                "check",
+                "--server",
+                &url,
+                "--consumer",
+                "S/D",
+                "--state-dir",
+                &state,
+            ]),
+        ),
+        (
+            "nats.go: one consumer info",
+            s(&[&peer, "info", "-url", &url, "-stream", "S", "-durable", "D"]),
+        ),
+        ("natsprobe check (sockets only)", s(&[&bin, "check"])),
+    ];
+    let rows = measure("idle consumer, bound", &app, &tools, 200);
+
+    println!("\ngoal");
+    let (np, go) = (
+        get(&rows, "natsprobe check --consumer"),
+        get(&rows, "nats.go: one consumer info"),
+    );
+    let ratio = np.median.as_secs_f64() / go.median.as_secs_f64();
+    println!(
+        "  natsprobe --consumer / nats.go = {ratio:.2}x (goal <= 1.0x): {}",
+        verdict(ratio <= 1.0)
+    );
+    drop(consumer);
+}

@@ -1,0 +1,437 @@
+//! JetStream API answers, parsed from the raw JSON: `$JS.API.CONSUMER.INFO.<s>.<d>` and
+//! `$JS.API.STREAM.INFO.<s>`. Raw, because the facts that matter are exactly the ones client
+//! libraries drop or default: `ts` (absent before 2.10), `push_bound` (absent when false),
+//! `last_active` (absent until the first ack since the server started).
+
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Nanoseconds since the Unix epoch, on the server's clock.
+pub type ServerTime = i128;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sequence {
+    pub consumer_seq: u64,
+    pub stream_seq: u64,
+    pub last_active: Option<ServerTime>,
+}
+
+/// What the probe needs from consumer info.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumerFacts {
+    pub stream: String,
+    pub name: String,
+    /// The consumer's creation time as the server wrote it: its identity across samples.
+    pub created: String,
+    /// Push consumers have a deliver subject; pull consumers do not.
+    pub push: bool,
+    pub deliver_group: Option<String>,
+    pub push_bound: bool,
+    pub num_pending: u64,
+    pub num_ack_pending: u64,
+    pub num_waiting: u64,
+    pub num_redelivered: u64,
+    pub ack_floor: Sequence,
+    pub delivered: Sequence,
+    pub ack_policy: String,
+    pub ack_wait: Option<Duration>,
+    pub max_ack_pending: Option<i64>,
+    pub paused: bool,
+    /// The server's clock when it answered (2.10+).
+    pub ts: Option<ServerTime>,
+}
+
+impl ConsumerFacts {
+    /// Messages this consumer still has to get through: not yet delivered, or delivered and
+    /// not yet acknowledged.
+    pub fn waiting(&self) -> u64 {
+        self.num_pending + self.num_ack_pending
+    }
+}
+
+/// What the probe needs from stream info: whether retention can delete messages from under
+/// a consumer, and where the stream now begins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamFacts {
+    /// `limits` with `discard: old`: the only setting under which retention removes messages
+    /// a consumer has not acknowledged, dragging its ack floor along.
+    pub drops_unacked: bool,
+    pub first_seq: u64,
+}
+
+/// An error the JetStream API answered with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub code: u16,
+    pub err_code: u32,
+    pub description: String,
+}
+
+impl ApiError {
+    pub const STREAM_NOT_FOUND: u32 = 10059;
+    pub const CONSUMER_NOT_FOUND: u32 = 10014;
+    pub const TEMPORARILY_UNAVAILABLE: u32 = 10008;
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ParseError {
+    #[error("JetStream answered {}: {} ({})", .0.code, .0.description, .0.err_code)]
+    Api(ApiError),
+    #[error("not a JetStream answer: {0}")]
+    Malformed(String),
+}
+
+#[derive(Deserialize)]
+struct RawError {
+    #[serde(default)]
+    code: u16,
+    #[serde(default)]
+    err_code: u32,
+    #[serde(default)]
+    description: String,
+}
+
+#[derive(Deserialize)]
+struct RawSequence {
+    #[serde(default)]
+    consumer_seq: u64,
+    #[serde(default)]
+    stream_seq: u64,
+    last_active: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawConsumerConfig {
+    deliver_subject: Option<String>,
+    deliver_group: Option<String>,
+    ack_policy: Option<String>,
+    ack_wait: Option<u64>,
+    max_ack_pending: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct RawConsumer {
+    error: Option<RawError>,
+    #[serde(default)]
+    stream_name: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    created: String,
+    #[serde(default)]
+    config: RawConsumerConfig,
+    delivered: Option<RawSequence>,
+    ack_floor: Option<RawSequence>,
+    #[serde(default)]
+    num_ack_pending: u64,
+    #[serde(default)]
+    num_redelivered: u64,
+    #[serde(default)]
+    num_waiting: u64,
+    #[serde(default)]
+    num_pending: u64,
+    #[serde(default)]
+    push_bound: bool,
+    #[serde(default)]
+    paused: bool,
+    ts: Option<String>,
+}
+
+fn api_error(e: RawError) -> ParseError {
+    ParseError::Api(ApiError {
+        code: e.code,
+        err_code: e.err_code,
+        description: e.description,
+    })
+}
+
+fn sequence(raw: Option<RawSequence>) -> Sequence {
+    let raw = raw.unwrap_or(RawSequence {
+        consumer_seq: 0,
+        stream_seq: 0,
+        last_active: None,
+    });
+    Sequence {
+        consumer_seq: raw.consumer_seq,
+        stream_seq: raw.stream_seq,
+        last_active: raw.last_active.as_deref().and_then(parse_time),
+    }
+}
+
+pub fn parse_consumer_info(body: &[u8]) -> Result<ConsumerFacts, ParseError> {
+    let raw: RawConsumer =
+        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    if let Some(e) = raw.error {
+        return Err(api_error(e));
+    }
+    if raw.ack_floor.is_none() || raw.delivered.is_none() {
+        return Err(ParseError::Malformed("no ack_floor or delivered".into()));
+    }
+    let deliver_subject = raw.config.deliver_subject.filter(|s| !s.is_empty());
+    Ok(ConsumerFacts {
+        stream: raw.stream_name,
+        name: raw.name,
+        created: raw.created,
+        push: deliver_subject.is_some(),
+        deliver_group: raw.config.deliver_group.filter(|s| !s.is_empty()),
+        push_bound: raw.push_bound,
+        num_pending: raw.num_pending,
+        num_ack_pending: raw.num_ack_pending,
+        num_waiting: raw.num_waiting,
+        num_redelivered: raw.num_redelivered,
+        ack_floor: sequence(raw.ack_floor),
+        delivered: sequence(raw.delivered),
+        ack_policy: raw.config.ack_policy.unwrap_or_else(|| "explicit".into()),
+        ack_wait: raw
+            .config
+            .ack_wait
+            .filter(|&ns| ns > 0)
+            .map(Duration::from_nanos),
+        max_ack_pending: raw.config.max_ack_pending,
+        paused: raw.paused,
+        ts: raw.ts.as_deref().and_then(parse_time),
+    })
+}
+
+#[derive(Deserialize)]
+struct RawStreamConfig {
+    #[serde(default)]
+    retention: String,
+    #[serde(default)]
+    discard: String,
+}
+
+#[derive(Deserialize)]
+struct RawStreamState {
+    #[serde(default)]
+    first_seq: u64,
+}
+
+#[derive(Deserialize)]
+struct RawStream {
+    error: Option<RawError>,
+    config: Option<RawStreamConfig>,
+    state: Option<RawStreamState>,
+}
+
+pub fn parse_stream_info(body: &[u8]) -> Result<StreamFacts, ParseError> {
+    let raw: RawStream =
+        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    if let Some(e) = raw.error {
+        return Err(api_error(e));
+    }
+    let (Some(config), Some(state)) = (raw.config, raw.state) else {
+        return Err(ParseError::Malformed("no config or state".into()));
+    };
+    // Both default to these when omitted (the server's own defaults).
+    let retention = if config.retention.is_empty() {
+        "limits"
+    } else {
+        &config.retention
+    };
+    let discard = if config.discard.is_empty() {
+        "old"
+    } else {
+        &config.discard
+    };
+    Ok(StreamFacts {
+        drops_unacked: retention == "limits" && discard == "old",
+        first_seq: state.first_seq,
+    })
+}
+
+/// RFC 3339 as Go's encoding/json writes `time.Time`: `2026-12-01T08:00:38.560578748Z` or
+/// with an offset. Go's zero time (`0001-01-01T00:00:00Z`) means "never" and is None.
+pub fn parse_time(text: &str) -> Option<ServerTime> {
+    let b = text.as_bytes();
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { text.get(r)?.parse().ok() };
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if year <= 1
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut nanos: i64 = 0;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 9 {
+            return None;
+        }
+        nanos = frac[..digits].parse::<i64>().ok()? * 10i64.pow(9 - digits as u32);
+        rest = &frac[digits..];
+    }
+    let offset_seconds = match rest.as_bytes() {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let h = i64::from((*h1 as char).to_digit(10)? * 10 + (*h2 as char).to_digit(10)?);
+            let m = i64::from((*m1 as char).to_digit(10)? * 10 + (*m2 as char).to_digit(10)?);
+            let s = h * 3600 + m * 60;
+            if *sign == b'+' {
+                s
+            } else {
+                -s
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
+    Some(i128::from(seconds) * 1_000_000_000 + i128::from(nanos))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recorded from nats-server 2.10.26: a push consumer in a deliver group, never acking,
+    /// on a capped discard-old stream under load.
+    const INFO_2_10: &str = r#"{"type":"io.nats.jetstream.api.v1.consumer_info_response","stream_name":"CAP","name":"W","created":"2026-12-01T08:00:37.196393002Z","config":{"durable_name":"W","name":"W","deliver_policy":"all","ack_policy":"explicit","ack_wait":30000000000,"max_deliver":-1,"replay_policy":"instant","max_ack_pending":10,"deliver_subject":"d.w","deliver_group":"g","num_replicas":0},"delivered":{"consumer_seq":1410,"stream_seq":1410,"last_active":"2026-12-01T08:00:41.715057624Z"},"ack_floor":{"consumer_seq":1400,"stream_seq":1400,"last_active":"2026-12-01T08:00:41.715012276Z"},"num_ack_pending":10,"num_redelivered":0,"num_waiting":0,"num_pending":190,"push_bound":true,"ts":"2026-12-01T08:00:42.536597137Z"}"#;
+
+    /// Recorded from Debian's nats-server 2.9.10: no `ts`.
+    const INFO_2_9: &str = r#"{"type":"io.nats.jetstream.api.v1.consumer_info_response","stream_name":"T","name":"D","created":"2026-12-01T08:01:12.765077769Z","config":{"durable_name":"D","name":"D","deliver_policy":"all","ack_policy":"explicit","ack_wait":30000000000,"max_deliver":-1,"replay_policy":"instant","max_ack_pending":1000,"deliver_subject":"d.d","deliver_group":"g","num_replicas":0},"delivered":{"consumer_seq":5,"stream_seq":5,"last_active":"2026-12-01T08:01:12.778824153Z"},"ack_floor":{"consumer_seq":5,"stream_seq":5,"last_active":"2026-12-01T08:01:12.779556859Z"},"num_ack_pending":0,"num_redelivered":0,"num_waiting":0,"num_pending":0,"push_bound":true}"#;
+
+    #[test]
+    fn consumer_info_from_2_10() {
+        let f = parse_consumer_info(INFO_2_10.as_bytes()).unwrap();
+        assert_eq!((f.stream.as_str(), f.name.as_str()), ("CAP", "W"));
+        assert!(f.push && f.push_bound);
+        assert_eq!(f.deliver_group.as_deref(), Some("g"));
+        assert_eq!(
+            (f.num_pending, f.num_ack_pending, f.waiting()),
+            (190, 10, 200)
+        );
+        assert_eq!(
+            (f.ack_floor.consumer_seq, f.ack_floor.stream_seq),
+            (1400, 1400)
+        );
+        assert_eq!(f.ack_wait, Some(Duration::from_secs(30)));
+        assert_eq!(f.max_ack_pending, Some(10));
+        let age = f.ts.unwrap() - f.ack_floor.last_active.unwrap();
+        assert_eq!(age, 821_584_861, "ts - last_active in ns");
+    }
+
+    #[test]
+    fn consumer_info_from_2_9_has_no_ts() {
+        let f = parse_consumer_info(INFO_2_9.as_bytes()).unwrap();
+        assert_eq!(f.ts, None);
+        assert!(f.ack_floor.last_active.is_some());
+    }
+
+    #[test]
+    fn absent_fields_mean_false_or_none() {
+        let body = r#"{"stream_name":"S","name":"P","created":"2026-12-01T00:00:00Z","config":{"ack_policy":"explicit"},"delivered":{"consumer_seq":0,"stream_seq":0},"ack_floor":{"consumer_seq":0,"stream_seq":0},"num_ack_pending":0,"num_redelivered":0,"num_waiting":3,"num_pending":0}"#;
+        let f = parse_consumer_info(body.as_bytes()).unwrap();
+        assert!(!f.push && !f.push_bound && !f.paused);
+        assert_eq!(f.ack_floor.last_active, None);
+        assert_eq!(f.num_waiting, 3);
+    }
+
+    #[test]
+    fn api_errors_are_classified() {
+        let cases = [
+            (
+                r#"{"error":{"code":404,"err_code":10014,"description":"consumer not found"}}"#,
+                10014,
+            ),
+            (
+                r#"{"error":{"code":404,"err_code":10059,"description":"stream not found"}}"#,
+                10059,
+            ),
+            (
+                r#"{"error":{"code":503,"err_code":10008,"description":"JetStream system temporarily unavailable"}}"#,
+                10008,
+            ),
+        ];
+        for (body, code) in cases {
+            match parse_consumer_info(body.as_bytes()) {
+                Err(ParseError::Api(e)) => assert_eq!(e.err_code, code),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse_consumer_info(b"not json"),
+            Err(ParseError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_consumer_info(b"{}"),
+            Err(ParseError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn stream_info_says_whether_retention_drops_unacked_messages() {
+        let limits = r#"{"config":{"name":"CAP","retention":"limits","max_msgs":200,"discard":"old"},"state":{"messages":200,"first_seq":1401,"last_seq":1600}}"#;
+        assert_eq!(
+            parse_stream_info(limits.as_bytes()).unwrap(),
+            StreamFacts {
+                drops_unacked: true,
+                first_seq: 1401
+            }
+        );
+        let work =
+            r#"{"config":{"retention":"workqueue","discard":"old"},"state":{"first_seq":9}}"#;
+        assert!(!parse_stream_info(work.as_bytes()).unwrap().drops_unacked);
+        let new = r#"{"config":{"retention":"limits","discard":"new"},"state":{"first_seq":9}}"#;
+        assert!(!parse_stream_info(new.as_bytes()).unwrap().drops_unacked);
+        let defaults = r#"{"config":{},"state":{"first_seq":1}}"#;
+        assert!(
+            parse_stream_info(defaults.as_bytes())
+                .unwrap()
+                .drops_unacked
+        );
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_time("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
+        assert_eq!(
+            parse_time("2026-12-01T08:00:42.536597137Z"),
+            Some(1_796_112_042_536_597_137)
+        );
+        assert_eq!(
+            parse_time("2026-12-01T09:00:42.536597137+01:00"),
+            parse_time("2026-12-01T08:00:42.536597137Z")
+        );
+        assert_eq!(
+            parse_time("2000-02-29T12:00:00-05:30"),
+            Some((951_825_600 + 5 * 3600 + 1800) * 1_000_000_000)
+        );
+        for bad in [
+            "0001-01-01T00:00:00Z",
+            "",
+            "2026-12-01",
+            "2026-13-01T00:00:00Z",
+            "2026-12-01T00:00:00",
+            "2026-12-01T00:00:00.Z",
+        ] {
+            assert_eq!(parse_time(bad), None, "{bad}");
+        }
+    }
+}

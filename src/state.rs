@@ -1,0 +1,278 @@
+//! The state dir: one small file per consumer holding its previous sample. Written to a
+//! temporary file and renamed into place; no symlink is followed; each file names its own
+//! key (server, stream, durable). A missing, corrupt, foreign or symlinked file is a first
+//! sample, never a fault, and a state dir that cannot be used makes every run a first sample
+//! (and says so): the probe still answers.
+
+use crate::consumer::Sample;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+const VERSION: u32 = 1;
+const MAX_FILE: u64 = 64 * 1024;
+
+/// Which consumer a file is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Key {
+    /// The server URLs as shown (never with userinfo).
+    pub server: String,
+    pub stream: String,
+    pub durable: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct File {
+    version: u32,
+    key: Key,
+    sample: Sample,
+}
+
+/// What was found where the previous sample should be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loaded {
+    Sample(Sample),
+    Missing,
+    /// Unreadable, not JSON, or a symlink.
+    Corrupt(String),
+    /// Another key (or format version) in this file.
+    Foreign,
+}
+
+impl Loaded {
+    pub fn sample(&self) -> Option<&Sample> {
+        match self {
+            Loaded::Sample(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Loaded::Sample(_) => "previous sample used".into(),
+            Loaded::Missing => "no previous sample".into(),
+            Loaded::Corrupt(why) => format!("previous sample ignored ({why})"),
+            Loaded::Foreign => "previous sample ignored (another consumer's)".into(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct StateDir {
+    pub path: PathBuf,
+}
+
+/// `--state-dir`, else `$TMPDIR/natsprobe-<uid>` (/tmp without TMPDIR).
+pub fn default_dir(tmpdir: Option<&str>) -> PathBuf {
+    let base = tmpdir.filter(|t| !t.is_empty()).unwrap_or("/tmp");
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    Path::new(base).join(format!("natsprobe-{uid}"))
+}
+
+impl StateDir {
+    /// Creates the dir (0700) if needed. A symlink or non-directory is refused; so is a
+    /// default dir (in a shared /tmp) that another user owns or others may write to.
+    pub fn open(path: PathBuf, explicit: bool) -> Result<StateDir, String> {
+        match fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+        }
+        let meta = fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if meta.file_type().is_symlink() {
+            return Err(format!("{} is a symlink; not followed", path.display()));
+        }
+        if !meta.is_dir() {
+            return Err(format!("{} is not a directory", path.display()));
+        }
+        // SAFETY: geteuid cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        if !explicit && (meta.uid() != uid || meta.permissions().mode() & 0o022 != 0) {
+            return Err(format!(
+                "{} is not this user's private directory",
+                path.display()
+            ));
+        }
+        Ok(StateDir { path })
+    }
+
+    pub fn file(&self, key: &Key) -> PathBuf {
+        self.path.join(format!("consumer-{:016x}.json", fnv1a(key)))
+    }
+
+    pub fn load(&self, key: &Key) -> Loaded {
+        let path = self.file(key);
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path);
+        let mut file = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Loaded::Missing,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Loaded::Corrupt("a symlink".into())
+            }
+            Err(e) => return Loaded::Corrupt(e.to_string()),
+        };
+        let mut text = Vec::new();
+        if let Err(e) = Read::by_ref(&mut file)
+            .take(MAX_FILE)
+            .read_to_end(&mut text)
+        {
+            return Loaded::Corrupt(e.to_string());
+        }
+        match serde_json::from_slice::<File>(&text) {
+            Ok(f) if f.version == VERSION && f.key == *key => Loaded::Sample(f.sample),
+            Ok(_) => Loaded::Foreign,
+            Err(_) => Loaded::Corrupt("not a sample".into()),
+        }
+    }
+
+    /// Replaces the file atomically: a reader sees the old sample or the new, never half.
+    pub fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
+        let target = self.file(key);
+        let tmp = self.path.join(format!(
+            ".{}.{}.tmp",
+            target.file_name().unwrap().to_string_lossy(),
+            std::process::id()
+        ));
+        let body = serde_json::to_vec(&File {
+            version: VERSION,
+            key: key.clone(),
+            sample: sample.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&body));
+        // rename(2) replaces a symlink at the target, it does not write through it.
+        let result = written.and_then(|()| fs::rename(&tmp, &target));
+        if let Err(e) = result {
+            let _ = fs::remove_file(&tmp);
+            return Err(format!("cannot write {}: {e}", target.display()));
+        }
+        Ok(())
+    }
+}
+
+/// A stable file name per key (FNV-1a, 64 bit); the key inside the file settles collisions.
+fn fnv1a(key: &Key) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in [&key.server, &key.stream, &key.durable] {
+        for &b in part.as_bytes().iter().chain(&[0u8]) {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(durable: &str) -> Key {
+        Key {
+            server: "nats://nats:4222".into(),
+            stream: "ORDERS".into(),
+            durable: durable.into(),
+        }
+    }
+
+    fn sample(floor: u64) -> Sample {
+        Sample {
+            created: "2026-12-01T00:00:00Z".into(),
+            floor_consumer_seq: floor,
+            floor_stream_seq: floor,
+            progress_at_ms: 1,
+            seen_at_ms: 2,
+        }
+    }
+
+    #[test]
+    fn round_trip_and_replace() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
+        assert_eq!(dir.load(&key("a")), Loaded::Missing);
+        dir.store(&key("a"), &sample(1)).unwrap();
+        dir.store(&key("a"), &sample(2)).unwrap();
+        assert_eq!(dir.load(&key("a")), Loaded::Sample(sample(2)));
+        assert_eq!(dir.load(&key("b")), Loaded::Missing);
+        let mode = fs::metadata(dir.file(&key("a")))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let leftovers: Vec<_> = fs::read_dir(&dir.path)
+            .unwrap()
+            .filter_map(Result::ok)
+            .collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn corrupt_foreign_and_symlinked_files_are_first_samples() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().to_path_buf(), true).unwrap();
+        fs::write(dir.file(&key("a")), b"{\"version\":1,\"key\":").unwrap();
+        assert!(matches!(dir.load(&key("a")), Loaded::Corrupt(_)));
+        // A file holding another key (as after a hash collision, or a copied dir).
+        dir.store(&key("b"), &sample(5)).unwrap();
+        fs::rename(dir.file(&key("b")), dir.file(&key("c"))).unwrap();
+        assert_eq!(dir.load(&key("c")), Loaded::Foreign);
+        // A symlink where the file should be is neither read nor written through.
+        let outside = tmp.path().join("outside");
+        fs::write(&outside, b"precious").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.file(&key("d"))).unwrap();
+        assert_eq!(dir.load(&key("d")), Loaded::Corrupt("a symlink".into()));
+        dir.store(&key("d"), &sample(7)).unwrap();
+        assert_eq!(fs::read(&outside).unwrap(), b"precious");
+        assert_eq!(dir.load(&key("d")), Loaded::Sample(sample(7)));
+    }
+
+    #[test]
+    fn unusable_dirs_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(StateDir::open(link, true).unwrap_err().contains("symlink"));
+        let file = tmp.path().join("file");
+        fs::write(&file, b"").unwrap();
+        assert!(StateDir::open(file, true)
+            .unwrap_err()
+            .contains("not a directory"));
+        let open = tmp.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(StateDir::open(open.clone(), false)
+            .unwrap_err()
+            .contains("private"));
+        assert!(
+            StateDir::open(open, true).is_ok(),
+            "an explicit --state-dir may be shared"
+        );
+    }
+
+    #[test]
+    fn the_default_dir_is_per_user_under_tmpdir() {
+        let uid = unsafe { libc::geteuid() };
+        assert_eq!(
+            default_dir(Some("/run/x")),
+            PathBuf::from(format!("/run/x/natsprobe-{uid}"))
+        );
+        assert_eq!(
+            default_dir(None),
+            PathBuf::from(format!("/tmp/natsprobe-{uid}"))
+        );
+    }
+}
