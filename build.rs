@@ -1,5 +1,6 @@
-//! Stamps the git revision into `--version`. A build outside a checkout (a source tarball,
-//! a Docker context without .git) can pass NATSPROBE_GIT_REV instead.
+//! Stamps the git revision into `--version` (a build outside a checkout, such as a Docker
+//! context without .git, can pass NATSPROBE_GIT_REV instead), and gives the static musl
+//! build's linker the order of the socket check's functions (.cargo/config.toml says why).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -12,6 +13,7 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
+    order_hot_path();
     println!("cargo:rerun-if-env-changed=NATSPROBE_GIT_REV");
     let rev = std::env::var("NATSPROBE_GIT_REV")
         .ok()
@@ -31,5 +33,21 @@ fn main() {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
+    }
+}
+
+/// Only the musl target links with rust-lld (.cargo/config.toml); other linkers do not take
+/// the option. Symbols the file names that the build lacks are ignored, so a stale file only
+/// loses some of its effect (probe-tests/bench/hot-path.sh regenerates it).
+fn order_hot_path() {
+    let order = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap())
+        .join("probe-tests/bench/hot-path.order");
+    println!("cargo:rerun-if-changed={}", order.display());
+    if std::env::var("TARGET").as_deref() == Ok("x86_64-unknown-linux-musl") && order.exists() {
+        println!(
+            "cargo:rustc-link-arg-bins=--symbol-ordering-file={}",
+            order.display()
+        );
+        println!("cargo:rustc-link-arg-bins=--no-warn-symbol-ordering");
     }
 }
