@@ -55,9 +55,8 @@ impl Pods {
 
     /// natspeer setup in the NATS pod; must succeed.
     fn setup(&self, rest: &[&str]) {
-        let p = Peer::spawn(Some(&self.nats), &self.args("setup", rest));
-        let out_of = format!("{:?}", rest);
-        assert!(p.wait_exit(S10).success(), "setup {out_of} failed");
+        // args() leads with the subcommand, which Peer::setup adds itself.
+        Peer::setup(Some(&self.nats), &self.args("setup", rest)[1..]);
     }
 
     /// A stream `S` (subjects `S.>`) and a push consumer `D` in deliver group `D`, max

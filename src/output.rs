@@ -488,20 +488,12 @@ fn details(report: &Report) -> String {
     if !report.config.consumers.is_empty() && report.consumers.is_empty() {
         out.push_str("\n  consumers not asked about: no connection to judge them by");
     }
-    for url in &report.config.servers {
-        match report
-            .answers
-            .iter()
-            .zip(&report.config.servers)
-            .find(|(_, u)| *u == url)
-        {
-            Some((answer, _)) => {
-                let _ = write!(out, "\n  server {url}: {answer}");
-            }
-            None => {
-                let _ = write!(out, "\n  server {url}: not asked (the connection is there)");
-            }
-        }
+    // When asked, every URL has its answer, in order.
+    for (i, url) in report.config.servers.iter().enumerate() {
+        let _ = match report.answers.get(i) {
+            Some(answer) => write!(out, "\n  server {url}: {answer}"),
+            None => write!(out, "\n  server {url}: not asked (the connection is there)"),
+        };
     }
     out
 }

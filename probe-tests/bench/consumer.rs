@@ -26,10 +26,9 @@ fn main() {
     let (ip, _) = link(&nats, &app);
     let server = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
     let url = server.url();
-    let setup = Peer::spawn(
+    Peer::setup(
         Some(&nats),
         &[
-            "setup",
             "-url",
             &url,
             "-stream",
@@ -46,7 +45,6 @@ fn main() {
             "1",
         ],
     );
-    assert!(setup.wait_exit(Duration::from_secs(10)).success());
     let mut consumer = Peer::spawn(
         Some(&app),
         &[

@@ -63,10 +63,9 @@ pub fn outage_drill(mode: Mode, outage: Duration) -> Outcome {
     let (nats_ip, _) = link(&nats_pod, &ns);
     let mut server = NatsServer::start(Some(&nats_pod), Version::Pinned, nats_ip, 4222);
     let url = server.url();
-    let setup = Peer::spawn(
+    Peer::setup(
         Some(&nats_pod),
         &[
-            "setup",
             "-url",
             &url,
             "-stream",
@@ -83,7 +82,6 @@ pub fn outage_drill(mode: Mode, outage: Duration) -> Outcome {
             "1",
         ],
     );
-    assert!(setup.wait_exit(Duration::from_secs(10)).success());
     // The producer is not under test: it never gives up.
     let mut producer = Peer::spawn(
         Some(&nats_pod),

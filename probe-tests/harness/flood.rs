@@ -9,8 +9,6 @@ const PER_PROCESS: usize = 8_000;
 
 pub struct Flood {
     _holders: Vec<Peer>,
-    /// Listening ports; every client socket of the flood has one of these as remote port.
-    pub ports: Vec<u16>,
 }
 
 impl Flood {
@@ -26,16 +24,9 @@ impl Flood {
             ));
             left -= n;
         }
-        let ports = holders
-            .iter_mut()
-            .map(|h| {
-                let ready = h.wait_for("ready", Duration::from_secs(120));
-                ready.rsplit(':').next().unwrap().parse().unwrap()
-            })
-            .collect();
-        Flood {
-            _holders: holders,
-            ports,
+        for h in &mut holders {
+            h.wait_for("ready", Duration::from_secs(120));
         }
+        Flood { _holders: holders }
     }
 }

@@ -84,7 +84,6 @@ pub type Container = Box<dyn FnMut() -> Peer + Send>;
 pub struct Kubelet {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    pub spec: Spec,
 }
 
 impl Kubelet {
@@ -102,7 +101,6 @@ impl Kubelet {
         Kubelet {
             shared,
             thread: Some(thread),
-            spec,
         }
     }
 

@@ -182,6 +182,33 @@ impl Peer {
         unsafe { libc::kill(self.child.id() as i32, signal) };
     }
 
+    /// `natspeer setup ARGS` (streams, consumers) in `ns`; panics with its output unless it
+    /// succeeds.
+    pub fn setup(ns: Option<&NetNs>, args: &[&str]) {
+        let mut full = vec!["setup"];
+        full.extend_from_slice(args);
+        let mut peer = Peer::spawn(ns, &full);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let status = loop {
+            if let Some(status) = peer.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "natspeer {full:?} still running:\n{}",
+                peer.output()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The reader threads may still be draining the last lines.
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            status.success(),
+            "natspeer {full:?} failed:\n{}",
+            peer.output()
+        );
+    }
+
     /// Waits for the process to exit on its own (setup, publish -count).
     pub fn wait_exit(mut self, limit: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + limit;

@@ -55,11 +55,6 @@ impl<'a> Probe<'a> {
         self
     }
 
-    pub fn binary(mut self, path: PathBuf) -> Self {
-        self.binary = path;
-        self
-    }
-
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.binary);
         if let Some(ns) = self.ns {
