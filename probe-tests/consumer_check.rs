@@ -871,3 +871,255 @@ fn a_restarted_client_is_not_judged_by_the_old_ones_stall() {
         .expect(1)
         .says(&["no progress for"]);
 }
+
+/// Runs openssl (test certificates only), panicking with its output on failure.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("openssl: {e} (probe-tests/setup installs it)"));
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA, a server certificate for 10.200.0.1 and a client certificate, in `dir`.
+fn certificates(dir: &std::path::Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=natsprobe test CA",
+    ]);
+    openssl(dir, &ca);
+    for (name, ext) in [
+        ("server", "subjectAltName=IP:10.200.0.1"),
+        ("client", "extendedKeyUsage=clientAuth"),
+    ] {
+        std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
+        let (key, csr, pem, extfile) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.pem"),
+            format!("{name}.ext"),
+        );
+        let mut req = vec!["req"];
+        req.extend(ec);
+        req.extend(["-keyout", &key, "-out", &csr, "-subj", "/CN=natsprobe test"]);
+        openssl(dir, &req);
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &pem,
+                "-days",
+                "2",
+                "-extfile",
+                &extfile,
+            ],
+        );
+    }
+}
+
+/// TLS: a server that requires TLS and client certificates. The probe verifies the server
+/// with --tlsca and presents --tlscert/--tlskey (or NATS_CA, NATS_CERT, NATS_KEY); without
+/// the CA it cannot verify the server, and the consumer is not judged.
+#[test]
+fn tls_with_a_ca_and_a_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    certificates(dir.path());
+    let file = |name: &str| dir.path().join(name).to_string_lossy().to_string();
+    let (ca, cert, key) = (file("ca.pem"), file("client.pem"), file("client.key"));
+    let (server_cert, server_key) = (file("server.pem"), file("server.key"));
+    let mut pods = Pods::with(
+        Version::Pinned,
+        &[
+            "--tls",
+            "--tlscert",
+            &server_cert,
+            "--tlskey",
+            &server_key,
+            "--tlscacert",
+            &ca,
+            "--tlsverify",
+        ],
+        &["-tls-ca", &ca, "-tls-cert", &cert, "-tls-key", &key],
+    );
+    pods.url = pods.url.replace("nats://", "tls://");
+    pods.push("S", "D", &[]);
+    let _consumer = pods.consume("S", "D", &[]);
+    let flags = [
+        "--tlsca",
+        ca.as_str(),
+        "--tlscert",
+        cert.as_str(),
+        "--tlskey",
+        key.as_str(),
+        "-v",
+    ];
+    let run = pods.check(&["S/D"], &flags);
+    run.expect(0).says(&["consumer S/D idle (nothing waiting)"]);
+    assert!(
+        run.stdout.contains("consumer S/D: push (group D), bound"),
+        "{run}"
+    );
+    let by_env = probe(&["check", "--server", &pods.url, "--consumer", "S/D"])
+        .ns(&pods.app)
+        .env("NATS_CA", &ca)
+        .env("NATS_CERT", &cert)
+        .env("NATS_KEY", &key)
+        .run();
+    by_env.expect(0).says(&["consumer S/D idle"]);
+    pods.check(&["S/D"], &[])
+        .expect(0)
+        .says(&["consumer S/D not judged: server unreachable"]);
+    // The INFO probe needs no TLS: a TLS server still sends its INFO in the clear first.
+    probe(&["check", "--server", &pods.url, "--port", "4223"])
+        .ns(&pods.app)
+        .run()
+        .expect(1)
+        .says(&["answers"]);
+}
+
+/// A JWT as nats-io/jwt v2 writes one: `header.claims.signature`, base64url without padding,
+/// signed by `issuer` with ed25519.
+fn jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: serde_json::Value) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = serde_json::json!({
+        "jti": format!("NATSPROBETEST{now}{name}").to_uppercase(),
+        "iat": now,
+        "iss": issuer.public_key(),
+        "name": name,
+        "sub": subject,
+        "nats": nats,
+    });
+    let header = URL_SAFE_NO_PAD.encode(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
+    let signed = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
+    let signature = issuer.sign(signed.as_bytes()).unwrap();
+    format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature))
+}
+
+/// A creds file (operator mode: an operator, an account with JetStream, a user) works from
+/// --creds and NATS_CREDS, and the seed inside it never shows.
+#[test]
+fn a_creds_file_authenticates_and_its_seed_never_shows() {
+    let (operator, account, user) = (
+        nkeys::KeyPair::new_operator(),
+        nkeys::KeyPair::new_account(),
+        nkeys::KeyPair::new_user(),
+    );
+    // Operator mode runs JetStream only with a system account.
+    let system = nkeys::KeyPair::new_account();
+    let operator_jwt = jwt(
+        &operator,
+        &operator.public_key(),
+        "op",
+        serde_json::json!({"type": "operator", "version": 2, "system_account": system.public_key()}),
+    );
+    let system_jwt = jwt(
+        &operator,
+        &system.public_key(),
+        "SYS",
+        serde_json::json!({"type": "account", "version": 2}),
+    );
+    let limits = serde_json::json!({
+        "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": true, "conn": -1, "leaf": -1,
+        "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1,
+    });
+    let account_jwt = jwt(
+        &operator,
+        &account.public_key(),
+        "acc",
+        serde_json::json!({"limits": limits, "type": "account", "version": 2}),
+    );
+    let user_jwt = jwt(
+        &account,
+        &user.public_key(),
+        "u",
+        serde_json::json!({"pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1, "type": "user", "version": 2}),
+    );
+    let seed = user.seed().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("operator.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "operator: \"{operator_jwt}\"\nsystem_account: {sys}\nresolver: MEMORY\nresolver_preload: {{\n  {sys}: \"{system_jwt}\"\n  {acc}: \"{account_jwt}\"\n}}\n",
+            sys = system.public_key(),
+            acc = account.public_key()
+        ),
+    )
+    .unwrap();
+    let creds = dir.path().join("user.creds");
+    std::fs::write(
+        &creds,
+        format!(
+            "-----BEGIN NATS USER JWT-----\n{user_jwt}\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n"
+        ),
+    )
+    .unwrap();
+    let (conf, creds) = (
+        config.to_string_lossy().to_string(),
+        creds.to_string_lossy().to_string(),
+    );
+    let pods = Pods::with(Version::Pinned, &["-c", &conf], &["-creds", &creds]);
+    pods.push("S", "D", &[]);
+    let _consumer = pods.consume("S", "D", &[]);
+    for run in [
+        pods.check(&["S/D"], &["--creds", &creds, "-v"]),
+        probe(&[
+            "check",
+            "--server",
+            &pods.url,
+            "--consumer",
+            "S/D",
+            "--json",
+            "-v",
+        ])
+        .ns(&pods.app)
+        .env("NATS_CREDS", &creds)
+        .run(),
+    ] {
+        run.expect(0);
+        assert!(!run.stdout.contains("not judged"), "{run}");
+        for secret in [seed.as_str(), &user_jwt[..40]] {
+            assert!(
+                !run.stdout.contains(secret) && !run.stderr.contains(secret),
+                "{run}"
+            );
+        }
+    }
+    pods.check(&["S/D"], &[])
+        .expect(0)
+        .says(&["not judged: authorization error"]);
+}
