@@ -152,6 +152,23 @@ impl Pods {
         probe(&args).ns(&self.app).run()
     }
 
+    /// `check --consumer S/D --json -v` with the credential in `var` (a nats CLI variable)
+    /// instead of a flag.
+    fn check_by_env(&self, var: &str, value: &str) -> crate::harness::probe::Run {
+        probe(&[
+            "check",
+            "--server",
+            &self.url,
+            "--consumer",
+            "S/D",
+            "--json",
+            "-v",
+        ])
+        .ns(&self.app)
+        .env(var, value)
+        .run()
+    }
+
     fn state_files(&self) -> Vec<PathBuf> {
         std::fs::read_dir(self.state.path())
             .unwrap()
@@ -164,6 +181,20 @@ impl Pods {
 /// table of the ADR's rows is these lines.
 fn show(row: &str, run: &crate::harness::probe::Run) {
     println!("ADR table | {row} | exit {:?} | {}", run.code, run.line());
+}
+
+/// Each run authenticated (exit 0, its consumer judged) and shows none of `secrets`.
+fn judged_without_showing<const N: usize>(runs: [crate::harness::probe::Run; N], secrets: &[&str]) {
+    for run in &runs {
+        run.expect(0);
+        assert!(!run.stdout.contains("not judged"), "{run}");
+        for secret in secrets {
+            assert!(
+                !run.stdout.contains(secret) && !run.stderr.contains(secret),
+                "`{secret}` shown\n{run}"
+            );
+        }
+    }
 }
 
 /// The consumer object of a `--json` run.
@@ -773,31 +804,16 @@ fn tokens_and_nkeys_authenticate_and_never_show() {
     pods.push("S", "D", &[]);
     let _consumer = pods.consume("S", "D", &[]);
     let in_url = pods.url.replace("nats://", &format!("nats://{token}@"));
-    for run in [
-        pods.check(&["S/D"], &["--token", token, "-v"]),
-        probe(&[
-            "check",
-            "--server",
-            &pods.url,
-            "--consumer",
-            "S/D",
-            "--json",
-            "-v",
-        ])
-        .ns(&pods.app)
-        .env("NATS_TOKEN", token)
-        .run(),
-        probe(&["check", "--server", &in_url, "--consumer", "S/D", "-v"])
-            .ns(&pods.app)
-            .run(),
-    ] {
-        run.expect(0);
-        assert!(!run.stdout.contains("not judged"), "{run}");
-        assert!(
-            !run.stdout.contains(token) && !run.stderr.contains(token),
-            "{run}"
-        );
-    }
+    judged_without_showing(
+        [
+            pods.check(&["S/D"], &["--token", token, "-v"]),
+            pods.check_by_env("NATS_TOKEN", token),
+            probe(&["check", "--server", &in_url, "--consumer", "S/D", "-v"])
+                .ns(&pods.app)
+                .run(),
+        ],
+        &[token],
+    );
 
     let user = nkeys::KeyPair::new_user();
     let seed = user.seed().unwrap();
@@ -820,28 +836,13 @@ fn tokens_and_nkeys_authenticate_and_never_show() {
     let pods = Pods::with(Version::Pinned, &["-c", &conf], &["-nkey", &seed_path]);
     pods.push("S", "D", &[]);
     let _consumer = pods.consume("S", "D", &[]);
-    for run in [
-        pods.check(&["S/D"], &["--nkey", &seed_path, "-v"]),
-        probe(&[
-            "check",
-            "--server",
-            &pods.url,
-            "--consumer",
-            "S/D",
-            "--json",
-            "-v",
-        ])
-        .ns(&pods.app)
-        .env("NATS_NKEY", &seed_path)
-        .run(),
-    ] {
-        run.expect(0);
-        assert!(!run.stdout.contains("not judged"), "{run}");
-        assert!(
-            !run.stdout.contains(&seed) && !run.stderr.contains(&seed),
-            "{run}"
-        );
-    }
+    judged_without_showing(
+        [
+            pods.check(&["S/D"], &["--nkey", &seed_path, "-v"]),
+            pods.check_by_env("NATS_NKEY", &seed_path),
+        ],
+        &[&seed],
+    );
     pods.check(&["S/D"], &[])
         .expect(0)
         .says(&["not judged: authorization error"]);
@@ -1095,30 +1096,13 @@ fn a_creds_file_authenticates_and_its_seed_never_shows() {
     let pods = Pods::with(Version::Pinned, &["-c", &conf], &["-creds", &creds]);
     pods.push("S", "D", &[]);
     let _consumer = pods.consume("S", "D", &[]);
-    for run in [
-        pods.check(&["S/D"], &["--creds", &creds, "-v"]),
-        probe(&[
-            "check",
-            "--server",
-            &pods.url,
-            "--consumer",
-            "S/D",
-            "--json",
-            "-v",
-        ])
-        .ns(&pods.app)
-        .env("NATS_CREDS", &creds)
-        .run(),
-    ] {
-        run.expect(0);
-        assert!(!run.stdout.contains("not judged"), "{run}");
-        for secret in [seed.as_str(), &user_jwt[..40]] {
-            assert!(
-                !run.stdout.contains(secret) && !run.stderr.contains(secret),
-                "{run}"
-            );
-        }
-    }
+    judged_without_showing(
+        [
+            pods.check(&["S/D"], &["--creds", &creds, "-v"]),
+            pods.check_by_env("NATS_CREDS", &creds),
+        ],
+        &[&seed, &user_jwt[..40]],
+    );
     pods.check(&["S/D"], &[])
         .expect(0)
         .says(&["not judged: authorization error"]);

@@ -187,20 +187,11 @@ pub fn judge(
         progress_at_ms,
         seen_at_ms: now_ms,
     };
+    let since = since_progress(facts, prev, pinned, progress_at_ms, now_ms);
     // Retention is what moves a pinned floor; a pinned floor that stands still is a plain
     // stall (a fresh stream's floor 0 sits below first_seq 1 too).
-    let dragged = pinned && advanced;
-    let outcome = verdict(
-        facts,
-        stream,
-        prev,
-        pinned,
-        dragged,
-        &window,
-        progress_at_ms,
-        now_ms,
-        client_age,
-    );
+    let dragged_to = stream.filter(|_| pinned && advanced).map(|s| s.first_seq);
+    let outcome = verdict(facts, since, dragged_to, &window, client_age);
     Judgement {
         outcome,
         window: Some(window),
@@ -208,16 +199,13 @@ pub fn judge(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `since`: the time since real progress, when it can be told. `dragged_to`: the stream's
+/// first sequence, when retention is what moved the floor.
 fn verdict(
     facts: &ConsumerFacts,
-    stream: Option<&StreamFacts>,
-    prev: Option<&Sample>,
-    pinned: bool,
-    dragged: bool,
+    since: Option<(Duration, Evidence)>,
+    dragged_to: Option<u64>,
     window: &Window,
-    progress_at_ms: i64,
-    now_ms: i64,
     client_age: &mut dyn FnMut() -> Option<Duration>,
 ) -> Outcome {
     let waiting = facts.waiting();
@@ -230,8 +218,7 @@ fn verdict(
     if waiting == 0 {
         return Outcome::Healthy(Healthy::Idle);
     }
-    let Some((stalled, evidence)) = since_progress(facts, prev, pinned, progress_at_ms, now_ms)
-    else {
+    let Some((stalled, evidence)) = since else {
         return Outcome::Healthy(Healthy::FirstSample);
     };
     if stalled < window.duration {
@@ -250,10 +237,10 @@ fn verdict(
         None => return Outcome::Healthy(Healthy::ClientAgeUnknown { stalled }),
         Some(_) => {}
     }
-    match stream.filter(|_| dragged) {
-        Some(s) => Outcome::Unhealthy(Fault::Retention {
+    match dragged_to {
+        Some(first_seq) => Outcome::Unhealthy(Fault::Retention {
             stalled,
-            first_seq: s.first_seq,
+            first_seq,
             waiting,
         }),
         None => Outcome::Unhealthy(Fault::Stalled {

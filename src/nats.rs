@@ -5,7 +5,7 @@
 
 use crate::consumer::Observed;
 use crate::jetstream::{self, ApiError, ParseError};
-use crate::server::ServerUrl;
+use crate::server::{self, ServerUrl};
 use async_nats::{ConnectErrorKind, ConnectOptions, RequestErrorKind};
 use std::collections::HashMap;
 use std::fmt;
@@ -64,23 +64,16 @@ pub fn observe(
     consumers: &[ConsumerName],
     deadline: Instant,
 ) -> Result<Vec<Observed>, SetupError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(|e| SetupError::Runtime(format!("cannot start the network runtime: {e}")))?;
     let left = deadline.saturating_duration_since(Instant::now());
-    let result = runtime.block_on(async {
+    server::on_network_runtime(async {
         let options = options(servers, auth, left).await?;
         let work = observe_all(options, servers, consumers);
         match tokio::time::timeout(left, work).await {
             Ok(observed) => Ok(observed),
             Err(_) => Ok(not_judged(consumers, "no answer before the deadline")),
         }
-    });
-    // A connection's background task or a resolver thread may still be running.
-    runtime.shutdown_background();
-    result
+    })
+    .map_err(SetupError::Runtime)?
 }
 
 fn not_judged(consumers: &[ConsumerName], why: &str) -> Vec<Observed> {
@@ -264,7 +257,6 @@ fn connect_error(kind: ConnectErrorKind, text: &str) -> String {
             "authorization error: the server refused the probe's credentials".into()
         }
         ConnectErrorKind::TimedOut => "server unreachable: connect timed out".into(),
-        ConnectErrorKind::Tls => format!("server unreachable: {text}"),
         _ => format!("server unreachable: {text}"),
     }
 }

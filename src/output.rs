@@ -55,7 +55,7 @@ fn summary(report: &Report) -> String {
                 Reason::ConsumerFault => ConsumerHealth::Unhealthy,
                 _ => ConsumerHealth::NotJudged,
             };
-            let mut parts: Vec<String> = report
+            let parts: Vec<String> = report
                 .consumers
                 .iter()
                 .filter(|r| r.health() == wanted)
@@ -64,14 +64,14 @@ fn summary(report: &Report) -> String {
                     _ => format!("consumer {}: {}", r.name, consumer_phrase(r)),
                 })
                 .collect();
-            if wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy {
-                parts.push("(--when-server-down fail)".into());
-            }
-            format!(
-                "{}; {}",
-                parts.join("; ").replace("; (--when", " (--when"),
-                connections(report)
-            )
+            let fail =
+                wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
+            let policy = if fail {
+                " (--when-server-down fail)"
+            } else {
+                ""
+            };
+            format!("{}{policy}; {}", parts.join("; "), connections(report))
         }
         Reason::NotConnected => {
             let min = report.config.policy.min_connections;

@@ -300,17 +300,23 @@ fn connect_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Runs the asks on a current-thread runtime made for the purpose (the socket check never
-/// starts one). It does not wait for a resolver thread still stuck at the deadline.
+/// Runs the asks on the network runtime.
 pub fn ask_blocking(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<Answer>, String> {
+    on_network_runtime(ask_all(urls, deadline))
+}
+
+/// Runs `work` on a current-thread runtime made for it: the one way the probe does network
+/// I/O (the socket check never starts one). It does not wait for what `work` leaves behind,
+/// a connection's background task or a resolver thread stuck at the deadline.
+pub fn on_network_runtime<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
         .map_err(|e| format!("cannot start the network runtime: {e}"))?;
-    let answers = runtime.block_on(ask_all(urls, deadline));
+    let result = runtime.block_on(work);
     runtime.shutdown_background();
-    Ok(answers)
+    Ok(result)
 }
 
 /// The budget left for the network once this much is kept back for the answer.
