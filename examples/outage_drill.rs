@@ -5,20 +5,25 @@
 //!     cargo run --example outage_drill              # outages of 0.3 s, 8 s and 30 s
 //!     cargo run --example outage_drill -- 5s 60s    # your own
 //!
-//! Needs root (network namespaces) and what probe-tests/setup installs. Time is scaled: the
+//! Needs root (network namespaces), what probe-tests/setup installs, and the static probe
+//! (probe-tests/run builds it; or NATSPROBE_BIN). Time is scaled: the
 //! client's reconnect budget is 3 × 200 ms, the probe runs every 100 ms with
 //! failureThreshold 12, and the kubelet's back-off runs at 1/20 (10 s → 500 ms).
 
+// The demo uses part of the shared test harness; the test crate uses all of it, and the
+// compiler flags what none uses there.
+#[allow(dead_code, unused_imports)]
 #[path = "../probe-tests/harness/mod.rs"]
 mod harness;
 
 use harness::drill::{outage_drill, table, Mode};
+use natsprobe::config::duration;
 use std::time::Duration;
 
 fn main() {
     let outages: Vec<Duration> = std::env::args()
         .skip(1)
-        .map(|a| parse(&a).unwrap_or_else(|| panic!("not a duration: {a} (e.g. 800ms, 8s)")))
+        .map(|a| duration::parse(&a).unwrap_or_else(|e| panic!("{e}")))
         .collect();
     let outages = match outages.is_empty() {
         true => vec![
@@ -43,15 +48,4 @@ fn main() {
         );
     }
     println!("\n{}", table(&outcomes));
-}
-
-fn parse(text: &str) -> Option<Duration> {
-    let (number, scale) = match text.strip_suffix("ms") {
-        Some(n) => (n, 0.001),
-        None => (text.strip_suffix('s')?, 1.0),
-    };
-    number
-        .parse::<f64>()
-        .ok()
-        .map(|n| Duration::from_secs_f64(n * scale))
 }

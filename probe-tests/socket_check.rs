@@ -468,7 +468,7 @@ fn the_deadline_holds_when_the_socket_table_is_slow_to_read() {
     late.expect(3);
     assert_eq!(
         late.json(),
-        serde_json::json!({"verdict": "error", "summary": "could not evaluate: --timeout 10ms passed while reading the socket table"}),
+        serde_json::json!({"schema_version": 1, "verdict": "error", "summary": "could not evaluate: --timeout 10ms passed while reading the socket table"}),
         "{late}"
     );
     assert!(

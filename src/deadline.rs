@@ -1,12 +1,21 @@
-//! The run's deadline: a SIGALRM timer armed for `--timeout`. If the check is still going when
-//! it fires, whatever it is blocked on (a hung /proc entry, a silent server, a resolver), the
-//! handler writes the prepared "could not evaluate" line, naming what the check was doing,
-//! and exits 3. The runtime SIGKILLs a probe that overstays, and a killed probe says nothing.
+//! The run's deadline: a one-shot POSIX timer (monotonic clock) that raises SIGALRM at
+//! `--timeout`. If the command is still going when it fires, whatever it is blocked on (a hung
+//! /proc entry, a silent server, a resolver), the handler writes the prepared "could not
+//! evaluate" line, naming what the run was doing, and ends the process with
+//! `Exit::CannotEvaluate`. The runtime SIGKILLs a probe that overstays, and a killed probe
+//! says nothing.
 //!
-//! This and the panic hook are the only exits outside `main`: both end a run that cannot
-//! return to it. The handler only loads atomics and calls write(2) and _exit(2), which are
-//! async-signal-safe.
+//! This and the panic hook are the only ends outside `main`: both end a run that cannot
+//! return to it, with the same `Exit` codes. The handler only loads atomics and calls
+//! write(2) and _exit(2), which are async-signal-safe.
 
+use crate::exit::Exit;
+use nix::sys::signal::{
+    self, SaFlags, SigAction, SigEvent, SigHandler, SigSet, SigevNotify, Signal,
+};
+use nix::sys::time::TimeSpec;
+use nix::sys::timer::{Expiration, Timer, TimerSetTimeFlags};
+use nix::time::ClockId;
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::time::Duration;
 
@@ -53,7 +62,7 @@ static PHASE: AtomicU8 = AtomicU8::new(Phase::Starting as u8);
 /// only ever reads memory that lives as long as the process.
 static PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 static SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
-static FD: AtomicU8 = AtomicU8::new(2);
+static TO_STDOUT: AtomicU8 = AtomicU8::new(0);
 
 pub fn set_phase(phase: Phase) {
     PHASE.store(phase as u8, Ordering::SeqCst);
@@ -63,9 +72,23 @@ pub fn phase() -> Phase {
     Phase::ALL[usize::from(PHASE.load(Ordering::SeqCst)).min(Phase::ALL.len() - 1)]
 }
 
+/// An armed deadline; dropping it (or `disarm`) stops the timer.
+pub struct Armed {
+    timer: Option<Timer>,
+}
+
+impl Armed {
+    /// Stops the timer: the answer is ready and must not be interleaved with the message.
+    pub fn disarm(mut self) {
+        self.timer.take();
+    }
+}
+
 /// Arms the timer to fire after `after`. `prefix` and `suffix` surround the phase's text;
-/// they go to stdout when `json`, else to stderr.
-pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) {
+/// they go to stdout when `json`, else to stderr. If no timer can be made (a seccomp profile
+/// that forbids timer_create), the run goes on without one: the kubelet's own timeout is then
+/// the backstop, as for any exec probe.
+pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed {
     PREFIX.store(
         Box::into_raw(Box::new(prefix.into_bytes())),
         Ordering::SeqCst,
@@ -74,62 +97,51 @@ pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) {
         Box::into_raw(Box::new(suffix.into_bytes())),
         Ordering::SeqCst,
     );
-    FD.store(if json { 1 } else { 2 }, Ordering::SeqCst);
-    // SAFETY: a plain handler for SIGALRM; a zeroed sigaction with only the handler set is
-    // valid (empty mask, no flags).
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_alarm as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
+    TO_STDOUT.store(u8::from(json), Ordering::SeqCst);
+    let action = SigAction::new(
+        SigHandler::Handler(on_alarm),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only does async-signal-safe work (atomic loads, write, _exit).
+    if unsafe { signal::sigaction(Signal::SIGALRM, &action) }.is_err() {
+        return Armed { timer: None };
     }
-    set_timer(after.max(Duration::from_micros(1)));
-}
-
-/// Stops the timer: the answer is ready and must not be interleaved with the message.
-pub fn disarm() {
-    set_timer(Duration::ZERO);
-}
-
-fn set_timer(after: Duration) {
-    let value = libc::timeval {
-        tv_sec: after.as_secs() as _,
-        tv_usec: after.subsec_micros() as _,
-    };
-    let timer = libc::itimerval {
-        it_interval: libc::timeval {
-            tv_sec: 0,
-            tv_usec: 0,
-        },
-        it_value: value,
-    };
-    // SAFETY: setitimer with a valid itimerval.
-    unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) };
+    let event = SigEvent::new(SigevNotify::SigevSignal {
+        signal: Signal::SIGALRM,
+        si_value: 0,
+    });
+    let timer = Timer::new(ClockId::CLOCK_MONOTONIC, event).and_then(|mut timer| {
+        let after = TimeSpec::from_duration(after.max(Duration::from_micros(1)));
+        timer.set(Expiration::OneShot(after), TimerSetTimeFlags::empty())?;
+        Ok(timer)
+    });
+    Armed { timer: timer.ok() }
 }
 
 extern "C" fn on_alarm(_: libc::c_int) {
-    let fd = i32::from(FD.load(Ordering::SeqCst));
+    let code = i32::from(Exit::CannotEvaluate.code());
+    let fd = match TO_STDOUT.load(Ordering::SeqCst) {
+        1 => 1,
+        _ => 2,
+    };
+    // SAFETY: stdout and stderr stay open for the life of the process. (std's stdout()
+    // handle is not used here: its first use allocates, which a signal handler must not.)
+    let out = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     let write = |bytes: &[u8]| {
-        // SAFETY: write(2) of a live buffer; async-signal-safe.
-        unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        let _ = nix::unistd::write(out, bytes);
     };
-    for part in [&PREFIX, &SUFFIX] {
-        if part.load(Ordering::SeqCst).is_null() {
-            // SAFETY: _exit is async-signal-safe.
-            unsafe { libc::_exit(3) };
-        }
+    let (prefix, suffix) = (PREFIX.load(Ordering::SeqCst), SUFFIX.load(Ordering::SeqCst));
+    if !prefix.is_null() && !suffix.is_null() {
+        // SAFETY: both pointers came from Box::into_raw in `arm` and are never freed.
+        let (prefix, suffix) = unsafe { (&*prefix, &*suffix) };
+        write(prefix);
+        write(phase().text().as_bytes());
+        write(suffix);
     }
-    // SAFETY: both pointers came from Box::into_raw in `arm` and are never freed.
-    let (prefix, suffix) = unsafe {
-        (
-            &*PREFIX.load(Ordering::SeqCst),
-            &*SUFFIX.load(Ordering::SeqCst),
-        )
-    };
-    write(prefix);
-    write(phase().text().as_bytes());
-    write(suffix);
-    // SAFETY: _exit is async-signal-safe; exit code 3 is "could not evaluate".
-    unsafe { libc::_exit(3) };
+    // SAFETY: _exit is async-signal-safe; unlike exit(3) it runs no atexit handlers, which
+    // could deadlock on a lock the interrupted code holds.
+    unsafe { libc::_exit(code) };
 }
 
 #[cfg(test)]

@@ -1,27 +1,16 @@
-//! natsprobe: a liveness probe for NATS clients. `main` is the only place that prints and the
-//! only place that decides the exit code.
-
-mod check;
-mod cidr;
-mod cli;
-mod consumer;
-mod deadline;
-mod duration;
-mod error;
-mod exit;
-mod jetstream;
-mod nats;
-mod output;
-mod server;
-mod sockets;
-mod state;
-mod verdict;
+//! The natsprobe binary: parses the command line, runs one command under its deadline, prints
+//! its one answer and exits with its code. The only place that prints and exits; the
+//! deadline's handler and the panic hook end runs that cannot return here, with the same
+//! codes.
 
 use clap::error::ErrorKind;
 use clap::Parser;
-use cli::{CheckConfig, Cli, Command};
-use error::Error;
-use exit::Exit;
+use natsprobe::cli::{self, Cli, Command};
+use natsprobe::config::{duration, CheckConfig};
+use natsprobe::error::Error;
+use natsprobe::exit::Exit;
+use natsprobe::rules::check::Health;
+use natsprobe::{commands, deadline, report};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -85,12 +74,8 @@ struct Outcome {
 /// The one place an error becomes words and an exit code. JSON consumers read stdout; a
 /// human line goes where errors go.
 fn failure(e: Error, json: bool) -> Outcome {
-    let text = match &e {
-        Error::Usage(m) => format!("natsprobe: {m}"),
-        Error::CannotEvaluate(m) => format!("could not evaluate: {m}"),
-    };
     Outcome {
-        text: output::error(&text, json),
+        text: report::error(&cli::describe(&e), json),
         to_stderr: !json,
         exit: e.exit(),
     }
@@ -99,7 +84,7 @@ fn failure(e: Error, json: bool) -> Outcome {
 /// Runs the check under the deadline (see `deadline`): it answers by `--timeout` whatever the
 /// check is blocked on.
 fn run_check(config: CheckConfig, started: Instant) -> Outcome {
-    let json = config.json;
+    let (json, verbose) = (config.json, config.verbose);
     let deadline = started + config.timeout.saturating_sub(PRINT_MARGIN);
     // The deadline's line is made now, by the one formatter, around a marker for the phase.
     let timeout = duration::display(config.timeout);
@@ -112,25 +97,21 @@ fn run_check(config: CheckConfig, started: Instant) -> Outcome {
         .text
         .split_once(MARK)
         .expect("the marker survives both formats");
-    deadline::arm(
+    let armed = deadline::arm(
         deadline.saturating_duration_since(Instant::now()),
         prefix.to_string(),
         format!("{suffix}\n"),
         json,
     );
-    let result = check::run(&config, deadline);
-    deadline::disarm();
+    let result = commands::check::run(&config, deadline);
+    armed.disarm();
     match result {
         Ok(report) => Outcome {
-            text: if json {
-                output::json(&report)
-            } else {
-                output::human(&report)
-            },
+            text: report::render_check(&report, json, verbose),
             to_stderr: false,
-            exit: match report.verdict.health {
-                verdict::Health::Healthy => Exit::Healthy,
-                verdict::Health::Unhealthy => Exit::Unhealthy,
+            exit: match report.health {
+                Health::Healthy => Exit::Healthy,
+                Health::Unhealthy => Exit::Unhealthy,
             },
         },
         Err(e) => failure(e, json),

@@ -6,12 +6,16 @@
 //!
 //! Run: `cargo bench --bench consumer` (root; probe-tests/setup first).
 
+// A benchmark uses part of the shared harness; the test crate uses all of it, and the
+// compiler flags what none uses there.
+#[allow(dead_code, unused_imports)]
 #[path = "../harness/mod.rs"]
 mod harness;
+mod measure;
 
-use harness::bench::{get, measure, verdict};
 use harness::peer::natspeer;
 use harness::{link, NatsServer, NetNs, Peer, Version};
+use measure::{get, measure, verdict};
 use std::sync::Arc;
 use std::time::Duration;
 

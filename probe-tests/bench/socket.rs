@@ -8,11 +8,15 @@
 //!
 //! Run: `cargo bench --bench socket` (root; probe-tests/setup first).
 
+// A benchmark uses part of the shared harness; the test crate uses all of it, and the
+// compiler flags what none uses there.
+#[allow(dead_code, unused_imports)]
 #[path = "../harness/mod.rs"]
 mod harness;
+mod measure;
 
-use harness::bench::{get, measure, verdict};
 use harness::{Flood, NatsServer, NetNs, Peer, Version};
+use measure::{get, measure, verdict};
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -1,8 +1,5 @@
 //! The real-NATS harness: namespaces, servers, nats.go peers, and the probe runner.
-// Shared by every scenario file; not every scenario uses every helper.
-#![allow(dead_code, unused_imports)]
 
-pub mod bench;
 pub mod drill;
 pub mod flood;
 pub mod kubelet;
@@ -18,8 +15,6 @@ pub use probe::probe;
 pub use server::{NatsServer, Version};
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Where probe-tests/setup puts the servers and the built peers.
@@ -30,35 +25,21 @@ pub fn deps_dir() -> PathBuf {
     }
 }
 
-/// The shipped artifact: NATSPROBE_BIN when set (CI), otherwise the static musl release
-/// build, made here once (in its own target dir, so it never waits on cargo's lock).
+/// The shipped artifact, the static musl binary: NATSPROBE_BIN when set (probe-tests/run and
+/// CI set it), else the release build in this checkout's target dir. The tests never build it
+/// themselves: a missing binary is a failure that says how to make it.
 pub fn static_binary() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            if let Some(bin) = std::env::var_os("NATSPROBE_BIN").filter(|b| !b.is_empty()) {
-                return PathBuf::from(bin);
-            }
-            let target_dir = deps_dir().join("static-build");
-            let status = Command::new(env!("CARGO"))
-                .args([
-                    "build",
-                    "--release",
-                    "--target",
-                    "x86_64-unknown-linux-musl",
-                ])
-                .arg("--target-dir")
-                .arg(&target_dir)
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("run cargo");
-            assert!(
-                status.success(),
-                "static build failed: run probe-tests/setup (musl target)"
-            );
-            target_dir.join("x86_64-unknown-linux-musl/release/natsprobe")
-        })
-        .clone()
+    if let Some(bin) = std::env::var_os("NATSPROBE_BIN").filter(|b| !b.is_empty()) {
+        return PathBuf::from(bin);
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/x86_64-unknown-linux-musl/release/natsprobe");
+    assert!(
+        built.exists(),
+        "the static binary is missing: run probe-tests/run (it builds it), or `cargo build \
+         --release --locked --target x86_64-unknown-linux-musl`, or set NATSPROBE_BIN"
+    );
+    built
 }
 
 /// Held by the tests whose assertions are about time (deadlines, the outage drill) and by

@@ -49,7 +49,8 @@ pub struct NatsServer {
 
 impl NatsServer {
     /// Starts a JetStream server on `host:port` inside `ns` (or the test's own namespace).
-    /// Port 0 picks a free port, which the server then keeps across stop and resume.
+    /// Port 0 lets the server pick a free port (`-p -1`: no probe-and-release race), which it
+    /// then keeps across stop and resume.
     pub fn start(ns: Option<&Arc<NetNs>>, version: Version, host: &str, port: u16) -> NatsServer {
         NatsServer::start_with(ns, version, host, port, &[])
     }
@@ -61,7 +62,6 @@ impl NatsServer {
         port: u16,
         extra: &[&str],
     ) -> NatsServer {
-        let port = if port == 0 { free_port(ns, host) } else { port };
         let mut server = NatsServer {
             version,
             host: host.to_string(),
@@ -109,7 +109,11 @@ impl NatsServer {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        cmd.args(["-js", "-a", &host, "-p", &self.port.to_string()])
+        let port = match self.port {
+            0 => "-1".to_string(),
+            p => p.to_string(),
+        };
+        cmd.args(["-js", "-a", &host, "-p", &port])
             .arg("-sd")
             .arg(self.store.path().join("js"))
             .arg("-l")
@@ -127,7 +131,6 @@ impl NatsServer {
 
     /// Ready means: it accepts a connection and sends its INFO line, and JetStream answers.
     fn wait_ready(&mut self, limit: Duration) {
-        let addr = self.addr();
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
@@ -136,6 +139,27 @@ impl NatsServer {
                     self.log()
                 );
             }
+            if self.port == 0 {
+                // "Listening for client connections on 127.0.0.1:38127"
+                let log = self.log();
+                let listening = log
+                    .lines()
+                    .find_map(|l| l.split("Listening for client connections on ").nth(1))
+                    .and_then(|a| a.trim().rsplit_once(':'))
+                    .and_then(|(_, port)| port.parse().ok());
+                match listening {
+                    Some(port) => self.port = port,
+                    None => {
+                        assert!(
+                            started.elapsed() < limit,
+                            "nats-server named no port in {limit:?}:\n{log}"
+                        );
+                        std::thread::sleep(Duration::from_millis(25));
+                        continue;
+                    }
+                }
+            }
+            let addr = self.addr();
             let answered = self.in_ns(move || {
                 let mut stream =
                     TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
@@ -175,26 +199,6 @@ impl NatsServer {
 
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
-    }
-}
-
-/// A port nothing listens on now, in the namespace the server will use.
-fn free_port(ns: Option<&Arc<NetNs>>, host: &str) -> u16 {
-    let host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let pick = move || {
-        let ip: std::net::IpAddr = host.parse().unwrap();
-        std::net::TcpListener::bind((ip, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
-    match ns {
-        Some(ns) => ns.run(pick),
-        None => pick(),
     }
 }
 

@@ -5,121 +5,10 @@ mod netlink;
 pub mod owner;
 mod procnet;
 
-use std::fmt;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use crate::config::ReaderChoice;
+use crate::facts::{Reader, SocketScan};
+use std::net::Ipv6Addr;
 use std::time::Instant;
-
-/// Kernel TCP states, numbered as in `include/net/tcp_states.h`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TcpState {
-    Established,
-    SynSent,
-    SynRecv,
-    FinWait1,
-    FinWait2,
-    TimeWait,
-    Close,
-    CloseWait,
-    LastAck,
-    Listen,
-    Closing,
-    NewSynRecv,
-}
-
-impl TcpState {
-    pub fn from_kernel(value: u8) -> Option<TcpState> {
-        use TcpState::*;
-        Some(match value {
-            1 => Established,
-            2 => SynSent,
-            3 => SynRecv,
-            4 => FinWait1,
-            5 => FinWait2,
-            6 => TimeWait,
-            7 => Close,
-            8 => CloseWait,
-            9 => LastAck,
-            10 => Listen,
-            11 => Closing,
-            12 => NewSynRecv,
-            _ => return None,
-        })
-    }
-
-    /// The name `ss` and `netstat` print, so output reads like the tools operators know.
-    pub fn name(self) -> &'static str {
-        use TcpState::*;
-        match self {
-            Established => "ESTABLISHED",
-            SynSent => "SYN_SENT",
-            SynRecv | NewSynRecv => "SYN_RECV",
-            FinWait1 => "FIN_WAIT1",
-            FinWait2 => "FIN_WAIT2",
-            TimeWait => "TIME_WAIT",
-            Close => "CLOSE",
-            CloseWait => "CLOSE_WAIT",
-            LastAck => "LAST_ACK",
-            Listen => "LISTEN",
-            Closing => "CLOSING",
-        }
-    }
-}
-
-impl fmt::Display for TcpState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// One TCP socket as the kernel reports it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Socket {
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-    pub state: TcpState,
-    /// 0 for sockets no file descriptor holds (TIME_WAIT, orphans).
-    pub inode: u64,
-    pub uid: u32,
-}
-
-/// Which reader produced a scan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reader {
-    Netlink,
-    Proc,
-}
-
-impl Reader {
-    pub fn name(self) -> &'static str {
-        match self {
-            Reader::Netlink => "netlink",
-            Reader::Proc => "proc",
-        }
-    }
-}
-
-/// The reader the user asked for with `--reader`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ReaderChoice {
-    /// netlink sock_diag, falling back to /proc when netlink is refused
-    #[default]
-    Auto,
-    /// netlink sock_diag only
-    Netlink,
-    /// /proc/net/tcp{,6} only
-    Proc,
-}
-
-/// The sockets to remote ports of interest, and how they were read.
-#[derive(Debug, Clone)]
-pub struct Scan {
-    pub sockets: Vec<Socket>,
-    pub reader: Reader,
-    /// Why the preferred reader was not used, when it was not.
-    pub fallback: Option<String>,
-    /// /proc lines that could not be parsed (never fatal; reported).
-    pub skipped_lines: usize,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
@@ -139,7 +28,7 @@ pub fn scan(
     netns_of: Option<u32>,
     choice: ReaderChoice,
     deadline: Instant,
-) -> Result<Scan, ScanError> {
+) -> Result<SocketScan, ScanError> {
     let mut scan = read(ports, netns_of, choice, deadline)?;
     // A table that changes while it is read can show a socket twice: /proc/net/tcp resumes
     // by position between reads, and a netlink dump between datagrams. Seen in the tests,
@@ -154,13 +43,13 @@ fn read(
     netns_of: Option<u32>,
     choice: ReaderChoice,
     deadline: Instant,
-) -> Result<Scan, ScanError> {
+) -> Result<SocketScan, ScanError> {
     let netlink_error = match choice {
         ReaderChoice::Proc => None,
         ReaderChoice::Auto | ReaderChoice::Netlink => {
             match netlink::scan(ports, netns_of, deadline) {
                 Ok(sockets) => {
-                    return Ok(Scan {
+                    return Ok(SocketScan {
                         sockets,
                         reader: Reader::Netlink,
                         fallback: None,
@@ -173,24 +62,12 @@ fn read(
         }
     };
     let (sockets, skipped_lines) = procnet::scan(ports, netns_of)?;
-    Ok(Scan {
+    Ok(SocketScan {
         sockets,
         reader: Reader::Proc,
         fallback: netlink_error.map(|e| format!("netlink refused: {e}")),
         skipped_lines,
     })
-}
-
-/// Both readers report IPv4 peers of a dual-stack socket as `::ffff:a.b.c.d`; matching and
-/// display want the IPv4 address.
-pub fn unmap(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    }
 }
 
 pub(crate) fn ipv6_from_kernel_words(words: [u32; 4]) -> Ipv6Addr {
@@ -204,7 +81,9 @@ pub(crate) fn ipv6_from_kernel_words(words: [u32; 4]) -> Ipv6Addr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::{unmap, TcpState};
     use std::collections::BTreeSet;
+    use std::net::SocketAddr;
     use std::net::{TcpListener, TcpStream};
     use std::time::Duration;
 
@@ -290,13 +169,5 @@ mod tests {
                 .iter()
                 .all(|s| s.local != accepted.local_addr().unwrap()));
         }
-    }
-
-    #[test]
-    fn mapped_addresses_unmap() {
-        let mapped: IpAddr = "::ffff:10.1.2.3".parse().unwrap();
-        assert_eq!(unmap(mapped), "10.1.2.3".parse::<IpAddr>().unwrap());
-        let v6: IpAddr = "fd00::1".parse().unwrap();
-        assert_eq!(unmap(v6), v6);
     }
 }

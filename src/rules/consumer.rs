@@ -4,8 +4,7 @@
 //! large, growing backlog while healthy, and an idle one is never stuck. The sample holds
 //! observations, never a verdict, so the next healthy run passes.
 
-use crate::jetstream::{ConsumerFacts, StreamFacts};
-use serde::{Deserialize, Serialize};
+use crate::facts::{ConsumerFacts, Observed, Sample, StreamFacts, Unknown};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,35 +37,6 @@ pub fn window(policy: &Policy, ack_wait: Option<Duration>) -> Window {
     }
 }
 
-/// One consumer's previous observation, kept between runs in the state dir.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// The consumer's creation time: a recreated consumer is not the same one.
-    pub created: String,
-    pub floor_consumer_seq: u64,
-    pub floor_stream_seq: u64,
-    /// Local clock, ms since the epoch: when real progress, or no work at all, was last seen
-    /// (or the first sample, which cannot tell).
-    pub progress_at_ms: i64,
-    pub seen_at_ms: i64,
-}
-
-/// What one `--consumer` turned out to be.
-// A few of these live for one run: boxing the common variant would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum Observed {
-    Found {
-        facts: ConsumerFacts,
-        /// Fetched only when work is waiting on a stream that may drop it.
-        stream: Option<StreamFacts>,
-    },
-    StreamMissing,
-    ConsumerMissing,
-    /// The server could not say (unreachable, timeout, JetStream unavailable, not allowed).
-    NotJudged(String),
-}
-
 /// Which clock measured the time since progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Evidence {
@@ -89,7 +59,7 @@ pub enum Healthy {
     /// No earlier sample and no usable last_active: judged from the next run on.
     FirstSample,
     /// No progress for a window, but the client started less than a window ago: it gets its
-    /// chance (a restarted pod must not be restarted again for the old process's stall).
+    /// chance. Given by the check's per-pod policy (`rules::check`), never by `judge`.
     YoungClient {
         stalled: Duration,
         client_age: Duration,
@@ -128,7 +98,7 @@ pub enum Fault {
 pub enum Outcome {
     Healthy(Healthy),
     Unhealthy(Fault),
-    NotJudged(String),
+    NotJudged(Unknown),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -145,14 +115,13 @@ fn stale_after(window: Duration) -> Duration {
     (window * 2).max(Duration::from_secs(600))
 }
 
-/// Judges one consumer. `client_age` is asked only when a stall is about to be declared
-/// (reading it costs a /proc walk).
+/// Judges one consumer against its previous sample, at `now_ms` (local clock, ms since the
+/// epoch). Whoever holds the consumer is not considered here: that is the caller's policy.
 pub fn judge(
     observed: &Observed,
     prev: Option<&Sample>,
     policy: &Policy,
     now_ms: i64,
-    client_age: &mut dyn FnMut() -> Option<Duration>,
 ) -> Judgement {
     let (facts, stream) = match observed {
         Observed::Found { facts, stream } => (facts, stream.as_ref()),
@@ -173,7 +142,7 @@ pub fn judge(
     // floor = first_seq - 1 while messages are deleted from under it), and its last_active
     // moves with it. A floor at or past first_seq acked messages retention has not reached.
     let pinned = waiting > 0
-        && stream.is_some_and(|s| s.drops_unacked && facts.ack_floor.stream_seq < s.first_seq);
+        && stream.is_some_and(|s| drops_unacked(s) && facts.ack_floor.stream_seq < s.first_seq);
     let advanced = prev.is_some_and(|p| facts.ack_floor.consumer_seq > p.floor_consumer_seq);
     let real_progress = advanced && !pinned;
     let progress_at_ms = match prev {
@@ -191,7 +160,7 @@ pub fn judge(
     // Retention is what moves a pinned floor; a pinned floor that stands still is a plain
     // stall (a fresh stream's floor 0 sits below first_seq 1 too).
     let dragged_to = stream.filter(|_| pinned && advanced).map(|s| s.first_seq);
-    let outcome = verdict(facts, since, dragged_to, &window, client_age);
+    let outcome = verdict(facts, since, dragged_to, &window);
     Judgement {
         outcome,
         window: Some(window),
@@ -206,13 +175,12 @@ fn verdict(
     since: Option<(Duration, Evidence)>,
     dragged_to: Option<u64>,
     window: &Window,
-    client_age: &mut dyn FnMut() -> Option<Duration>,
 ) -> Outcome {
     let waiting = facts.waiting();
     if facts.paused {
         return Outcome::Healthy(Healthy::Paused);
     }
-    if facts.push && !facts.push_bound {
+    if facts.push() && !facts.push_bound {
         return Outcome::Unhealthy(Fault::Unbound { waiting });
     }
     if waiting == 0 {
@@ -226,16 +194,6 @@ fn verdict(
             since: stalled,
             evidence,
         });
-    }
-    match client_age() {
-        Some(age) if age < window.duration => {
-            return Outcome::Healthy(Healthy::YoungClient {
-                stalled,
-                client_age: age,
-            })
-        }
-        None => return Outcome::Healthy(Healthy::ClientAgeUnknown { stalled }),
-        Some(_) => {}
     }
     match dragged_to {
         Some(first_seq) => Outcome::Unhealthy(Fault::Retention {
@@ -282,6 +240,12 @@ fn since_progress(
     }
 }
 
+/// `limits` with `discard: old`: the setting under which retention removes messages a
+/// consumer has not acknowledged, dragging its ack floor along.
+fn drops_unacked(stream: &StreamFacts) -> bool {
+    stream.retention == "limits" && stream.discard == "old"
+}
+
 fn ms(millis: i64) -> Duration {
     Duration::from_millis(millis.max(0) as u64)
 }
@@ -297,7 +261,7 @@ fn bare(outcome: Outcome) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jetstream::Sequence;
+    use crate::facts::{AckPolicy, Sequence};
 
     const S: i128 = 1_000_000_000;
     /// The server's clock at "now" in every row: 10 000 s after the epoch.
@@ -309,7 +273,7 @@ mod tests {
             stream: "TF_RAW".into(),
             name: "latest-kv".into(),
             created: "2026-08-20T00:00:00Z".into(),
-            push: true,
+            deliver_subject: Some("deliver.latest-kv".into()),
             deliver_group: Some("latest-kv".into()),
             push_bound: true,
             num_pending: pending,
@@ -326,8 +290,9 @@ mod tests {
                 stream_seq: floor + ack_pending,
                 last_active: None,
             },
-            ack_policy: "explicit".into(),
+            ack_policy: AckPolicy::Explicit,
             ack_wait: Some(Duration::from_secs(30)),
+            max_deliver: None,
             max_ack_pending: Some(1),
             paused: false,
             ts: Some(TS),
@@ -349,6 +314,21 @@ mod tests {
         }
     }
 
+    /// A stream whose retention does (limits, discard old) or does not drop unacked messages.
+    pub(crate) fn stream_facts(drops_unacked: bool, first_seq: u64) -> StreamFacts {
+        StreamFacts {
+            retention: if drops_unacked { "limits" } else { "workqueue" }.into(),
+            discard: "old".into(),
+            max_msgs: Some(200),
+            max_bytes: None,
+            max_age: None,
+            max_msgs_per_subject: None,
+            discard_new_per_subject: false,
+            first_seq,
+            last_seq: first_seq + 199,
+        }
+    }
+
     fn found(f: ConsumerFacts) -> Observed {
         Observed::Found {
             facts: f,
@@ -360,14 +340,12 @@ mod tests {
         stall_after: Duration::from_secs(60),
     };
 
-    fn judged(o: &Observed, prev: Option<&Sample>, client_age_secs: Option<u64>) -> Judgement {
-        judge(o, prev, &POLICY, NOW_MS, &mut || {
-            client_age_secs.map(Duration::from_secs)
-        })
+    fn judged(o: &Observed, prev: Option<&Sample>) -> Judgement {
+        judge(o, prev, &POLICY, NOW_MS)
     }
 
     fn outcome(o: &Observed, prev: Option<&Sample>) -> Outcome {
-        judged(o, prev, Some(86_400)).outcome
+        judged(o, prev).outcome
     }
 
     /// ADR 0003's Verification table, row by row, as the consumer verdict sees each case.
@@ -433,7 +411,7 @@ mod tests {
             Outcome::Healthy(Healthy::Idle)
         );
         // And the stall clock restarts when work appears after idling.
-        let j = judged(&found(idle), Some(&sample(500, 80_000, 10)), None);
+        let j = judged(&found(idle), Some(&sample(500, 80_000, 10)));
         assert_eq!(j.sample.unwrap().progress_at_ms, NOW_MS);
     }
 
@@ -503,7 +481,7 @@ mod tests {
     #[test]
     fn progress_clears_a_pending_fault_never_latching() {
         let f = facts(200, 1, 8);
-        let j = judged(&found(f), Some(&sample(7, 500, 10)), Some(86_400));
+        let j = judged(&found(f), Some(&sample(7, 500, 10)));
         assert!(matches!(
             j.outcome,
             Outcome::Healthy(Healthy::Progressing { .. })
@@ -519,10 +497,7 @@ mod tests {
         let mut lost = facts(190, 10, 1400);
         lost.ack_floor.last_active = ago(0);
         lost.delivered.last_active = ago(0);
-        let stream = StreamFacts {
-            drops_unacked: true,
-            first_seq: 1401,
-        };
+        let stream = stream_facts(true, 1401);
         let observed = Observed::Found {
             facts: lost,
             stream: Some(stream.clone()),
@@ -547,10 +522,7 @@ mod tests {
         acked.ack_floor.last_active = ago(0);
         let work = Observed::Found {
             facts: acked,
-            stream: Some(StreamFacts {
-                drops_unacked: false,
-                first_seq: 1401,
-            }),
+            stream: Some(stream_facts(false, 1401)),
         };
         assert!(matches!(
             outcome(&work, Some(&prev)),
@@ -560,10 +532,7 @@ mod tests {
         // floor 0 sits below first_seq 1 before anything is acked.
         let fresh = Observed::Found {
             facts: facts(499, 1, 0),
-            stream: Some(StreamFacts {
-                drops_unacked: true,
-                first_seq: 1,
-            }),
+            stream: Some(stream_facts(true, 1)),
         };
         assert!(matches!(
             outcome(&fresh, Some(&sample(0, 70, 10))),
@@ -579,10 +548,7 @@ mod tests {
         ahead.ack_floor.last_active = ago(1);
         let capped = Observed::Found {
             facts: ahead,
-            stream: Some(StreamFacts {
-                drops_unacked: true,
-                first_seq: 1401,
-            }),
+            stream: Some(stream_facts(true, 1401)),
         };
         assert!(matches!(
             outcome(&capped, None),
@@ -604,7 +570,7 @@ mod tests {
         );
         // A pull consumer has no push_bound; clients waiting in pulls with nothing pending.
         let mut pull = facts(0, 0, 300);
-        pull.push = false;
+        pull.deliver_subject = None;
         pull.push_bound = false;
         pull.num_waiting = 2;
         assert_eq!(outcome(&found(pull), None), Outcome::Healthy(Healthy::Idle));
@@ -614,11 +580,7 @@ mod tests {
     fn the_window_is_never_shorter_than_twice_ack_wait_and_says_so() {
         let mut slow = facts(10, 1, 7);
         slow.ack_wait = Some(Duration::from_secs(90));
-        let j = judged(
-            &found(slow.clone()),
-            Some(&sample(7, 100, 10)),
-            Some(86_400),
-        );
+        let j = judged(&found(slow.clone()), Some(&sample(7, 100, 10)));
         assert_eq!(
             j.window,
             Some(Window {
@@ -630,7 +592,7 @@ mod tests {
             j.outcome,
             Outcome::Healthy(Healthy::Progressing { .. })
         ));
-        let j = judged(&found(slow), Some(&sample(7, 181, 10)), Some(86_400));
+        let j = judged(&found(slow), Some(&sample(7, 181, 10)));
         assert!(matches!(
             j.outcome,
             Outcome::Unhealthy(Fault::Stalled { .. })
@@ -640,35 +602,6 @@ mod tests {
             window(&POLICY, Some(Duration::from_secs(30))).raised_for_ack_wait,
             None
         );
-    }
-
-    #[test]
-    fn a_young_client_gets_a_full_window() {
-        let stuck = facts(200, 1, 7);
-        let prev = sample(7, 500, 10);
-        let young = judged(&found(stuck.clone()), Some(&prev), Some(20)).outcome;
-        assert!(matches!(
-            young,
-            Outcome::Healthy(Healthy::YoungClient { .. })
-        ));
-        let unknown = judged(&found(stuck.clone()), Some(&prev), None).outcome;
-        assert!(matches!(
-            unknown,
-            Outcome::Healthy(Healthy::ClientAgeUnknown { .. })
-        ));
-        // The age is only read when a stall is about to be declared.
-        let mut asked = false;
-        judge(
-            &found(facts(0, 0, 7)),
-            Some(&prev),
-            &POLICY,
-            NOW_MS,
-            &mut || {
-                asked = true;
-                None
-            },
-        );
-        assert!(!asked);
     }
 
     #[test]

@@ -1,17 +1,18 @@
 //! The command line: clap definitions (doc comments are the help), `check` as the default
-//! subcommand, and validation into a `CheckConfig` before anything is read.
+//! subcommand, and validation into plain configuration (`crate::config`) before anything is
+//! read. The only place that knows flag names and environment variables.
 
-use crate::cidr::Cidr;
-use crate::consumer;
-use crate::duration;
+use crate::config::{
+    self, duration, Auth, CheckConfig, Owner, ReaderChoice, Secret, Setting, StateDirChoice,
+};
 use crate::error::Error;
-use crate::nats::{Auth, ConsumerName, Secret};
-use crate::server::{self, ServerUrl};
-use crate::sockets::ReaderChoice;
-use crate::state;
-use crate::verdict::{Policy, WhenServerDown};
+use crate::facts::ConsumerName;
+use crate::observe::state;
+use crate::rules::cidr::Cidr;
+use crate::rules::connection::{Policy, WhenServerDown};
+use crate::rules::consumer;
 use clap::builder::FalseyValueParser;
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -116,7 +117,7 @@ pub struct CheckArgs {
         hide_env_values = true,
         default_value_t
     )]
-    pub reader: ReaderChoice,
+    pub reader: ReaderArg,
 
     /// NATS server URL(s), nats:// or tls://, comma-separated; asked only when the client
     /// holds no connection, to tell "the client gave up" from "NATS is down" (else NATS_URL)
@@ -139,7 +140,7 @@ pub struct CheckArgs {
         hide_env_values = true,
         help_heading = "Server"
     )]
-    pub when_server_down: Option<WhenServerDown>,
+    pub when_server_down: Option<WhenDownArg>,
 
     /// This pod's JetStream consumer, STREAM/DURABLE (repeatable): must be bound, and
     /// progressing when work is waiting. Needs --server (or NATS_URL)
@@ -268,31 +269,68 @@ pub struct CheckArgs {
     pub verbose: bool,
 }
 
-/// Whose sockets count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Owner {
-    /// Every socket in the network namespace.
-    Anyone,
-    Pid(u32),
-    Name(String),
+/// `--reader`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ReaderArg {
+    /// netlink sock_diag, falling back to /proc when netlink is refused
+    #[default]
+    Auto,
+    /// netlink sock_diag only
+    Netlink,
+    /// /proc/net/tcp{,6} only
+    Proc,
 }
 
-/// A validated `check`: everything the run needs, nothing left to parse.
-#[derive(Debug, Clone)]
-pub struct CheckConfig {
-    pub policy: Policy,
-    pub servers: Vec<ServerUrl>,
-    pub consumers: Vec<ConsumerName>,
-    pub consumer_policy: consumer::Policy,
-    /// Where samples are kept, and whether the user chose it (`--state-dir`).
-    pub state_dir: (PathBuf, bool),
-    pub auth: Auth,
-    pub owner: Owner,
-    pub netns_of: Option<u32>,
-    pub reader: ReaderChoice,
-    pub timeout: Duration,
-    pub json: bool,
-    pub verbose: bool,
+impl std::fmt::Display for ReaderArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            self.to_possible_value()
+                .expect("no skipped values")
+                .get_name(),
+        )
+    }
+}
+
+/// `--when-server-down`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WhenDownArg {
+    /// healthy: restarting every pod during an outage only adds a restart storm
+    Pass,
+    /// unhealthy: restart anyway
+    Fail,
+}
+
+/// An error in words: usage errors name their flag (or environment variable).
+pub fn describe(e: &Error) -> String {
+    match e {
+        Error::Usage(m) => format!("natsprobe: {m}"),
+        Error::Setting {
+            setting,
+            path: Some(path),
+            problem,
+        } => format!(
+            "natsprobe: {} {}: {problem}",
+            flag(*setting),
+            path.display()
+        ),
+        Error::Setting {
+            setting,
+            path: None,
+            problem,
+        } => format!("natsprobe: {}: {problem}", flag(*setting)),
+        Error::CannotEvaluate(m) => format!("could not evaluate: {m}"),
+    }
+}
+
+/// The flag behind a setting whose value turned out wrong when it was used.
+pub fn flag(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Pid => "--pid",
+        Setting::Process => "--process",
+        Setting::NetnsOf => "--netns-of",
+        Setting::Creds => "--creds",
+        Setting::Nkey => "--nkey",
+    }
 }
 
 impl CheckArgs {
@@ -316,10 +354,10 @@ impl CheckArgs {
             return Err(Error::Usage("--timeout must be more than 0ms".into()));
         }
         let servers = if !self.servers.is_empty() {
-            server::parse_list(&self.servers.join(","))
+            config::parse_url_list(&self.servers.join(","))
                 .map_err(|e| Error::Usage(format!("--server (or NATSPROBE_SERVER): {e}")))?
         } else if let Some(url) = env("NATS_URL").filter(|u| !u.trim().is_empty()) {
-            server::parse_list(&url).map_err(|e| Error::Usage(format!("NATS_URL: {e}")))?
+            config::parse_url_list(&url).map_err(|e| Error::Usage(format!("NATS_URL: {e}")))?
         } else {
             Vec::new()
         };
@@ -332,7 +370,7 @@ impl CheckArgs {
         let mut ports = match (self.ports.is_empty(), servers.is_empty()) {
             (false, _) => self.ports,
             (true, false) => servers.iter().map(|s| s.port).collect(),
-            (true, true) => vec![server::DEFAULT_PORT],
+            (true, true) => vec![config::DEFAULT_PORT],
         };
         ports.sort_unstable();
         ports.dedup();
@@ -369,8 +407,14 @@ impl CheckArgs {
                 stall_after: self.stall_after,
             },
             state_dir: match self.state_dir {
-                Some(dir) => (dir, true),
-                None => (state::default_dir(env("TMPDIR").as_deref()), false),
+                Some(path) => StateDirChoice {
+                    path,
+                    explicit: true,
+                },
+                None => StateDirChoice {
+                    path: state::default_dir(env("TMPDIR").as_deref()),
+                    explicit: false,
+                },
             },
             auth,
             policy: Policy {
@@ -378,12 +422,19 @@ impl CheckArgs {
                 remotes: self.remotes,
                 min_connections: self.min_connections as usize,
                 server: !servers.is_empty(),
-                when_server_down: self.when_server_down.unwrap_or_default(),
+                when_server_down: match self.when_server_down {
+                    Some(WhenDownArg::Fail) => WhenServerDown::Fail,
+                    Some(WhenDownArg::Pass) | None => WhenServerDown::Pass,
+                },
             },
             servers,
             owner,
             netns_of: self.netns_of,
-            reader: self.reader,
+            reader: match self.reader {
+                ReaderArg::Auto => ReaderChoice::Auto,
+                ReaderArg::Netlink => ReaderChoice::Netlink,
+                ReaderArg::Proc => ReaderChoice::Proc,
+            },
             timeout: self.timeout,
             json: self.json,
             verbose: self.verbose,
@@ -528,7 +579,10 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         };
-        check.validate(&lookup).map_err(|e| e.to_string())
+        check.validate(&lookup).map_err(|e| match e {
+            Error::Usage(m) => m,
+            other => describe(&other),
+        })
     }
 
     #[test]

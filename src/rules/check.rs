@@ -1,32 +1,10 @@
-//! The verdict core: what the observations mean. Pure: observations and policy in, verdict
-//! out; nothing here reads a socket, a file or a clock.
+//! The check's verdict: the connection, what the servers said and the consumers' outcomes
+//! become one answer, and the per-pod policy that only an in-pod check has (a client younger
+//! than its consumer's stall window gets that window). Pure.
 
-use crate::cidr::Cidr;
-use crate::sockets::{Socket, TcpState};
-use std::collections::{BTreeMap, HashSet};
-
-/// What counts as "this client holds its connection", and what to do when it does not.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Policy {
-    /// Remote ports of the NATS servers (the client side of a connection).
-    pub ports: Vec<u16>,
-    /// When not empty, the peer must be in one of these.
-    pub remotes: Vec<Cidr>,
-    pub min_connections: usize,
-    /// `--server` was given: a missing connection is a fault only if the server answers.
-    pub server: bool,
-    pub when_server_down: WhenServerDown,
-}
-
-/// `--when-server-down`: what a missing connection means while NATS itself is down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum WhenServerDown {
-    /// healthy: restarting every pod during an outage only adds a restart storm
-    #[default]
-    Pass,
-    /// unhealthy: restart anyway
-    Fail,
-}
+use super::connection::{connected, Connections, Policy, WhenServerDown};
+use super::consumer::{Fault, Healthy, Outcome, Window};
+use std::time::Duration;
 
 /// What the servers said, reduced to what the verdict needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,52 +13,6 @@ pub enum ServerState {
     Answers,
     /// None did: refused, silent, not NATS, unresolvable.
     NotAnswering,
-}
-
-/// The socket table, reduced to this client's connections to the server ports.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Connections {
-    pub established: Vec<Socket>,
-    /// Sockets to the same peers in any other state: SYN_SENT means the client is still
-    /// trying; CLOSE_WAIT means the server hung up and the client never noticed.
-    pub others: Vec<Socket>,
-}
-
-impl Connections {
-    pub fn other_states(&self) -> BTreeMap<TcpState, usize> {
-        let mut counts = BTreeMap::new();
-        for s in &self.others {
-            *counts.entry(s.state).or_insert(0) += 1;
-        }
-        counts
-    }
-}
-
-/// Keeps the sockets that are connections of this client: remote port in `ports` (never the
-/// local port: that is a server's accepted side), peer in `remotes`, and held by the
-/// process when `owned` (its socket inodes) is given.
-pub fn connections(
-    sockets: &[Socket],
-    policy: &Policy,
-    owned: Option<&HashSet<u64>>,
-) -> Connections {
-    let mut found = Connections::default();
-    let mine = sockets.iter().filter(|s| {
-        policy.ports.contains(&s.remote.port())
-            && (policy.remotes.is_empty()
-                || policy.remotes.iter().any(|c| c.contains(s.remote.ip())))
-            && owned.is_none_or(|inodes| inodes.contains(&s.inode))
-    });
-    for s in mine {
-        if s.state == TcpState::Established {
-            found.established.push(s.clone());
-        } else {
-            found.others.push(s.clone());
-        }
-    }
-    found.established.sort();
-    found.others.sort();
-    found
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,10 +50,6 @@ pub enum ConsumerHealth {
 pub struct Verdict {
     pub health: Health,
     pub reason: Reason,
-}
-
-pub fn connected(connections: &Connections, policy: &Policy) -> bool {
-    connections.established.len() >= policy.min_connections
 }
 
 /// Whether the server must be asked: only when the connection is missing. A client that
@@ -162,9 +90,55 @@ pub fn decide(
     Verdict { health, reason }
 }
 
+/// Whether the consumers must be asked: only with a connection (without one, the socket
+/// already says what is wrong).
+pub fn needs_consumers(connections: &Connections, policy: &Policy, consumers: usize) -> bool {
+    consumers > 0 && connected(connections, policy)
+}
+
+/// Whether the client's age is needed: only when a consumer is about to be called stalled or
+/// losing messages (reading it can cost a walk of /proc).
+pub fn needs_client_age(outcomes: &[&Outcome]) -> bool {
+    outcomes.iter().any(|o| excusable(o).is_some())
+}
+
+fn excusable(outcome: &Outcome) -> Option<Duration> {
+    match outcome {
+        Outcome::Unhealthy(Fault::Stalled { stalled, .. } | Fault::Retention { stalled, .. }) => {
+            Some(*stalled)
+        }
+        _ => None,
+    }
+}
+
+/// The per-pod policy: a stall is only declared against a client (the process holding the
+/// counted connection) older than the window, so a pod restarted for a stall is not restarted
+/// again before its new client had its chance; a client whose start time cannot be read is
+/// given the benefit of the doubt. `client_age` is None when it was not needed.
+pub fn excuse_young_client(
+    outcome: Outcome,
+    window: Option<Window>,
+    client_age: Option<Option<Duration>>,
+) -> Outcome {
+    let (Some(stalled), Some(window), Some(age)) = (excusable(&outcome), window, client_age) else {
+        return outcome;
+    };
+    match age {
+        Some(age) if age < window.duration => Outcome::Healthy(Healthy::YoungClient {
+            stalled,
+            client_age: age,
+        }),
+        Some(_) => outcome,
+        None => Outcome::Healthy(Healthy::ClientAgeUnknown { stalled }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::{Socket, TcpState};
+    use crate::rules::connection::connections;
+    use std::collections::{BTreeMap, HashMap};
 
     fn sock(local: &str, remote: &str, state: TcpState, inode: u64) -> Socket {
         Socket {
@@ -234,7 +208,8 @@ mod tests {
         ];
         for &(ports, remotes, min, owned, est, others, health) in rows {
             let p = policy(ports, remotes, min);
-            let owned: Option<HashSet<u64>> = owned.map(|o| o.iter().copied().collect());
+            let owned: Option<HashMap<u64, u32>> =
+                owned.map(|o| o.iter().map(|&i| (i, 1)).collect());
             let c = connections(&table(), &p, owned.as_ref());
             let row = format!("{ports:?} {remotes:?} min {min} owned {owned:?}");
             assert_eq!(

@@ -1,7 +1,8 @@
 //! /proc/net/tcp{,6}: the fallback reader. Streams the table through a fixed buffer (a 100k
 //! socket table is ~15 MB of text) and skips, but counts, lines it cannot parse.
 
-use super::{ipv6_from_kernel_words, ScanError, Socket, TcpState};
+use super::{ipv6_from_kernel_words, ScanError};
+use crate::facts::{Socket, TcpState};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -158,9 +159,10 @@ fn decimal(digits: &[u8]) -> Option<u64> {
 mod tests {
     use super::*;
 
-    const TCP: &str = include_str!("../../probe-tests/fixtures/proc-net-tcp.txt");
-    const TCP6: &str = include_str!("../../probe-tests/fixtures/proc-net-tcp6.txt");
-    const MALFORMED: &str = include_str!("../../probe-tests/fixtures/proc-net-tcp-malformed.txt");
+    const TCP: &str = include_str!("../../../probe-tests/fixtures/proc-net-tcp.txt");
+    const TCP6: &str = include_str!("../../../probe-tests/fixtures/proc-net-tcp6.txt");
+    const MALFORMED: &str =
+        include_str!("../../../probe-tests/fixtures/proc-net-tcp-malformed.txt");
 
     fn parse_str(text: &str, ports: &[u16]) -> (Vec<Socket>, usize) {
         let mut out = Vec::new();

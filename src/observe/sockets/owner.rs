@@ -1,7 +1,8 @@
 //! Which sockets a process holds: socket inodes behind `/proc/PID/fd`, and processes by name.
 //! This is what stops a sidecar's live connection in the same pod from masking a dead client.
 
-use std::collections::HashSet;
+use crate::facts::Process;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -16,25 +17,18 @@ pub enum OwnerError {
     Unreadable { path: String, source: io::Error },
 }
 
-/// A process whose sockets count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Process {
-    pub pid: u32,
-    pub name: String,
-}
-
-/// The socket inodes held open by `pids`.
-pub fn socket_inodes(pids: &[u32]) -> Result<HashSet<u64>, OwnerError> {
-    let mut inodes = HashSet::new();
+/// The socket inodes held open by `pids`, each with the PID holding it. A process that exited
+/// since it was listed holds no sockets and is skipped: a forking app's short-lived workers
+/// come and go between the listing and this read.
+pub fn socket_inodes(pids: &[u32]) -> Result<HashMap<u64, u32>, OwnerError> {
+    let mut inodes = HashMap::new();
     for &pid in pids {
         let dir = format!("/proc/{pid}/fd");
-        let entries = fs::read_dir(&dir).map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => OwnerError::NoSuchPid(pid),
-            _ => OwnerError::Unreadable {
-                path: dir.clone(),
-                source,
-            },
-        })?;
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(OwnerError::Unreadable { path: dir, source }),
+        };
         for entry in entries {
             // A descriptor closed while we read the directory is simply gone.
             let Ok(entry) = entry else { continue };
@@ -42,7 +36,7 @@ pub fn socket_inodes(pids: &[u32]) -> Result<HashSet<u64>, OwnerError> {
                 .ok()
                 .and_then(|t| socket_inode(&t))
             {
-                inodes.insert(inode);
+                inodes.entry(inode).or_insert(pid);
             }
         }
     }
@@ -104,7 +98,9 @@ pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
     };
     proc.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|&pid| socket_inodes(&[pid]).is_ok_and(|held| !held.is_disjoint(inodes)))
+        .filter(|&pid| {
+            socket_inodes(&[pid]).is_ok_and(|held| held.keys().any(|i| inodes.contains(i)))
+        })
         .collect()
 }
 
@@ -114,8 +110,7 @@ pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
 pub fn age(pid: u32) -> Option<std::time::Duration> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let uptime = fs::read_to_string("/proc/uptime").ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ticks_per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
     process_age(&stat, &uptime, u64::try_from(ticks_per_second).ok()?)
 }
 
@@ -166,15 +161,14 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_pid_is_named() {
+    fn a_missing_pid_is_named_and_a_vanished_one_holds_nothing() {
         assert!(matches!(
             process(u32::MAX),
             Err(OwnerError::NoSuchPid(u32::MAX))
         ));
-        assert!(matches!(
-            socket_inodes(&[u32::MAX]),
-            Err(OwnerError::NoSuchPid(_))
-        ));
+        let me = std::process::id();
+        let held = socket_inodes(&[u32::MAX, me]).unwrap();
+        assert!(held.values().all(|&pid| pid == me), "{held:?}");
     }
 
     #[test]
@@ -188,16 +182,49 @@ mod tests {
     }
 
     #[test]
-    fn we_are_younger_than_the_machine_and_hold_our_sockets() {
+    fn the_holder_of_a_socket_is_found_and_its_age_read() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
         let me = std::process::id();
         assert!(age(me).unwrap() < std::time::Duration::from_secs(3600));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (_server_side, _) = listener.accept().unwrap();
-        let mine = socket_inodes(&[me]).unwrap();
-        // holders() skips this process; a child holding an inherited socket is found instead.
-        assert!(holders(&mine).iter().all(|&p| p != me));
-        drop(client);
+        let fd = client.as_raw_fd();
+        let inode = socket_inodes(&[me])
+            .unwrap()
+            .into_iter()
+            .find(|&(inode, _)| {
+                fs::read_link(format!("/proc/self/fd/{fd}")).ok().as_deref()
+                    == Some(Path::new(&format!("socket:[{inode}]")))
+            })
+            .map(|(inode, _)| inode)
+            .expect("our client socket's inode");
+        // A child that inherits the socket (dup2 clears close-on-exec) holds it too; holders()
+        // finds the child and never this process.
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("10");
+        // SAFETY: dup2 is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || match libc::dup2(fd, 3) {
+                -1 => Err(io::Error::last_os_error()),
+                _ => Ok(()),
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        let wanted = HashSet::from([inode]);
+        let mut found = Vec::new();
+        for _ in 0..100 {
+            found = holders(&wanted);
+            if found.contains(&child.id()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.contains(&child.id()), "{found:?}");
+        assert!(!found.contains(&me), "{found:?}");
     }
 
     #[test]

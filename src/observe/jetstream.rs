@@ -3,61 +3,9 @@
 //! libraries drop or default: `ts` (absent before 2.10), `push_bound` (absent when false),
 //! `last_active` (absent until the first ack since the server started).
 
+use crate::facts::{AckPolicy, ConsumerFacts, Sequence, ServerTime, StreamFacts};
 use serde::Deserialize;
 use std::time::Duration;
-
-/// Nanoseconds since the Unix epoch, on the server's clock.
-pub type ServerTime = i128;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sequence {
-    pub consumer_seq: u64,
-    pub stream_seq: u64,
-    pub last_active: Option<ServerTime>,
-}
-
-/// What the probe needs from consumer info.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConsumerFacts {
-    pub stream: String,
-    pub name: String,
-    /// The consumer's creation time as the server wrote it: its identity across samples.
-    pub created: String,
-    /// Push consumers have a deliver subject; pull consumers do not.
-    pub push: bool,
-    pub deliver_group: Option<String>,
-    pub push_bound: bool,
-    pub num_pending: u64,
-    pub num_ack_pending: u64,
-    pub num_waiting: u64,
-    pub num_redelivered: u64,
-    pub ack_floor: Sequence,
-    pub delivered: Sequence,
-    pub ack_policy: String,
-    pub ack_wait: Option<Duration>,
-    pub max_ack_pending: Option<i64>,
-    pub paused: bool,
-    /// The server's clock when it answered (2.10+).
-    pub ts: Option<ServerTime>,
-}
-
-impl ConsumerFacts {
-    /// Messages this consumer still has to get through: not yet delivered, or delivered and
-    /// not yet acknowledged.
-    pub fn waiting(&self) -> u64 {
-        self.num_pending + self.num_ack_pending
-    }
-}
-
-/// What the probe needs from stream info: whether retention can delete messages from under
-/// a consumer, and where the stream now begins.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamFacts {
-    /// `limits` with `discard: old`: the only setting under which retention removes messages
-    /// a consumer has not acknowledged, dragging its ack floor along.
-    pub drops_unacked: bool,
-    pub first_seq: u64,
-}
 
 /// An error the JetStream API answered with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +54,7 @@ struct RawConsumerConfig {
     deliver_group: Option<String>,
     ack_policy: Option<String>,
     ack_wait: Option<u64>,
+    max_deliver: Option<i64>,
     max_ack_pending: Option<i64>,
 }
 
@@ -167,12 +116,11 @@ pub fn parse_consumer_info(body: &[u8]) -> Result<ConsumerFacts, ParseError> {
     if raw.ack_floor.is_none() || raw.delivered.is_none() {
         return Err(ParseError::Malformed("no ack_floor or delivered".into()));
     }
-    let deliver_subject = raw.config.deliver_subject.filter(|s| !s.is_empty());
     Ok(ConsumerFacts {
         stream: raw.stream_name,
         name: raw.name,
         created: raw.created,
-        push: deliver_subject.is_some(),
+        deliver_subject: raw.config.deliver_subject.filter(|s| !s.is_empty()),
         deliver_group: raw.config.deliver_group.filter(|s| !s.is_empty()),
         push_bound: raw.push_bound,
         num_pending: raw.num_pending,
@@ -181,7 +129,12 @@ pub fn parse_consumer_info(body: &[u8]) -> Result<ConsumerFacts, ParseError> {
         num_redelivered: raw.num_redelivered,
         ack_floor: sequence(raw.ack_floor),
         delivered: sequence(raw.delivered),
-        ack_policy: raw.config.ack_policy.unwrap_or_else(|| "explicit".into()),
+        ack_policy: match raw.config.ack_policy.as_deref() {
+            Some("none") => AckPolicy::None,
+            Some("all") => AckPolicy::All,
+            _ => AckPolicy::Explicit,
+        },
+        max_deliver: raw.config.max_deliver.filter(|&n| n > 0).map(|n| n as u64),
         ack_wait: raw
             .config
             .ack_wait
@@ -199,12 +152,21 @@ struct RawStreamConfig {
     retention: String,
     #[serde(default)]
     discard: String,
+    max_msgs: Option<i64>,
+    max_bytes: Option<i64>,
+    /// Nanoseconds.
+    max_age: Option<i64>,
+    max_msgs_per_subject: Option<i64>,
+    #[serde(default)]
+    discard_new_per_subject: bool,
 }
 
 #[derive(Deserialize)]
 struct RawStreamState {
     #[serde(default)]
     first_seq: u64,
+    #[serde(default)]
+    last_seq: u64,
 }
 
 #[derive(Deserialize)]
@@ -223,20 +185,22 @@ pub fn parse_stream_info(body: &[u8]) -> Result<StreamFacts, ParseError> {
     let (Some(config), Some(state)) = (raw.config, raw.state) else {
         return Err(ParseError::Malformed("no config or state".into()));
     };
-    // Both default to these when omitted (the server's own defaults).
-    let retention = if config.retention.is_empty() {
-        "limits"
-    } else {
-        &config.retention
-    };
-    let discard = if config.discard.is_empty() {
-        "old"
-    } else {
-        &config.discard
+    // The server writes -1 (or 0, or nothing) for "no limit"; its defaults when omitted.
+    let limit = |n: Option<i64>| n.filter(|&n| n > 0).map(|n| n as u64);
+    let or = |text: String, default: &str| match text.is_empty() {
+        true => default.to_string(),
+        false => text,
     };
     Ok(StreamFacts {
-        drops_unacked: retention == "limits" && discard == "old",
+        retention: or(config.retention, "limits"),
+        discard: or(config.discard, "old"),
+        max_msgs: limit(config.max_msgs),
+        max_bytes: limit(config.max_bytes),
+        max_age: limit(config.max_age).map(Duration::from_nanos),
+        max_msgs_per_subject: limit(config.max_msgs_per_subject),
+        discard_new_per_subject: config.discard_new_per_subject,
         first_seq: state.first_seq,
+        last_seq: state.last_seq,
     })
 }
 
@@ -320,7 +284,7 @@ mod tests {
     fn consumer_info_from_2_10() {
         let f = parse_consumer_info(INFO_2_10.as_bytes()).unwrap();
         assert_eq!((f.stream.as_str(), f.name.as_str()), ("CAP", "W"));
-        assert!(f.push && f.push_bound);
+        assert!(f.push() && f.push_bound);
         assert_eq!(f.deliver_group.as_deref(), Some("g"));
         assert_eq!(
             (f.num_pending, f.num_ack_pending, f.waiting()),
@@ -347,7 +311,7 @@ mod tests {
     fn absent_fields_mean_false_or_none() {
         let body = r#"{"stream_name":"S","name":"P","created":"2026-12-01T00:00:00Z","config":{"ack_policy":"explicit"},"delivered":{"consumer_seq":0,"stream_seq":0},"ack_floor":{"consumer_seq":0,"stream_seq":0},"num_ack_pending":0,"num_redelivered":0,"num_waiting":3,"num_pending":0}"#;
         let f = parse_consumer_info(body.as_bytes()).unwrap();
-        assert!(!f.push && !f.push_bound && !f.paused);
+        assert!(!f.push() && !f.push_bound && !f.paused);
         assert_eq!(f.ack_floor.last_active, None);
         assert_eq!(f.num_waiting, 3);
     }
@@ -385,26 +349,23 @@ mod tests {
     }
 
     #[test]
-    fn stream_info_says_whether_retention_drops_unacked_messages() {
-        let limits = r#"{"config":{"name":"CAP","retention":"limits","max_msgs":200,"discard":"old"},"state":{"messages":200,"first_seq":1401,"last_seq":1600}}"#;
+    fn stream_info_keeps_the_retention_settings() {
+        let limits = r#"{"config":{"name":"CAP","retention":"limits","max_msgs":200,"max_bytes":-1,"max_age":60000000000,"max_msgs_per_subject":-1,"discard":"old"},"state":{"messages":200,"first_seq":1401,"last_seq":1600}}"#;
+        let s = parse_stream_info(limits.as_bytes()).unwrap();
         assert_eq!(
-            parse_stream_info(limits.as_bytes()).unwrap(),
-            StreamFacts {
-                drops_unacked: true,
-                first_seq: 1401
-            }
+            (s.retention.as_str(), s.discard.as_str()),
+            ("limits", "old")
         );
-        let work =
-            r#"{"config":{"retention":"workqueue","discard":"old"},"state":{"first_seq":9}}"#;
-        assert!(!parse_stream_info(work.as_bytes()).unwrap().drops_unacked);
-        let new = r#"{"config":{"retention":"limits","discard":"new"},"state":{"first_seq":9}}"#;
-        assert!(!parse_stream_info(new.as_bytes()).unwrap().drops_unacked);
+        assert_eq!((s.max_msgs, s.max_bytes), (Some(200), None));
+        assert_eq!(s.max_age, Some(Duration::from_secs(60)));
+        assert_eq!((s.first_seq, s.last_seq), (1401, 1600));
         let defaults = r#"{"config":{},"state":{"first_seq":1}}"#;
-        assert!(
-            parse_stream_info(defaults.as_bytes())
-                .unwrap()
-                .drops_unacked
+        let s = parse_stream_info(defaults.as_bytes()).unwrap();
+        assert_eq!(
+            (s.retention.as_str(), s.discard.as_str()),
+            ("limits", "old")
         );
+        assert_eq!(s.max_msgs_per_subject, None);
     }
 
     #[test]

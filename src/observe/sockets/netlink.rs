@@ -14,13 +14,15 @@
 //! - The state mask names the real states only. Bit 13 (`TCP_BOUND_INACTIVE`, Linux 6.7+)
 //!   adds a walk of the bind hash, doubling the cost, and LISTEN sockets have no remote port.
 
-use super::{Socket, TcpState};
+use crate::facts::{Socket, TcpState};
+use nix::errno::Errno;
+use nix::sys::socket::{self as sock, sockopt, MsgFlags, NetlinkAddr};
+use nix::sys::time::TimeVal;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
-const NETLINK_SOCK_DIAG: libc::c_int = 4;
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const TCPDIAG_GETSOCK: u16 = 18;
 const NLM_F_REQUEST: u16 = 0x1;
@@ -89,19 +91,12 @@ fn scan_with(
 }
 
 fn open_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall; the returned descriptor is owned from here on.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            NETLINK_SOCK_DIAG,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is a fresh, valid descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(sock::socket(
+        sock::AddressFamily::Netlink,
+        sock::SockType::Raw,
+        sock::SockFlag::SOCK_CLOEXEC,
+        sock::SockProtocol::NetlinkSockDiag,
+    )?)
 }
 
 /// A netlink socket answers for the namespace it was created in. setns(2) on a short-lived
@@ -112,10 +107,8 @@ fn open_socket_in_netns_of(pid: u32) -> Result<OwnedFd, String> {
     let path = format!("/proc/{pid}/ns/net");
     let ns = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
     std::thread::spawn(move || {
-        // SAFETY: ns is an open namespace file; setns affects only this thread.
-        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(format!("setns {path}: {}", io::Error::last_os_error()));
-        }
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| format!("setns {path}: {}", io::Error::from(e)))?;
         open_socket().map_err(|e| format!("socket: {e}"))
     })
     .join()
@@ -195,22 +188,10 @@ fn push_op(code: &mut Vec<u8>, op: u8, yes: u8, no: u16) {
 }
 
 fn send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
-    // SAFETY: zeroed sockaddr_nl is valid (pid 0 = the kernel); msg outlives the call.
-    let sent = unsafe {
-        let mut addr: libc::sockaddr_nl = std::mem::zeroed();
-        addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        libc::sendto(
-            fd.as_raw_fd(),
-            msg.as_ptr().cast(),
-            msg.len(),
-            0,
-            (&addr as *const libc::sockaddr_nl).cast(),
-            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    };
-    match sent {
-        n if n < 0 => Err(io::Error::last_os_error()),
-        n if n as usize != msg.len() => Err(io::Error::other("short send")),
+    // Port 0 is the kernel.
+    let kernel = NetlinkAddr::new(0, 0);
+    match sock::sendto(fd.as_raw_fd(), msg, &kernel, MsgFlags::empty())? {
+        n if n != msg.len() => Err(io::Error::other("short send")),
         _ => Ok(()),
     }
 }
@@ -243,16 +224,12 @@ fn receive_dump(
     let mut buf = vec![0u8; 32 * 1024];
     loop {
         set_receive_timeout(fd, deadline)?;
-        // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
-        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::EAGAIN) => DumpError::Timeout,
-                _ => DumpError::Io(e),
-            });
-        }
-        if parse_messages(&buf[..n as usize], seq, out)? {
+        let n = match sock::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
+            Ok(n) => n,
+            Err(Errno::EAGAIN) => return Err(DumpError::Timeout),
+            Err(e) => return Err(DumpError::Io(e.into())),
+        };
+        if parse_messages(&buf[..n], seq, out)? {
             return Ok(());
         }
     }
@@ -263,25 +240,9 @@ fn set_receive_timeout(fd: &OwnedFd, deadline: Instant) -> Result<(), DumpError>
     if left.is_zero() {
         return Err(DumpError::Timeout);
     }
-    let tv = libc::timeval {
-        tv_sec: left.as_secs() as _,
-        // At least 1µs: a zero timeval means "block forever".
-        tv_usec: left.subsec_micros().max(1) as _,
-    };
-    // SAFETY: tv is a valid timeval for the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(DumpError::Io(io::Error::last_os_error()));
-    }
-    Ok(())
+    // At least 1µs: a zero timeval means "block forever".
+    let tv = TimeVal::new(left.as_secs() as _, left.subsec_micros().max(1) as _);
+    sock::setsockopt(fd, sockopt::ReceiveTimeout, &tv).map_err(|e| DumpError::Io(e.into()))
 }
 
 /// Parses one datagram of netlink messages; `Ok(true)` once the dump is complete.

@@ -4,7 +4,8 @@
 //! sample, never a fault, and a state dir that cannot be used makes every run a first sample
 //! (and says so): the probe still answers.
 
-use crate::consumer::Sample;
+use crate::config::ServerUrl;
+use crate::facts::{ConsumerName, Loaded, Sample};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -23,38 +24,61 @@ pub struct Key {
     pub durable: String,
 }
 
+impl Key {
+    pub fn new(server: &str, name: &ConsumerName) -> Key {
+        Key {
+            server: server.to_string(),
+            stream: name.stream.clone(),
+            durable: name.durable.clone(),
+        }
+    }
+}
+
+/// The servers part of a key: the URLs as shown, so a sample never holds a credential.
+pub fn server_key(urls: &[ServerUrl]) -> String {
+    urls.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[derive(Serialize, Deserialize)]
 struct File {
     version: u32,
     key: Key,
-    sample: Sample,
+    sample: Stored,
 }
 
-/// What was found where the previous sample should be.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Loaded {
-    Sample(Sample),
-    Missing,
-    /// Unreadable, not JSON, or a symlink.
-    Corrupt(String),
-    /// Another key (or format version) in this file.
-    Foreign,
+/// The file's form of a sample: the rules' `Sample` knows nothing of serialization.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    created: String,
+    floor_consumer_seq: u64,
+    floor_stream_seq: u64,
+    progress_at_ms: i64,
+    seen_at_ms: i64,
 }
 
-impl Loaded {
-    pub fn sample(&self) -> Option<&Sample> {
-        match self {
-            Loaded::Sample(s) => Some(s),
-            _ => None,
+impl From<&Sample> for Stored {
+    fn from(s: &Sample) -> Stored {
+        Stored {
+            created: s.created.clone(),
+            floor_consumer_seq: s.floor_consumer_seq,
+            floor_stream_seq: s.floor_stream_seq,
+            progress_at_ms: s.progress_at_ms,
+            seen_at_ms: s.seen_at_ms,
         }
     }
+}
 
-    pub fn describe(&self) -> String {
-        match self {
-            Loaded::Sample(_) => "previous sample used".into(),
-            Loaded::Missing => "no previous sample".into(),
-            Loaded::Corrupt(why) => format!("previous sample ignored ({why})"),
-            Loaded::Foreign => "previous sample ignored (another consumer's)".into(),
+impl From<Stored> for Sample {
+    fn from(s: Stored) -> Sample {
+        Sample {
+            created: s.created,
+            floor_consumer_seq: s.floor_consumer_seq,
+            floor_stream_seq: s.floor_stream_seq,
+            progress_at_ms: s.progress_at_ms,
+            seen_at_ms: s.seen_at_ms,
         }
     }
 }
@@ -67,8 +91,7 @@ pub struct StateDir {
 /// `--state-dir`, else `$TMPDIR/natsprobe-<uid>` (/tmp without TMPDIR).
 pub fn default_dir(tmpdir: Option<&str>) -> PathBuf {
     let base = tmpdir.filter(|t| !t.is_empty()).unwrap_or("/tmp");
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = nix::unistd::geteuid();
     Path::new(base).join(format!("natsprobe-{uid}"))
 }
 
@@ -88,8 +111,7 @@ impl StateDir {
         if !meta.is_dir() {
             return Err(format!("{} is not a directory", path.display()));
         }
-        // SAFETY: geteuid cannot fail.
-        let uid = unsafe { libc::geteuid() };
+        let uid = nix::unistd::geteuid().as_raw();
         if !explicit && (meta.uid() != uid || meta.permissions().mode() & 0o022 != 0) {
             return Err(format!(
                 "{} is not this user's private directory",
@@ -125,7 +147,7 @@ impl StateDir {
             return Loaded::Corrupt(e.to_string());
         }
         match serde_json::from_slice::<File>(&text) {
-            Ok(f) if f.version == VERSION && f.key == *key => Loaded::Sample(f.sample),
+            Ok(f) if f.version == VERSION && f.key == *key => Loaded::Sample(f.sample.into()),
             Ok(_) => Loaded::Foreign,
             Err(_) => Loaded::Corrupt("not a sample".into()),
         }
@@ -142,7 +164,7 @@ impl StateDir {
         let body = serde_json::to_vec(&File {
             version: VERSION,
             key: key.clone(),
-            sample: sample.clone(),
+            sample: sample.into(),
         })
         .map_err(|e| e.to_string())?;
         let written = OpenOptions::new()
@@ -265,7 +287,7 @@ mod tests {
 
     #[test]
     fn the_default_dir_is_per_user_under_tmpdir() {
-        let uid = unsafe { libc::geteuid() };
+        let uid = nix::unistd::geteuid();
         assert_eq!(
             default_dir(Some("/run/x")),
             PathBuf::from(format!("/run/x/natsprobe-{uid}"))

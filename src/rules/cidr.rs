@@ -1,6 +1,6 @@
-//! `--remote ADDR[/LEN]`: an address or network a connection's peer must be in.
+//! `--remote ADDR[/LEN]`: an address or network a connection's peer must be in, and the match.
 
-use crate::sockets::unmap;
+use crate::facts::unmap;
 use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;

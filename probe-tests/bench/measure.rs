@@ -1,7 +1,7 @@
 //! Measuring tools side by side for the benchmarks: each run exec'd directly in a namespace,
 //! wall time spawn to reap, peak RSS from wait4's rusage, tools interleaved round-robin.
 
-use super::NetNs;
+use crate::harness::NetNs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,123 @@
+//! `check`: the pod's liveness verdict. Observes in the order the rules ask (one socket read
+//! in the common case; the servers only without a connection; JetStream only with one),
+//! judges, keeps each consumer's sample for the next run, and returns the report.
+
+use crate::config::CheckConfig;
+use crate::error::Error;
+use crate::facts::Loaded;
+use crate::observe::{self, server, state::StateDir, Observations, Pod, PodTarget};
+use crate::report::check::{CheckInput, CheckReport, JudgedConsumer};
+use crate::rules::check::{self as verdict, ServerState};
+use crate::rules::connection::{self, Connections};
+use crate::rules::consumer;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Kept back from the network's share of the deadline: shutting the runtime down and
+/// formatting the answer.
+const NETWORK_RESERVE: Duration = Duration::from_millis(15);
+
+pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error> {
+    let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
+    let target = PodTarget {
+        owner: &config.owner,
+        netns_of: config.netns_of,
+        reader: config.reader,
+        ports: &config.policy.ports,
+    };
+    let mut obs = Observations {
+        pod: observe::pod(target, deadline)?,
+        servers: Vec::new(),
+        consumers: Vec::new(),
+        client_age: None,
+        now_ms: 0,
+    };
+    let connections = connection::connections(
+        &obs.pod.scan.sockets,
+        &config.policy,
+        obs.pod.owned.as_ref(),
+    );
+
+    if verdict::needs_server(&connections, &config.policy) {
+        obs.servers = observe::servers(&config.servers, network_deadline)?;
+    }
+    let server_state =
+        (!obs.servers.is_empty()).then(|| match obs.servers.iter().any(|a| a.answer.is_nats()) {
+            true => ServerState::Answers,
+            false => ServerState::NotAnswering,
+        });
+
+    let mut judged = Vec::new();
+    if verdict::needs_consumers(&connections, &config.policy, config.consumers.len()) {
+        let dir = StateDir::open(config.state_dir.path.clone(), config.state_dir.explicit);
+        obs.consumers = observe::consumers(
+            &config.servers,
+            &config.auth,
+            &config.consumers,
+            dir.as_ref(),
+            network_deadline,
+        )?;
+        obs.now_ms = observe::now_ms();
+        let judgements: Vec<consumer::Judgement> = obs
+            .consumers
+            .iter()
+            .map(|c| {
+                let previous = c.previous.as_ref().and_then(Loaded::sample);
+                consumer::judge(&c.observed, previous, &config.consumer_policy, obs.now_ms)
+            })
+            .collect();
+        let outcomes: Vec<&consumer::Outcome> = judgements.iter().map(|j| &j.outcome).collect();
+        if verdict::needs_client_age(&outcomes) {
+            obs.client_age = Some(client_age(&obs.pod, &connections));
+        }
+        if let Ok(dir) = &dir {
+            let server = observe::state::server_key(&config.servers);
+            for (seen, j) in obs.consumers.iter_mut().zip(&judgements) {
+                if let Some(sample) = &j.sample {
+                    let key = observe::state::Key::new(&server, &seen.name);
+                    seen.state_problem = dir.store(&key, sample).err();
+                }
+            }
+        }
+        judged = obs
+            .consumers
+            .iter()
+            .zip(judgements)
+            .map(|(seen, j)| JudgedConsumer {
+                seen: seen.clone(),
+                outcome: verdict::excuse_young_client(j.outcome, j.window, obs.client_age),
+                window: j.window,
+            })
+            .collect();
+    }
+    let healths: Vec<_> = judged.iter().map(JudgedConsumer::health).collect();
+    let verdict = verdict::decide(&connections, server_state, &healths, &config.policy);
+    let servers: Vec<String> = config.servers.iter().map(ToString::to_string).collect();
+    Ok(crate::report::check::check(&CheckInput {
+        verdict,
+        policy: &config.policy,
+        connections: &connections,
+        observations: &obs,
+        servers: &servers,
+        consumers_configured: config.consumers.len(),
+        consumers: &judged,
+        verbose: config.verbose,
+    }))
+}
+
+/// The age of the youngest process holding a counted connection: with `--pid`/`--process`
+/// the named processes that hold one, else whoever holds one (a walk of /proc).
+fn client_age(pod: &Pod, connections: &Connections) -> Option<Duration> {
+    let pids: Vec<u32> = match &pod.owned {
+        Some(owned) => connections
+            .established
+            .iter()
+            .filter_map(|s| owned.get(&s.inode).copied())
+            .collect(),
+        None => {
+            let inodes: HashSet<u64> = connections.established.iter().map(|s| s.inode).collect();
+            observe::holders(&inodes)
+        }
+    };
+    observe::youngest(&pids)
+}

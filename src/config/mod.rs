@@ -1,0 +1,70 @@
+//! The plain configuration the command line produces: validated values, nothing left to parse,
+//! no flag names. The observation layer reads its parts (URLs, credentials, which sockets);
+//! the rules read their policies.
+
+mod auth;
+pub mod duration;
+mod url;
+
+pub use auth::{Auth, Secret};
+pub use url::{parse as parse_url, parse_list as parse_url_list, Scheme, ServerUrl, DEFAULT_PORT};
+
+use crate::facts::ConsumerName;
+use crate::rules;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Whose sockets count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// Every socket in the network namespace.
+    Anyone,
+    Pid(u32),
+    Name(String),
+}
+
+/// Which socket reader to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReaderChoice {
+    /// netlink sock_diag, falling back to /proc when netlink is refused.
+    #[default]
+    Auto,
+    Netlink,
+    Proc,
+}
+
+/// Where the consumers' previous samples are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateDirChoice {
+    pub path: PathBuf,
+    /// Chosen by the user (`--state-dir`), rather than the per-user default under $TMPDIR.
+    pub explicit: bool,
+}
+
+/// A validated `check`.
+#[derive(Debug, Clone)]
+pub struct CheckConfig {
+    pub policy: rules::connection::Policy,
+    pub servers: Vec<ServerUrl>,
+    pub consumers: Vec<ConsumerName>,
+    pub consumer_policy: rules::consumer::Policy,
+    pub state_dir: StateDirChoice,
+    pub auth: Auth,
+    pub owner: Owner,
+    pub netns_of: Option<u32>,
+    pub reader: ReaderChoice,
+    pub timeout: Duration,
+    pub json: bool,
+    pub verbose: bool,
+}
+
+/// A setting whose value can turn out wrong only when it is used; the command line knows its
+/// flag's name (`cli::flag`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Pid,
+    Process,
+    NetnsOf,
+    Creds,
+    Nkey,
+}

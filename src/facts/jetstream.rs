@@ -1,0 +1,216 @@
+//! What JetStream said about a consumer and its stream, and the previous sample kept between
+//! runs. Decoded from the server's raw JSON by the observation layer.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Nanoseconds since the Unix epoch, on the server's clock.
+pub type ServerTime = i128;
+
+/// `STREAM/DURABLE`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConsumerName {
+    pub stream: String,
+    pub durable: String,
+}
+
+impl fmt::Display for ConsumerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.stream, self.durable)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sequence {
+    pub consumer_seq: u64,
+    pub stream_seq: u64,
+    pub last_active: Option<ServerTime>,
+}
+
+/// How a consumer wants its messages acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckPolicy {
+    Explicit,
+    All,
+    None,
+}
+
+impl AckPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            AckPolicy::Explicit => "explicit",
+            AckPolicy::All => "all",
+            AckPolicy::None => "none",
+        }
+    }
+}
+
+/// What the probe needs from consumer info.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumerFacts {
+    pub stream: String,
+    pub name: String,
+    /// The consumer's creation time as the server wrote it: its identity across samples.
+    pub created: String,
+    /// Push consumers have a deliver subject; pull consumers do not.
+    pub deliver_subject: Option<String>,
+    pub deliver_group: Option<String>,
+    pub push_bound: bool,
+    pub num_pending: u64,
+    pub num_ack_pending: u64,
+    pub num_waiting: u64,
+    pub num_redelivered: u64,
+    pub ack_floor: Sequence,
+    pub delivered: Sequence,
+    pub ack_policy: AckPolicy,
+    pub ack_wait: Option<Duration>,
+    /// None: unlimited.
+    pub max_deliver: Option<u64>,
+    pub max_ack_pending: Option<i64>,
+    pub paused: bool,
+    /// The server's clock when it answered (2.10+).
+    pub ts: Option<ServerTime>,
+}
+
+impl ConsumerFacts {
+    pub fn push(&self) -> bool {
+        self.deliver_subject.is_some()
+    }
+
+    /// Messages this consumer still has to get through: not yet delivered, or delivered and
+    /// not yet acknowledged.
+    pub fn waiting(&self) -> u64 {
+        self.num_pending + self.num_ack_pending
+    }
+
+    /// `ts - t`, when the server gave both.
+    pub fn age(&self, t: Option<ServerTime>) -> Option<Duration> {
+        let ns = u64::try_from((self.ts? - t?).max(0)).ok()?;
+        Some(Duration::from_nanos(ns))
+    }
+}
+
+/// A stream's retention settings and where it now begins: what decides whether the server can
+/// delete a message a consumer has not acknowledged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamFacts {
+    /// `limits`, `interest` or `workqueue`.
+    pub retention: String,
+    /// `old` or `new`.
+    pub discard: String,
+    /// None: unlimited (the server's -1 or 0).
+    pub max_msgs: Option<u64>,
+    pub max_bytes: Option<u64>,
+    pub max_age: Option<Duration>,
+    pub max_msgs_per_subject: Option<u64>,
+    pub discard_new_per_subject: bool,
+    pub first_seq: u64,
+    pub last_seq: u64,
+}
+
+/// Why the server could not say how a consumer is: the consumer is not judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unknown {
+    /// The probe could not connect.
+    Unreachable(String),
+    /// The server refused the probe's credentials.
+    Credentials,
+    /// The probe's user may not ask (a permissions violation on the request's subject).
+    NotPermitted(String),
+    /// Nothing came back before the deadline.
+    Deadline,
+    /// The request went out and JetStream did not answer in time.
+    JetStreamTimeout,
+    /// No responders: JetStream is off for this account, or not ready.
+    NoResponders,
+    /// 10008: JetStream temporarily unavailable (an election).
+    TemporarilyUnavailable,
+    /// Anything else: an unexpected API error or answer.
+    Failed(String),
+}
+
+impl Unknown {
+    /// A word for scripts (the JSON `not_judged` field).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Unknown::Unreachable(_) => "unreachable",
+            Unknown::Credentials | Unknown::NotPermitted(_) => "not_permitted",
+            Unknown::Deadline | Unknown::JetStreamTimeout => "timeout",
+            Unknown::NoResponders | Unknown::TemporarilyUnavailable => "jetstream_unavailable",
+            Unknown::Failed(_) => "failed",
+        }
+    }
+}
+
+impl fmt::Display for Unknown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unknown::Unreachable(why) => write!(f, "server unreachable: {why}"),
+            Unknown::Credentials => {
+                f.write_str("authorization error: the server refused the probe's credentials")
+            }
+            Unknown::NotPermitted(subject) => write!(
+                f,
+                "not permitted: the server refused the probe's request on {subject} (permissions violation)"
+            ),
+            Unknown::Deadline => f.write_str("no answer before the deadline"),
+            Unknown::JetStreamTimeout => f.write_str("JetStream did not answer before the deadline"),
+            Unknown::NoResponders => {
+                f.write_str("JetStream is not answering (no responders: disabled, or not ready)")
+            }
+            Unknown::TemporarilyUnavailable => {
+                f.write_str("JetStream temporarily unavailable (10008)")
+            }
+            Unknown::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// One consumer as the server described it.
+// A few of these live for one run: boxing the common variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed {
+    Found {
+        facts: ConsumerFacts,
+        /// Fetched only when work is waiting (what retention may do to it matters then).
+        stream: Option<StreamFacts>,
+    },
+    StreamMissing,
+    ConsumerMissing,
+    /// The server could not say.
+    NotJudged(Unknown),
+}
+
+/// One consumer's previous observation, kept between runs in the state dir.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The consumer's creation time: a recreated consumer is not the same one.
+    pub created: String,
+    pub floor_consumer_seq: u64,
+    pub floor_stream_seq: u64,
+    /// Local clock, ms since the epoch: when real progress, or no work at all, was last seen
+    /// (or the first sample, which cannot tell).
+    pub progress_at_ms: i64,
+    pub seen_at_ms: i64,
+}
+
+/// What was found where a consumer's previous sample should be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loaded {
+    Sample(Sample),
+    Missing,
+    /// Unreadable, not JSON, or a symlink.
+    Corrupt(String),
+    /// Another key (or format version) in this file.
+    Foreign,
+}
+
+impl Loaded {
+    pub fn sample(&self) -> Option<&Sample> {
+        match self {
+            Loaded::Sample(s) => Some(s),
+            _ => None,
+        }
+    }
+}

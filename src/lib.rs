@@ -1,0 +1,24 @@
+//! natsprobe: a liveness probe for NATS clients, as a library with a thin binary.
+//!
+//! The layers (ARCHITECTURE.md), each a folder:
+//! - [`cli`]: clap definitions and validation, the only place that knows flag names;
+//! - [`config`]: the plain configuration the command line produces;
+//! - [`facts`]: plain observed values, the vocabulary between observation and rules;
+//! - [`observe`]: all I/O (socket and process tables, servers, JetStream, state, clock);
+//! - [`rules`]: pure verdicts from facts, policy, the previous sample and `now`;
+//! - [`report`]: typed reports, their JSON and their words;
+//! - [`commands`]: each command composing the above.
+//!
+//! Plumbing: [`deadline`] (the run's SIGALRM deadline), [`exit`] (the exit codes) and
+//! [`error`] (runs that end without a verdict).
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod deadline;
+pub mod error;
+pub mod exit;
+pub mod facts;
+pub mod observe;
+pub mod report;
+pub mod rules;

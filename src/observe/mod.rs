@@ -1,0 +1,177 @@
+//! Observation: all I/O. Reads the pod's socket and process tables, asks servers and
+//! JetStream, reads and keeps samples, reads the clock; returns plain facts (`crate::facts`).
+//! It knows no flags and makes no verdict: what to ask, and when, the command decides with the
+//! rules. Each function here is one observation; `Observations` holds a run's worth of them.
+
+pub mod jetstream;
+pub mod nats;
+pub mod server;
+pub mod sockets;
+pub mod state;
+
+use crate::config::{Auth, Owner, ReaderChoice, ServerUrl, Setting};
+use crate::error::Error;
+use crate::facts::{ConsumerName, Loaded, Observed, Process, ServerAnswer, SocketScan};
+use sockets::owner::{self, OwnerError};
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Everything one run observed. Filled lazily, in the order the rules ask for it: the common
+/// path is one socket read; the servers and JetStream are asked only when the verdict needs
+/// them (an empty list means "not asked").
+#[derive(Debug, Clone)]
+pub struct Observations {
+    pub pod: Pod,
+    /// What each server URL said, in order.
+    pub servers: Vec<ServerAnswer>,
+    /// Each consumer asked about, in order, with its previous sample.
+    pub consumers: Vec<ConsumerSeen>,
+    /// The age of the youngest process holding the counted connections: outer None when not
+    /// read, inner None when unreadable.
+    pub client_age: Option<Option<Duration>>,
+    /// Local clock at the consumers' observation, ms since the epoch.
+    pub now_ms: i64,
+}
+
+/// This pod's side: whose sockets count, and the socket table.
+#[derive(Debug, Clone)]
+pub struct Pod {
+    /// The processes named by PID or name; empty when anyone's sockets count.
+    pub processes: Vec<Process>,
+    /// Socket inode → the named process holding it; None when anyone's sockets count.
+    pub owned: Option<HashMap<u64, u32>>,
+    pub scan: SocketScan,
+    /// The network namespace read, when another process's.
+    pub netns_of: Option<u32>,
+}
+
+/// One consumer as the server described it, and what the state dir held for it.
+#[derive(Debug, Clone)]
+pub struct ConsumerSeen {
+    pub name: ConsumerName,
+    pub observed: Observed,
+    /// None when the state dir could not be used.
+    pub previous: Option<Loaded>,
+    /// Why samples cannot be kept, when they cannot.
+    pub state_problem: Option<String>,
+}
+
+/// Which sockets to read: whose, from which namespace, with which reader, to which ports.
+#[derive(Debug, Clone, Copy)]
+pub struct PodTarget<'a> {
+    pub owner: &'a Owner,
+    pub netns_of: Option<u32>,
+    pub reader: ReaderChoice,
+    pub ports: &'a [u16],
+}
+
+/// The named processes, their sockets, and the socket table. The descriptors are read before
+/// the table, so a PID that does not exist is reported as such rather than as "no connection".
+pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
+    use crate::deadline::{set_phase, Phase};
+    set_phase(Phase::LookingUpProcess);
+    let processes = match target.owner {
+        Owner::Anyone => Vec::new(),
+        Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| owner_error(Setting::Pid, e))?],
+        Owner::Name(name) => {
+            owner::processes_named(name).map_err(|e| owner_error(Setting::Process, e))?
+        }
+    };
+    let owned = match target.owner {
+        Owner::Anyone => None,
+        _ => {
+            set_phase(Phase::ReadingDescriptors);
+            let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+            let setting = match target.owner {
+                Owner::Pid(_) => Setting::Pid,
+                _ => Setting::Process,
+            };
+            Some(owner::socket_inodes(&pids).map_err(|e| owner_error(setting, e))?)
+        }
+    };
+    if let Some(pid) = target.netns_of {
+        owner::process(pid).map_err(|e| owner_error(Setting::NetnsOf, e))?;
+    }
+    set_phase(Phase::ReadingSockets);
+    let scan = sockets::scan(target.ports, target.netns_of, target.reader, deadline)
+        .map_err(|e| Error::CannotEvaluate(format!("cannot read the socket table: {e}")))?;
+    Ok(Pod {
+        processes,
+        owned,
+        scan,
+        netns_of: target.netns_of,
+    })
+}
+
+/// Asks every server URL whether NATS answers (its INFO line), at once.
+pub fn servers(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerAnswer>, Error> {
+    crate::deadline::set_phase(crate::deadline::Phase::AskingServer);
+    server::ask_blocking(urls, deadline).map_err(Error::CannotEvaluate)
+}
+
+/// Asks JetStream about every consumer on one connection, and loads each one's previous
+/// sample from the state dir.
+pub fn consumers(
+    urls: &[ServerUrl],
+    auth: &Auth,
+    names: &[ConsumerName],
+    state: Result<&state::StateDir, &String>,
+    deadline: Instant,
+) -> Result<Vec<ConsumerSeen>, Error> {
+    crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
+    let observed = nats::observe(urls, auth, names, deadline).map_err(|e| match e {
+        nats::SetupError::File {
+            setting,
+            path,
+            problem,
+        } => Error::Setting {
+            setting,
+            path: Some(path),
+            problem,
+        },
+        nats::SetupError::Runtime(m) => Error::CannotEvaluate(m),
+    })?;
+    crate::deadline::set_phase(crate::deadline::Phase::ComparingSamples);
+    let server = state::server_key(urls);
+    Ok(names
+        .iter()
+        .zip(observed)
+        .map(|(name, observed)| ConsumerSeen {
+            previous: state.ok().map(|d| d.load(&state::Key::new(&server, name))),
+            state_problem: state.err().cloned(),
+            name: name.clone(),
+            observed,
+        })
+        .collect())
+}
+
+/// How long ago the youngest of `pids` started; None when none can be read.
+pub fn youngest(pids: &[u32]) -> Option<Duration> {
+    pids.iter().filter_map(|&pid| owner::age(pid)).min()
+}
+
+/// The processes (other than this one) holding any of `inodes`: a walk of /proc.
+pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
+    owner::holders(inodes)
+}
+
+/// The local clock, ms since the epoch: the one wall-clock reading a run makes.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn owner_error(setting: Setting, e: OwnerError) -> Error {
+    match e {
+        OwnerError::NoSuchPid(_) | OwnerError::NoSuchName(_) => Error::Setting {
+            setting,
+            path: None,
+            problem: e.to_string(),
+        },
+        OwnerError::Unreadable { .. } => Error::CannotEvaluate(format!(
+            "{e} (the probe must run as the client's user, or with CAP_SYS_PTRACE)"
+        )),
+    }
+}

@@ -1,0 +1,410 @@
+//! The NATS edge: one connection with the pod's credentials (async-nats on the network
+//! runtime), every consumer asked at once on it, then every stream whose retention matters,
+//! all inside the deadline. Each consumer gets its own outcome: one that times out, is not
+//! permitted or is absent leaves the others' answers intact. What cannot be learnt becomes
+//! `Observed::NotJudged` with its kind.
+
+use super::jetstream::{self, ApiError, ParseError};
+use super::server;
+use crate::config::{Auth, ServerUrl, Setting};
+use crate::facts::{ConsumerName, Observed, StreamFacts, Unknown};
+use async_nats::{ConnectErrorKind, ConnectOptions, Event, RequestErrorKind, ServerError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// Why the edge could not even start.
+#[derive(Debug)]
+pub enum SetupError {
+    /// A credentials file given in the configuration is unusable: a configuration error.
+    File {
+        setting: Setting,
+        path: PathBuf,
+        problem: String,
+    },
+    Runtime(String),
+}
+
+/// Observes every consumer: one entry per name, in order.
+pub fn observe(
+    servers: &[ServerUrl],
+    auth: &Auth,
+    consumers: &[ConsumerName],
+    deadline: Instant,
+) -> Result<Vec<Observed>, SetupError> {
+    server::on_network_runtime(observe_all(servers, auth, consumers, deadline))
+        .map_err(SetupError::Runtime)?
+}
+
+async fn observe_all(
+    servers: &[ServerUrl],
+    auth: &Auth,
+    consumers: &[ConsumerName],
+    deadline: Instant,
+) -> Result<Vec<Observed>, SetupError> {
+    let every = |why: Unknown| {
+        consumers
+            .iter()
+            .map(|_| Observed::NotJudged(why.clone()))
+            .collect()
+    };
+    let denied = Arc::new(Denied::default());
+    let options = options(servers, auth, deadline, Arc::clone(&denied)).await?;
+    // The URLs as given minus their userinfo, which went into the options above.
+    let addrs: Vec<String> = servers.iter().map(ServerUrl::to_string).collect();
+    let client = match tokio::time::timeout_at(deadline.into(), options.connect(addrs)).await {
+        Err(_) => return Ok(every(Unknown::Deadline)),
+        Ok(Err(e)) => return Ok(every(connect_error(e.kind(), &e.to_string()))),
+        Ok(Ok(client)) => client,
+    };
+
+    // Every consumer info at once.
+    let subjects: Vec<String> = consumers
+        .iter()
+        .map(|n| format!("$JS.API.CONSUMER.INFO.{}.{}", n.stream, n.durable))
+        .collect();
+    let infos = ask_all(&client, subjects, &denied, deadline).await;
+    let mut observed: Vec<Observed> = infos
+        .into_iter()
+        .map(|answer| match answer {
+            Err(why) => Observed::NotJudged(why),
+            Ok(body) => match jetstream::parse_consumer_info(&body) {
+                Ok(facts) => Observed::Found {
+                    facts,
+                    stream: None,
+                },
+                Err(e) => classify(e),
+            },
+        })
+        .collect();
+
+    // Then the info of every stream where work waits: what its retention can do to that work
+    // matters only then. A stream that cannot be read leaves its consumers judged without it.
+    let mut wanted: Vec<String> = observed
+        .iter()
+        .filter_map(|o| match o {
+            Observed::Found { facts, .. } if needs_stream(facts) => Some(facts.stream.clone()),
+            _ => None,
+        })
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    let subjects = wanted
+        .iter()
+        .map(|s| format!("$JS.API.STREAM.INFO.{s}"))
+        .collect();
+    let streams: HashMap<String, StreamFacts> = wanted
+        .into_iter()
+        .zip(ask_all(&client, subjects, &denied, deadline).await)
+        .filter_map(|(name, answer)| {
+            let facts = jetstream::parse_stream_info(&answer.ok()?).ok()?;
+            Some((name, facts))
+        })
+        .collect();
+    for o in &mut observed {
+        if let Observed::Found { facts, stream } = o {
+            if needs_stream(facts) {
+                *stream = streams.get(&facts.stream).cloned();
+            }
+        }
+    }
+    Ok(observed)
+}
+
+fn needs_stream(facts: &crate::facts::ConsumerFacts) -> bool {
+    let unbound = facts.push() && !facts.push_bound;
+    facts.waiting() > 0 && !facts.paused && !unbound
+}
+
+/// Sends every request at once and waits for each answer until `deadline`; answers come back
+/// in the subjects' order.
+async fn ask_all(
+    client: &async_nats::Client,
+    subjects: Vec<String>,
+    denied: &Arc<Denied>,
+    deadline: Instant,
+) -> Vec<Result<Vec<u8>, Unknown>> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let count = subjects.len();
+    for (i, subject) in subjects.into_iter().enumerate() {
+        let (client, denied) = (client.clone(), Arc::clone(denied));
+        tasks.spawn(async move { (i, ask(client, subject, denied, deadline).await) });
+    }
+    let mut answers: Vec<Result<Vec<u8>, Unknown>> = vec![Err(Unknown::Deadline); count];
+    while let Some(done) = tasks.join_next().await {
+        if let Ok((i, answer)) = done {
+            answers[i] = answer;
+        }
+    }
+    answers
+}
+
+async fn ask(
+    client: async_nats::Client,
+    subject: String,
+    denied: Arc<Denied>,
+    deadline: Instant,
+) -> Result<Vec<u8>, Unknown> {
+    let request = client.request(subject.clone(), "".into());
+    tokio::select! {
+        answer = tokio::time::timeout_at(deadline.into(), request) => match answer {
+            Err(_) => Err(Unknown::Deadline),
+            Ok(Ok(message)) => Ok(message.payload.to_vec()),
+            Ok(Err(e)) => Err(match e.kind() {
+                RequestErrorKind::NoResponders => Unknown::NoResponders,
+                RequestErrorKind::TimedOut => Unknown::JetStreamTimeout,
+                _ => Unknown::Failed(format!("request failed: {e}")),
+            }),
+        },
+        // The server answers a request the user may not send with an error on the
+        // connection, never on the request: without this it would wait for the deadline.
+        () = denied.wait_for(&subject) => Err(Unknown::NotPermitted(subject)),
+    }
+}
+
+/// The subjects the server refused with a permissions violation, as they arrive.
+#[derive(Default)]
+struct Denied {
+    subjects: Mutex<Vec<String>>,
+    changed: Notify,
+}
+
+impl Denied {
+    fn add(&self, subject: String) {
+        self.subjects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(subject);
+        self.changed.notify_waiters();
+    }
+
+    fn covers(&self, subject: &str) -> bool {
+        let subjects = self.subjects.lock().unwrap_or_else(|e| e.into_inner());
+        // A refused subscription (the reply inbox) refuses every request.
+        subjects
+            .iter()
+            .any(|s| s == subject || s.starts_with("_INBOX."))
+    }
+
+    async fn wait_for(&self, subject: &str) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.covers(subject) {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+/// The subject of `Permissions Violation for Publish to "X"` (or `Subscription to "X"`), as
+/// nats-server words it (client.go).
+fn violation_subject(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("permissions violation for") {
+        return None;
+    }
+    let start = text.find(" to \"")? + 5;
+    let end = start + text[start..].find('"')?;
+    Some(text[start..end].to_string())
+}
+
+async fn options(
+    servers: &[ServerUrl],
+    auth: &Auth,
+    deadline: Instant,
+    denied: Arc<Denied>,
+) -> Result<ConnectOptions, SetupError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let mut o = ConnectOptions::new()
+        .name("natsprobe")
+        .connection_timeout(left)
+        .request_timeout(Some(left))
+        .ignore_discovered_servers()
+        .event_callback(move |event| {
+            let denied = Arc::clone(&denied);
+            async move {
+                if let Event::ServerError(ServerError::Other(text)) = event {
+                    if let Some(subject) = violation_subject(&text) {
+                        denied.add(subject);
+                    }
+                }
+            }
+        });
+    if let Some(path) = &auth.creds {
+        o = o
+            .credentials_file(path)
+            .await
+            .map_err(|e| file_error(Setting::Creds, path, e.kind().to_string()))?;
+    } else if let Some(path) = &auth.nkey {
+        o = o.nkey(read_seed(path)?);
+    } else if let (Some(user), Some(password)) = (&auth.user, &auth.password) {
+        o = o.user_and_password(user.clone(), password.0.clone());
+    } else if let Some(token) = &auth.token {
+        o = o.token(token.0.clone());
+    } else if let Some(userinfo) = servers.iter().find_map(|s| s.userinfo.as_deref()) {
+        // Credentials in the URL, as the nats CLI takes them.
+        o = match userinfo.split_once(':') {
+            Some((user, password)) => {
+                o.user_and_password(percent_decode(user), percent_decode(password))
+            }
+            None => o.token(percent_decode(userinfo)),
+        };
+    }
+    if let Some(ca) = &auth.tls_ca {
+        o = o.add_root_certificates(ca.clone());
+    }
+    if let (Some(cert), Some(key)) = (&auth.tls_cert, &auth.tls_key) {
+        o = o.add_client_certificate(cert.clone(), key.clone());
+    }
+    if auth.tls_ca.is_some() || auth.tls_cert.is_some() {
+        o = o.require_tls(true);
+    }
+    Ok(o)
+}
+
+fn file_error(setting: Setting, path: &Path, problem: String) -> SetupError {
+    SetupError::File {
+        setting,
+        path: path.to_path_buf(),
+        problem,
+    }
+}
+
+/// An nkey seed file: the seed on its own line (`SU...`, 58 characters). Its content never
+/// appears in a message.
+fn read_seed(path: &Path) -> Result<String, SetupError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| file_error(Setting::Nkey, path, e.kind().to_string()))?;
+    text.lines()
+        .map(str::trim)
+        .find(|l| {
+            l.len() == 58 && l.starts_with('S') && l.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+        .map(str::to_string)
+        .ok_or_else(|| file_error(Setting::Nkey, path, "the file holds no nkey seed".into()))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn classify(e: ParseError) -> Observed {
+    match e {
+        ParseError::Api(ApiError {
+            err_code: ApiError::STREAM_NOT_FOUND,
+            ..
+        }) => Observed::StreamMissing,
+        ParseError::Api(ApiError {
+            err_code: ApiError::CONSUMER_NOT_FOUND,
+            ..
+        }) => Observed::ConsumerMissing,
+        ParseError::Api(ApiError {
+            err_code: ApiError::TEMPORARILY_UNAVAILABLE,
+            ..
+        }) => Observed::NotJudged(Unknown::TemporarilyUnavailable),
+        other => Observed::NotJudged(Unknown::Failed(other.to_string())),
+    }
+}
+
+fn connect_error(kind: ConnectErrorKind, text: &str) -> Unknown {
+    match kind {
+        ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
+            Unknown::Credentials
+        }
+        ConnectErrorKind::TimedOut => Unknown::Unreachable("connect timed out".into()),
+        _ => Unknown::Unreachable(text.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_userinfo_is_percent_decoded() {
+        assert_eq!(percent_decode("p%40ss%3Aw0rd"), "p@ss:w0rd");
+        assert_eq!(percent_decode("plain"), "plain");
+        assert_eq!(percent_decode("100%"), "100%");
+    }
+
+    #[test]
+    fn api_errors_become_observations() {
+        let api = |code| {
+            ParseError::Api(ApiError {
+                code: 404,
+                err_code: code,
+                description: "x".into(),
+            })
+        };
+        assert_eq!(classify(api(10059)), Observed::StreamMissing);
+        assert_eq!(classify(api(10014)), Observed::ConsumerMissing);
+        assert_eq!(
+            classify(api(10008)),
+            Observed::NotJudged(Unknown::TemporarilyUnavailable)
+        );
+        assert!(matches!(
+            classify(api(10039)),
+            Observed::NotJudged(Unknown::Failed(_))
+        ));
+    }
+
+    #[test]
+    fn permission_violations_name_their_subject() {
+        assert_eq!(
+            violation_subject(
+                r#"Permissions Violation for Publish to "$JS.API.CONSUMER.INFO.B.y""#
+            )
+            .as_deref(),
+            Some("$JS.API.CONSUMER.INFO.B.y")
+        );
+        assert_eq!(
+            violation_subject(r#"permissions violation for subscription to "_INBOX.abc.*""#)
+                .as_deref(),
+            Some("_INBOX.abc.*")
+        );
+        assert_eq!(violation_subject("maximum payload exceeded"), None);
+    }
+
+    #[test]
+    fn a_seed_file_is_checked_without_showing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.nk");
+        let seed = format!("S{}", "A".repeat(57));
+        std::fs::write(&good, format!("{seed}\n")).unwrap();
+        assert_eq!(read_seed(&good).unwrap(), seed);
+        let bad = dir.path().join("bad.nk");
+        std::fs::write(&bad, "not-a-seed-but-a-s3cret\n").unwrap();
+        let Err(SetupError::File { problem, .. }) = read_seed(&bad) else {
+            panic!("a bad seed file is an error");
+        };
+        assert!(
+            problem.contains("holds no nkey seed") && !problem.contains("s3cret"),
+            "{problem}"
+        );
+    }
+}

@@ -1,0 +1,354 @@
+//! The `check` report: what the verdict rests on, as typed structs that serialize to the JSON
+//! document (`schema_version` 1, README "JSON") and carry the human line and `-v` lines.
+
+use super::human;
+use crate::facts::{ConsumerFacts, Observed, Socket, StreamFacts};
+use crate::observe::{ConsumerSeen, Observations};
+use crate::rules::check::{ConsumerHealth, Health, Verdict};
+use crate::rules::connection::{Connections, Policy, WhenServerDown};
+use crate::rules::consumer::{Evidence, Fault, Healthy, Outcome, Window};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Bumped when a field changes meaning or goes away; adding a field does not bump it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything the check's report is made from.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckInput<'a> {
+    pub verdict: Verdict,
+    pub policy: &'a Policy,
+    pub connections: &'a Connections,
+    pub observations: &'a Observations,
+    /// The servers as shown (never with userinfo), whether or not they were asked.
+    pub servers: &'a [String],
+    /// How many consumers were configured (they are not asked without a connection).
+    pub consumers_configured: usize,
+    pub consumers: &'a [JudgedConsumer],
+    /// With the matching sockets listed (`-v`).
+    pub verbose: bool,
+}
+
+/// One consumer: what was seen, and what the rules (with the pod's policy) made of it.
+#[derive(Debug, Clone)]
+pub struct JudgedConsumer {
+    pub seen: ConsumerSeen,
+    pub outcome: Outcome,
+    pub window: Option<Window>,
+}
+
+impl JudgedConsumer {
+    pub fn health(&self) -> ConsumerHealth {
+        match self.outcome {
+            Outcome::Healthy(_) => ConsumerHealth::Healthy,
+            Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
+            Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub schema_version: u32,
+    pub command: &'static str,
+    /// `healthy` or `unhealthy`.
+    pub verdict: &'static str,
+    /// The human line without its verdict word.
+    pub summary: String,
+    pub connection: ConnectionSection,
+    pub server: Option<ServerSection>,
+    pub consumers: Vec<ConsumerSection>,
+    #[serde(skip)]
+    pub health: Health,
+    /// The one line for the kubelet's events.
+    #[serde(skip)]
+    pub line: String,
+    /// The `-v` lines under it.
+    #[serde(skip)]
+    pub details: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectionSection {
+    pub ports: Vec<u16>,
+    pub remotes: Vec<String>,
+    pub min_connections: usize,
+    pub established: usize,
+    pub other_states: BTreeMap<&'static str, usize>,
+    pub processes: Vec<ProcessJson>,
+    pub netns_of: Option<u32>,
+    pub reader: &'static str,
+    pub reader_fallback: Option<String>,
+    pub skipped_lines: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sockets: Option<Vec<SocketJson>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessJson {
+    pub pid: u32,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SocketJson {
+    pub state: &'static str,
+    pub local: String,
+    pub remote: String,
+    pub uid: u32,
+    pub inode: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerSection {
+    pub urls: Vec<String>,
+    pub asked: bool,
+    pub answers: Vec<AnswerJson>,
+    pub when_server_down: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AnswerJson {
+    pub url: String,
+    pub answer: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerSection {
+    pub name: String,
+    pub stream: String,
+    pub durable: String,
+    /// `healthy`, `unhealthy` or `not_judged`.
+    pub verdict: &'static str,
+    /// Why it was not judged: `unreachable`, `not_permitted`, `timeout`,
+    /// `jetstream_unavailable` or `failed`.
+    pub not_judged: Option<&'static str>,
+    pub summary: String,
+    pub window_ms: Option<u64>,
+    pub window_raised_for_ack_wait_ms: Option<u64>,
+    pub no_progress_ms: Option<u64>,
+    pub evidence: Option<&'static str>,
+    pub facts: Option<ConsumerFactsJson>,
+    pub stream_facts: Option<StreamFactsJson>,
+    pub previous_sample: Option<String>,
+    pub state_problem: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerFactsJson {
+    pub push: bool,
+    pub deliver_subject: Option<String>,
+    pub deliver_group: Option<String>,
+    pub push_bound: bool,
+    pub num_pending: u64,
+    pub num_ack_pending: u64,
+    pub num_waiting: u64,
+    pub num_redelivered: u64,
+    pub ack_floor: SequenceJson,
+    pub delivered: SequenceJson,
+    pub ack_policy: &'static str,
+    pub ack_wait_ms: Option<u64>,
+    pub max_deliver: Option<u64>,
+    pub max_ack_pending: Option<i64>,
+    pub paused: bool,
+    /// Whether the server sent its clock (`ts`, 2.10+).
+    pub server_ts: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SequenceJson {
+    pub consumer_seq: u64,
+    pub stream_seq: u64,
+    pub last_active_ago_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamFactsJson {
+    pub retention: String,
+    pub discard: String,
+    pub max_msgs: Option<u64>,
+    pub max_bytes: Option<u64>,
+    pub max_age_ms: Option<u64>,
+    pub max_msgs_per_subject: Option<u64>,
+    pub first_seq: u64,
+    pub last_seq: u64,
+}
+
+pub fn check(input: &CheckInput) -> CheckReport {
+    let pod = &input.observations.pod;
+    let c = input.connections;
+    let sockets = input.verbose.then(|| {
+        c.established
+            .iter()
+            .chain(&c.others)
+            .map(socket_json)
+            .collect()
+    });
+    let answers = &input.observations.servers;
+    let server = (!input.servers.is_empty()).then(|| ServerSection {
+        urls: input.servers.to_vec(),
+        asked: !answers.is_empty(),
+        answers: answers
+            .iter()
+            .map(|a| AnswerJson {
+                url: a.url.clone(),
+                answer: a.answer.kind(),
+                detail: a.answer.to_string(),
+            })
+            .collect(),
+        when_server_down: match input.policy.when_server_down {
+            WhenServerDown::Pass => "pass",
+            WhenServerDown::Fail => "fail",
+        },
+    });
+    CheckReport {
+        schema_version: SCHEMA_VERSION,
+        command: "check",
+        verdict: health_word(input.verdict.health),
+        summary: human::summary(input),
+        connection: ConnectionSection {
+            ports: input.policy.ports.clone(),
+            remotes: input.policy.remotes.iter().map(|r| r.to_string()).collect(),
+            min_connections: input.policy.min_connections,
+            established: c.established.len(),
+            other_states: c
+                .other_states()
+                .into_iter()
+                .map(|(s, n)| (s.name(), n))
+                .collect(),
+            processes: pod
+                .processes
+                .iter()
+                .map(|p| ProcessJson {
+                    pid: p.pid,
+                    name: p.name.clone(),
+                })
+                .collect(),
+            netns_of: pod.netns_of,
+            reader: pod.scan.reader.name(),
+            reader_fallback: pod.scan.fallback.clone(),
+            skipped_lines: pod.scan.skipped_lines,
+            sockets,
+        },
+        server,
+        consumers: input.consumers.iter().map(consumer_section).collect(),
+        health: input.verdict.health,
+        line: human::line(input),
+        details: human::details(input),
+    }
+}
+
+pub fn health_word(health: Health) -> &'static str {
+    match health {
+        Health::Healthy => "healthy",
+        Health::Unhealthy => "unhealthy",
+    }
+}
+
+fn socket_json(s: &Socket) -> SocketJson {
+    SocketJson {
+        state: s.state.name(),
+        local: s.local.to_string(),
+        remote: s.remote.to_string(),
+        uid: s.uid,
+        inode: s.inode,
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
+    let (facts, stream) = match &r.seen.observed {
+        Observed::Found { facts, stream } => {
+            (Some(facts_json(facts)), stream.as_ref().map(stream_json))
+        }
+        _ => (None, None),
+    };
+    let (stalled, evidence) = match &r.outcome {
+        Outcome::Healthy(Healthy::Progressing { since, evidence }) => {
+            (Some(*since), Some(*evidence))
+        }
+        Outcome::Unhealthy(Fault::Stalled {
+            stalled, evidence, ..
+        }) => (Some(*stalled), Some(*evidence)),
+        Outcome::Unhealthy(Fault::Retention { stalled, .. }) => {
+            (Some(*stalled), Some(Evidence::Samples))
+        }
+        Outcome::Healthy(
+            Healthy::YoungClient { stalled, .. } | Healthy::ClientAgeUnknown { stalled },
+        ) => (Some(*stalled), None),
+        _ => (None, None),
+    };
+    ConsumerSection {
+        name: r.seen.name.to_string(),
+        stream: r.seen.name.stream.clone(),
+        durable: r.seen.name.durable.clone(),
+        verdict: match r.health() {
+            ConsumerHealth::Healthy => "healthy",
+            ConsumerHealth::Unhealthy => "unhealthy",
+            ConsumerHealth::NotJudged => "not_judged",
+        },
+        not_judged: match &r.outcome {
+            Outcome::NotJudged(why) => Some(why.kind()),
+            _ => None,
+        },
+        summary: human::consumer_phrase(r),
+        window_ms: r.window.map(|w| millis(w.duration)),
+        window_raised_for_ack_wait_ms: r.window.and_then(|w| w.raised_for_ack_wait).map(millis),
+        no_progress_ms: stalled.map(millis),
+        evidence: evidence.map(|e| match e {
+            Evidence::LastActive => "last_active",
+            Evidence::Samples => "samples",
+        }),
+        facts,
+        stream_facts: stream,
+        previous_sample: r.seen.previous.as_ref().map(human::describe_previous),
+        state_problem: r.seen.state_problem.clone(),
+    }
+}
+
+fn facts_json(f: &ConsumerFacts) -> ConsumerFactsJson {
+    ConsumerFactsJson {
+        push: f.push(),
+        deliver_subject: f.deliver_subject.clone(),
+        deliver_group: f.deliver_group.clone(),
+        push_bound: f.push_bound,
+        num_pending: f.num_pending,
+        num_ack_pending: f.num_ack_pending,
+        num_waiting: f.num_waiting,
+        num_redelivered: f.num_redelivered,
+        ack_floor: SequenceJson {
+            consumer_seq: f.ack_floor.consumer_seq,
+            stream_seq: f.ack_floor.stream_seq,
+            last_active_ago_ms: f.age(f.ack_floor.last_active).map(millis),
+        },
+        delivered: SequenceJson {
+            consumer_seq: f.delivered.consumer_seq,
+            stream_seq: f.delivered.stream_seq,
+            last_active_ago_ms: f.age(f.delivered.last_active).map(millis),
+        },
+        ack_policy: f.ack_policy.name(),
+        ack_wait_ms: f.ack_wait.map(millis),
+        max_deliver: f.max_deliver,
+        max_ack_pending: f.max_ack_pending,
+        paused: f.paused,
+        server_ts: f.ts.is_some(),
+    }
+}
+
+fn stream_json(s: &StreamFacts) -> StreamFactsJson {
+    StreamFactsJson {
+        retention: s.retention.clone(),
+        discard: s.discard.clone(),
+        max_msgs: s.max_msgs,
+        max_bytes: s.max_bytes,
+        max_age_ms: s.max_age.map(millis),
+        max_msgs_per_subject: s.max_msgs_per_subject,
+        first_seq: s.first_seq,
+        last_seq: s.last_seq,
+    }
+}

@@ -1,0 +1,449 @@
+//! The human words: the one verdict line the kubelet keeps in events, and the `-v` lines.
+//! Formatters return strings; `main` writes them.
+
+use super::check::{CheckInput, JudgedConsumer};
+use crate::facts::{unmap, Loaded, Observed, Socket};
+use crate::rules::check::{ConsumerHealth, Health, Reason};
+use crate::rules::consumer::{Evidence, Fault, Healthy, Outcome, Window};
+use std::fmt::Write;
+
+/// The kubelet cuts event messages at 1024 characters and operators read them in
+/// `kubectl describe`: the verdict line stays under 300.
+pub const MAX_LINE: usize = 299;
+
+/// Sockets listed with `-v`: enough to see what is there, far inside the kubelet's 10 KiB.
+const MAX_LISTED: usize = 50;
+
+/// The verdict first, then the evidence.
+pub fn line(report: &CheckInput) -> String {
+    let verdict = match report.verdict.health {
+        Health::Healthy => "healthy",
+        Health::Unhealthy => "unhealthy",
+    };
+    clip(format!("{verdict}: {}", summary(report)))
+}
+
+pub fn summary(report: &CheckInput) -> String {
+    let c = report.connections;
+    match report.verdict.reason {
+        Reason::Connected => {
+            // Each peer once: a client with several connections to one server names it once.
+            let mut peers: Vec<String> = c.established.iter().map(peer).collect();
+            peers.sort();
+            peers.dedup();
+            let mut text = format!("{} ({})", connections(report), list(&peers, 3));
+            for r in report.consumers {
+                let _ = write!(text, "; consumer {} {}", r.seen.name, consumer_phrase(r));
+            }
+            text
+        }
+        Reason::ConsumerFault | Reason::ConsumerNotJudged => {
+            // The consumers that fail the verdict (or could not be judged) first: they are
+            // why the line exists; the connection that is fine comes after.
+            let wanted = match report.verdict.reason {
+                Reason::ConsumerFault => ConsumerHealth::Unhealthy,
+                _ => ConsumerHealth::NotJudged,
+            };
+            let parts: Vec<String> = report
+                .consumers
+                .iter()
+                .filter(|r| r.health() == wanted)
+                .map(|r| match &r.outcome {
+                    Outcome::NotJudged(_) => {
+                        format!("consumer {} {}", r.seen.name, consumer_phrase(r))
+                    }
+                    _ => format!("consumer {}: {}", r.seen.name, consumer_phrase(r)),
+                })
+                .collect();
+            let fail =
+                wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
+            let policy = if fail {
+                " (--when-server-down fail)"
+            } else {
+                ""
+            };
+            format!("{}{policy}; {}", parts.join("; "), connections(report))
+        }
+        Reason::NotConnected => {
+            let min = report.policy.min_connections;
+            let required = if min > 1 {
+                format!(", {min} required")
+            } else {
+                String::new()
+            };
+            format!("{}{required} ({})", connections(report), evidence(report))
+        }
+        Reason::ServerAnswers => {
+            let (url, answer) = report
+                .observations
+                .servers
+                .iter()
+                .find(|a| a.answer.is_nats())
+                .map(|a| (&a.url, &a.answer))
+                .expect("ServerAnswers means one answered");
+            format!(
+                "client holds {} while {url} answers ({answer}): {} ({})",
+                held(report),
+                connections(report),
+                evidence(report)
+            )
+        }
+        Reason::ServerDown => {
+            let urls: Vec<String> = report.servers.to_vec();
+            let verb = if urls.len() == 1 { "is" } else { "are" };
+            let urls = list(&urls, 3).replace(", ", " and ");
+            let why = why_not_answering(report);
+            match report.verdict.health {
+                Health::Healthy => format!(
+                    "{}, but {urls} {verb} not answering (restart would not help): {why}",
+                    held(report)
+                ),
+                Health::Unhealthy => format!(
+                    "{}, and {urls} {verb} not answering: {why} (--when-server-down fail)",
+                    held(report)
+                ),
+            }
+        }
+    }
+}
+
+/// What one consumer's judgement says, without its name.
+pub fn consumer_phrase(r: &JudgedConsumer) -> String {
+    let window = |w: &Option<Window>| match w {
+        Some(Window {
+            duration,
+            raised_for_ack_wait: Some(ack_wait),
+        }) => {
+            format!(
+                "window {} = 2 × ack_wait {}",
+                display(*duration),
+                display(*ack_wait)
+            )
+        }
+        Some(Window { duration, .. }) => format!("window {}", display(*duration)),
+        None => String::new(),
+    };
+    let w = window(&r.window);
+    match &r.outcome {
+        Outcome::NotJudged(why) => format!("not judged: {why}"),
+        Outcome::Healthy(h) => match h {
+            Healthy::Idle => "idle (nothing waiting)".into(),
+            Healthy::Paused => "paused".into(),
+            Healthy::Progressing { since, evidence: Evidence::LastActive } => {
+                format!("progressing (last ack {} ago; {w})", display(*since))
+            }
+            Healthy::Progressing { since, .. } if since.is_zero() => {
+                format!("progressing (ack floor moved since the last run; {w})")
+            }
+            Healthy::Progressing { since, .. } => {
+                format!("progressing (ack floor still for {}; {w})", display(*since))
+            }
+            Healthy::FirstSample => "first sample (progress is judged from the next run)".into(),
+            Healthy::YoungClient { stalled, client_age } => format!(
+                "no progress for {}, but the client started {} ago ({w})",
+                display(*stalled),
+                display(*client_age)
+            ),
+            Healthy::ClientAgeUnknown { stalled } => format!(
+                "no progress for {}, not judged: the client's start time is unreadable ({w})",
+                display(*stalled)
+            ),
+        },
+        Outcome::Unhealthy(f) => match f {
+            Fault::StreamMissing => format!("stream {} not found", r.seen.name.stream),
+            Fault::ConsumerMissing => format!("durable {} not found in stream {}", r.seen.name.durable, r.seen.name.stream),
+            Fault::Unbound { waiting } => {
+                format!("no subscriber bound to its deliver subject (push_bound false), {waiting} waiting")
+            }
+            Fault::Stalled { stalled, floor, waiting, .. } => format!(
+                "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting",
+                display(*stalled)
+            ),
+            Fault::Retention { stalled, first_seq, waiting } => format!(
+                "losing messages: for {} only retention has moved its ack floor, which sits at the stream's first sequence {first_seq} (limits, discard old), {waiting} waiting",
+                display(*stalled)
+            ),
+        },
+    }
+}
+
+/// The facts behind a consumer's verdict, for `-v`.
+fn consumer_details(r: &JudgedConsumer) -> String {
+    let mut out = match &r.seen.observed {
+        Observed::Found { facts: f, stream } => {
+            let kind = match (f.push(), &f.deliver_group) {
+                (true, Some(g)) => format!(
+                    "push (group {g}), {}",
+                    if f.push_bound { "bound" } else { "NOT bound" }
+                ),
+                (true, None) => {
+                    format!("push, {}", if f.push_bound { "bound" } else { "NOT bound" })
+                }
+                (false, _) => "pull".to_string(),
+            };
+            let mut text = format!(
+                "{kind}; {} pending, {} awaiting ack, {} pulls waiting, {} redelivered; ack floor {} (stream {})",
+                f.num_pending, f.num_ack_pending, f.num_waiting, f.num_redelivered, f.ack_floor.consumer_seq, f.ack_floor.stream_seq
+            );
+            if let Some(ago) = f.age(f.ack_floor.last_active) {
+                let _ = write!(text, ", last ack {} ago", display(ago));
+            }
+            if let Some(w) = f.ack_wait {
+                let _ = write!(text, "; ack_wait {}", display(w));
+            }
+            if let Some(m) = f.max_ack_pending {
+                let _ = write!(text, ", max_ack_pending {m}");
+            }
+            if let Some(s) = stream {
+                let _ = write!(
+                    text,
+                    "; stream first sequence {}{}",
+                    s.first_seq,
+                    if s.retention == "limits" && s.discard == "old" {
+                        " (limits, discard old)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            if f.ts.is_none() {
+                text.push_str("; the server sends no ts (before 2.10): samples decide");
+            }
+            let _ = write!(text, " → {}", consumer_phrase(r));
+            text
+        }
+        _ => consumer_phrase(r),
+    };
+    match (&r.seen.previous, &r.seen.state_problem) {
+        (_, Some(problem)) => {
+            let _ = write!(out, "; state not kept: {problem}");
+        }
+        (Some(previous), None) => {
+            let _ = write!(out, "; {}", describe_previous(previous));
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+fn display(d: std::time::Duration) -> String {
+    // Whole seconds read best in an event; below 10 s a tenth still says something.
+    let d = match d.as_secs() {
+        0..=9 => std::time::Duration::from_millis(d.as_millis() as u64 / 100 * 100),
+        _ => std::time::Duration::from_secs(d.as_secs()),
+    };
+    crate::config::duration::display(d)
+}
+
+/// `no ESTABLISHED TCP connection to remote port 4222 held by bento[7]`.
+fn connections(report: &CheckInput) -> String {
+    let n = report.connections.established.len();
+    let count = if n == 0 {
+        "no".to_string()
+    } else {
+        n.to_string()
+    };
+    let plural = if n <= 1 { "" } else { "s" };
+    format!(
+        "{count} ESTABLISHED TCP connection{plural} to {}{}{}",
+        target(report),
+        holder(report),
+        netns(report)
+    )
+}
+
+/// `no connection`, or `1 of 2 required connections`.
+fn held(report: &CheckInput) -> String {
+    match report.connections.established.len() {
+        0 => "no connection".to_string(),
+        n => format!(
+            "{n} of {} required connections",
+            report.policy.min_connections
+        ),
+    }
+}
+
+/// What the table holds instead: `0 established; 1 SYN_SENT`.
+fn evidence(report: &CheckInput) -> String {
+    let c = report.connections;
+    let states = c.other_states();
+    let mut text = if c.established.is_empty() && states.is_empty() {
+        let that = if report.policy.ports.len() == 1 {
+            "that port"
+        } else {
+            "those ports"
+        };
+        format!("no socket to {that} in any state")
+    } else {
+        let others: Vec<String> = states.iter().map(|(s, k)| format!("{k} {s}")).collect();
+        match others.is_empty() {
+            true => format!("{} established", c.established.len()),
+            false => format!("{} established; {}", c.established.len(), others.join(", ")),
+        }
+    };
+    if report.observations.pod.scan.skipped_lines > 0 {
+        let _ = write!(
+            text,
+            "; {} unparsable /proc lines skipped",
+            report.observations.pod.scan.skipped_lines
+        );
+    }
+    text
+}
+
+/// One reason when the servers agree, else each URL's.
+fn why_not_answering(report: &CheckInput) -> String {
+    let answers = &report.observations.servers;
+    let reasons: Vec<String> = answers.iter().map(|a| a.answer.to_string()).collect();
+    if reasons.windows(2).all(|w| w[0] == w[1]) {
+        return reasons.first().cloned().unwrap_or_default();
+    }
+    let each: Vec<String> = answers
+        .iter()
+        .zip(&reasons)
+        .map(|(a, r)| format!("{}: {r}", a.url))
+        .collect();
+    each.join("; ")
+}
+
+fn target(report: &CheckInput) -> String {
+    let policy = report.policy;
+    let ports: Vec<String> = policy.ports.iter().map(u16::to_string).collect();
+    let mut text = match ports.len() {
+        1 => format!("remote port {}", ports[0]),
+        _ => format!("remote ports {}", list(&ports, 4)),
+    };
+    if !policy.remotes.is_empty() {
+        let remotes: Vec<String> = policy.remotes.iter().map(|r| r.to_string()).collect();
+        let _ = write!(text, " on {}", list(&remotes, 3).replace(", ", " or "));
+    }
+    text
+}
+
+/// ` held by bento[42]`: the syslog convention for a process and its PID(s). Only the named
+/// processes that hold a counted connection are listed; when none does, every one looked at.
+fn holder(report: &CheckInput) -> String {
+    let pod = &report.observations.pod;
+    let Some(first) = pod.processes.first() else {
+        return String::new();
+    };
+    let holding: Vec<u32> = match &pod.owned {
+        Some(owned) => report
+            .connections
+            .established
+            .iter()
+            .filter_map(|s| owned.get(&s.inode).copied())
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut pids: Vec<u32> = pod
+        .processes
+        .iter()
+        .map(|p| p.pid)
+        .filter(|pid| holding.is_empty() || holding.contains(pid))
+        .collect();
+    pids.dedup();
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    format!(
+        " held by {}[{}]",
+        first.name,
+        list(&pids, 5).replace(", ", ",")
+    )
+}
+
+fn netns(report: &CheckInput) -> String {
+    match report.observations.pod.netns_of {
+        Some(pid) => format!(" in the network namespace of pid {pid}"),
+        None => String::new(),
+    }
+}
+
+fn peer(s: &Socket) -> String {
+    match unmap(s.remote.ip()) {
+        std::net::IpAddr::V6(ip) => format!("[{ip}]:{}", s.remote.port()),
+        ip => format!("{ip}:{}", s.remote.port()),
+    }
+}
+
+/// `a, b, c and 2 more`.
+fn list(items: &[String], max: usize) -> String {
+    if items.len() <= max {
+        return items.join(", ");
+    }
+    format!("{} and {} more", items[..max].join(", "), items.len() - max)
+}
+
+fn clip(mut line: String) -> String {
+    if line.chars().count() > MAX_LINE {
+        line = line.chars().take(MAX_LINE - 1).collect();
+        line.push('…');
+    }
+    line
+}
+
+/// The `-v` lines: the reader, the matching sockets, each consumer's facts, each server's
+/// answer.
+pub fn details(report: &CheckInput) -> Vec<String> {
+    let scan = &report.observations.pod.scan;
+    let mut out = Vec::new();
+    let mut reader = format!("  reader: {}", scan.reader.name());
+    if let Some(why) = &scan.fallback {
+        let _ = write!(reader, " ({why})");
+    }
+    if scan.skipped_lines > 0 {
+        let _ = write!(reader, "; {} unparsable lines skipped", scan.skipped_lines);
+    }
+    out.push(reader);
+    let c = report.connections;
+    let all: Vec<&Socket> = c.established.iter().chain(&c.others).collect();
+    if all.is_empty() {
+        out.push("  no matching sockets".into());
+    }
+    for s in all.iter().take(MAX_LISTED) {
+        out.push(format!(
+            "  {:<11} {} -> {} uid {} inode {}",
+            s.state.name(),
+            s.local,
+            s.remote,
+            s.uid,
+            s.inode
+        ));
+    }
+    if all.len() > MAX_LISTED {
+        out.push(format!("  … and {} more", all.len() - MAX_LISTED));
+    }
+    for r in report.consumers {
+        out.push(format!(
+            "  consumer {}: {}",
+            r.seen.name,
+            consumer_details(r)
+        ));
+    }
+    if report.consumers_configured > 0 && report.consumers.is_empty() {
+        out.push("  consumers not asked about: no connection to judge them by".into());
+    }
+    // When asked, every URL has its answer, in order.
+    let answers = &report.observations.servers;
+    for (i, url) in report.servers.iter().enumerate() {
+        out.push(match answers.get(i) {
+            Some(a) => format!("  server {url}: {}", a.answer),
+            None => format!("  server {url}: not asked (the connection is there)"),
+        });
+    }
+    out
+}
+
+/// What the state dir held, in words.
+pub fn describe_previous(previous: &Loaded) -> String {
+    match previous {
+        Loaded::Sample(_) => "previous sample used".into(),
+        Loaded::Missing => "no previous sample".into(),
+        Loaded::Corrupt(why) => format!("previous sample ignored ({why})"),
+        Loaded::Foreign => "previous sample ignored (another consumer's)".into(),
+    }
+}
+
+/// A run that ended without a verdict, as one line or one JSON object.
+pub fn error(message: &str) -> String {
+    clip(message.to_string())
+}

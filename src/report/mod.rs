@@ -1,0 +1,442 @@
+//! Reports: a verdict and the facts it rests on, as typed structs that serialize to one JSON
+//! document (`schema_version`), and as words: one line for the kubelet's events, more with
+//! `-v`. Everything here returns strings; `main` writes them.
+
+pub mod check;
+pub mod human;
+
+use serde::Serialize;
+
+/// A run that ended without a verdict (exit 2 or 3), as JSON.
+#[derive(Debug, Serialize)]
+struct ErrorReport<'a> {
+    schema_version: u32,
+    verdict: &'static str,
+    summary: &'a str,
+}
+
+/// The text of a run that ended without a verdict: one line, or one JSON object.
+pub fn error(message: &str, json: bool) -> String {
+    if json {
+        serde_json::to_string(&ErrorReport {
+            schema_version: check::SCHEMA_VERSION,
+            verdict: "error",
+            summary: message,
+        })
+        .expect("a plain struct serializes")
+    } else {
+        human::error(message)
+    }
+}
+
+/// The text of a `check`: the JSON document, or the line (and the `-v` lines).
+pub fn render_check(report: &check::CheckReport, json: bool, verbose: bool) -> String {
+    if json {
+        return serde_json::to_string(report).expect("a plain struct serializes");
+    }
+    let mut out = report.line.clone();
+    if verbose {
+        for line in &report.details {
+            out.push('\n');
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    //! Snapshot tests of the words and the JSON: every line here is what an operator reads in
+    //! `kubectl describe`, byte for byte.
+    use super::check::{check, CheckInput, JudgedConsumer};
+    use super::render_check;
+    use crate::config::Owner;
+    use crate::facts::{
+        Answer, ConsumerName, Loaded, Observed, Process, Reader, ServerAnswer, Socket, SocketScan,
+        TcpState, Unknown,
+    };
+    use crate::observe::{ConsumerSeen, Observations, Pod};
+    use crate::rules::check::{decide, ServerState, Verdict};
+    use crate::rules::connection::{connections, Connections, Policy, WhenServerDown};
+    use crate::rules::consumer::{Outcome, Window};
+    use std::time::Duration;
+
+    /// Everything a report is made from, owned, so a test can change one thing.
+    struct Case {
+        verdict: Verdict,
+        policy: Policy,
+        connections: Connections,
+        obs: Observations,
+        servers: Vec<String>,
+        consumers: Vec<JudgedConsumer>,
+        verbose: bool,
+    }
+
+    impl Case {
+        fn report(&self) -> super::check::CheckReport {
+            check(&CheckInput {
+                verdict: self.verdict,
+                policy: &self.policy,
+                connections: &self.connections,
+                observations: &self.obs,
+                servers: &self.servers,
+                consumers_configured: self.consumers.len(),
+                consumers: &self.consumers,
+                verbose: self.verbose,
+            })
+        }
+
+        fn human(&self) -> String {
+            render_check(&self.report(), false, self.verbose)
+        }
+
+        fn json(&self) -> String {
+            render_check(&self.report(), true, self.verbose)
+        }
+    }
+
+    fn sock(local: &str, remote: &str, state: TcpState, inode: u64) -> Socket {
+        Socket {
+            local: local.parse().unwrap(),
+            remote: remote.parse().unwrap(),
+            state,
+            inode,
+            uid: 1000,
+        }
+    }
+
+    fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: bool) -> Case {
+        let policy = Policy {
+            ports: ports.to_vec(),
+            remotes: vec![],
+            min_connections: 1,
+            server: false,
+            when_server_down: WhenServerDown::Pass,
+        };
+        let connections = connections(sockets, &policy, None);
+        let processes = match owner {
+            Owner::Anyone => vec![],
+            Owner::Pid(pid) => vec![Process {
+                pid,
+                name: "bento".into(),
+            }],
+            Owner::Name(name) => vec![
+                Process {
+                    pid: 7,
+                    name: name.clone(),
+                },
+                Process { pid: 9, name },
+            ],
+        };
+        Case {
+            verdict: decide(&connections, None, &[], &policy),
+            policy,
+            connections,
+            obs: Observations {
+                pod: Pod {
+                    processes,
+                    owned: None,
+                    scan: SocketScan {
+                        sockets: sockets.to_vec(),
+                        reader: Reader::Netlink,
+                        fallback: None,
+                        skipped_lines: 0,
+                    },
+                    netns_of: None,
+                },
+                servers: vec![],
+                consumers: vec![],
+                client_age: None,
+                now_ms: 0,
+            },
+            servers: vec![],
+            consumers: vec![],
+            verbose,
+        }
+    }
+
+    /// The report of a connected run whose `--consumer`s came out as `judged`.
+    fn with_consumers(
+        mut r: Case,
+        judged: Vec<(&str, Observed, Outcome, Option<Window>)>,
+        when: WhenServerDown,
+    ) -> Case {
+        r.servers = vec!["nats://nats:4222".into()];
+        r.policy.server = true;
+        r.policy.when_server_down = when;
+        r.consumers = judged
+            .into_iter()
+            .map(|(name, observed, outcome, window)| {
+                let (stream, durable) = name.split_once('/').unwrap();
+                JudgedConsumer {
+                    seen: ConsumerSeen {
+                        name: ConsumerName {
+                            stream: stream.into(),
+                            durable: durable.into(),
+                        },
+                        observed,
+                        previous: Some(Loaded::Missing),
+                        state_problem: None,
+                    },
+                    outcome,
+                    window,
+                }
+            })
+            .collect();
+        let healths: Vec<_> = r.consumers.iter().map(|c| c.health()).collect();
+        r.verdict = decide(&r.connections, None, &healths, &r.policy);
+        r
+    }
+
+    #[test]
+    fn consumer_lines() {
+        use crate::rules::consumer::{Evidence, Fault, Healthy};
+        let win = Some(Window {
+            duration: Duration::from_secs(60),
+            raised_for_ack_wait: None,
+        });
+        let raised = Some(Window {
+            duration: Duration::from_secs(180),
+            raised_for_ack_wait: Some(Duration::from_secs(90)),
+        });
+        let nf = || Observed::NotJudged(Unknown::Failed("x".into()));
+        let live = || report(&live()[..1], &[4222], Owner::Anyone, false);
+        let cases = [
+            (
+                with_consumers(live(), vec![("TF_RAW/latest-kv", nf(), Outcome::Unhealthy(Fault::Unbound { waiting: 93000 }), None)], WhenServerDown::Pass),
+                "unhealthy: consumer TF_RAW/latest-kv: no subscriber bound to its deliver subject (push_bound false), 93000 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![(
+                        "TF_RAW/alarms",
+                        nf(),
+                        Outcome::Unhealthy(Fault::Stalled { stalled: Duration::from_secs(75), evidence: Evidence::Samples, floor: 0, waiting: 4000 }),
+                        raised,
+                    )],
+                    WhenServerDown::Pass,
+                ),
+                "unhealthy: consumer TF_RAW/alarms: no progress for 1m15s (window 3m = 2 × ack_wait 1m30s): ack floor at 0, 4000 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("TF_RAW/gone", nf(), Outcome::Unhealthy(Fault::ConsumerMissing), None), ("NOPE/x", nf(), Outcome::Unhealthy(Fault::StreamMissing), None)], WhenServerDown::Pass),
+                "unhealthy: consumer TF_RAW/gone: durable gone not found in stream TF_RAW; consumer NOPE/x: stream NOPE not found; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("CAP/w", nf(), Outcome::Unhealthy(Fault::Retention { stalled: Duration::from_secs(61), first_seq: 1401, waiting: 200 }), win)], WhenServerDown::Pass),
+                "unhealthy: consumer CAP/w: losing messages: for 1m1s only retention has moved its ack floor, which sits at the stream's first sequence 1401 (limits, discard old), 200 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![
+                        ("TF_RAW/latest-kv", nf(), Outcome::Healthy(Healthy::Progressing { since: Duration::from_millis(830), evidence: Evidence::LastActive }), win),
+                        ("TF_RAW/idle", nf(), Outcome::Healthy(Healthy::Idle), win),
+                    ],
+                    WhenServerDown::Pass,
+                ),
+                "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer TF_RAW/latest-kv progressing (last ack 800ms ago; window 1m); consumer TF_RAW/idle idle (nothing waiting)",
+            ),
+            (
+                with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged(Unknown::TemporarilyUnavailable), None)], WhenServerDown::Pass),
+                "healthy: consumer S/d not judged: JetStream temporarily unavailable (10008); 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged(Unknown::Credentials), None)], WhenServerDown::Fail),
+                "unhealthy: consumer S/d not judged: authorization error: the server refused the probe's credentials (--when-server-down fail); 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(report.human(), expected);
+        }
+    }
+
+    /// The report of a run that asked `urls` and got `answers`.
+    fn asked(mut r: Case, urls: &[&str], answers: Vec<Answer>, when: WhenServerDown) -> Case {
+        r.servers = urls
+            .iter()
+            .map(|u| crate::config::parse_url(u).unwrap().to_string())
+            .collect();
+        r.policy.server = true;
+        r.policy.when_server_down = when;
+        let state = match answers.iter().any(Answer::is_nats) {
+            true => ServerState::Answers,
+            false => ServerState::NotAnswering,
+        };
+        r.obs.servers = r
+            .servers
+            .iter()
+            .zip(answers)
+            .map(|(url, answer)| ServerAnswer {
+                url: url.clone(),
+                answer,
+            })
+            .collect();
+        r.verdict = decide(&r.connections, Some(state), &[], &r.policy);
+        r
+    }
+
+    #[test]
+    fn server_aware_lines() {
+        use WhenServerDown::*;
+        let nats = Answer::Nats {
+            version: Some("2.10.26".into()),
+        };
+        let url = "nats://alice:s3cret@10.96.14.2:4222";
+        let cases = [
+            (
+                asked(report(&trying(), &[4222], Owner::Anyone, false), &[url], vec![nats.clone()], Pass),
+                "unhealthy: client holds no connection while nats://10.96.14.2:4222 answers (nats-server 2.10.26): no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &[url], vec![Answer::Refused], Pass),
+                "healthy: no connection, but nats://10.96.14.2:4222 is not answering (restart would not help): connection refused",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &[url], vec![Answer::Silent], Fail),
+                "unhealthy: no connection, and nats://10.96.14.2:4222 is not answering: no answer (--when-server-down fail)",
+            ),
+            (
+                asked(
+                    report(&[], &[4222], Owner::Anyone, false),
+                    &["nats://a:4222", "nats://b:4222"],
+                    vec![Answer::Refused, Answer::NotNats("HTTP/1.0 400 Bad Request".into())],
+                    Pass,
+                ),
+                "healthy: no connection, but nats://a:4222 and nats://b:4222 are not answering (restart would not help): nats://a:4222: connection refused; nats://b:4222: answered 'HTTP/1.0 400 Bad Request', not NATS",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &["nats://a", "nats://b"], vec![Answer::Refused, nats.clone()], Pass),
+                "unhealthy: client holds no connection while nats://b:4222 answers (nats-server 2.10.26): no ESTABLISHED TCP connection to remote port 4222 (no socket to that port in any state)",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(report.human(), expected);
+        }
+    }
+
+    #[test]
+    fn json_server_section_names_urls_without_credentials() {
+        let r = asked(
+            report(&[], &[4222], Owner::Anyone, false),
+            &["nats://alice:s3cret@10.96.14.2:4222"],
+            vec![Answer::Refused],
+            WhenServerDown::Pass,
+        );
+        let text = r.json();
+        assert!(
+            !text.contains("s3cret") && !text.contains("alice"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["verdict"], "healthy");
+        assert_eq!(
+            v["server"],
+            serde_json::json!({
+                "urls": ["nats://10.96.14.2:4222"],
+                "asked": true,
+                "answers": [{"url": "nats://10.96.14.2:4222", "answer": "refused", "detail": "connection refused"}],
+                "when_server_down": "pass",
+            })
+        );
+    }
+
+    fn live() -> Vec<Socket> {
+        vec![
+            sock(
+                "10.244.1.17:51828",
+                "10.96.14.2:4222",
+                TcpState::Established,
+                11,
+            ),
+            sock(
+                "[::ffff:10.244.1.17]:51830",
+                "[::ffff:10.96.14.3]:4222",
+                TcpState::Established,
+                12,
+            ),
+        ]
+    }
+
+    fn trying() -> Vec<Socket> {
+        vec![
+            sock(
+                "10.244.1.17:51830",
+                "10.96.14.2:4222",
+                TcpState::SynSent,
+                12,
+            ),
+            sock(
+                "10.244.1.17:51831",
+                "10.96.14.2:4222",
+                TcpState::CloseWait,
+                13,
+            ),
+            sock(
+                "10.244.1.17:51832",
+                "10.96.14.2:4222",
+                TcpState::CloseWait,
+                14,
+            ),
+        ]
+    }
+
+    #[test]
+    fn human_lines() {
+        let cases = [
+            (
+                report(&live(), &[4222], Owner::Anyone, false),
+                "healthy: 2 ESTABLISHED TCP connections to remote port 4222 (10.96.14.2:4222, 10.96.14.3:4222)",
+            ),
+            (
+                report(&trying(), &[4222], Owner::Pid(42), false),
+                "unhealthy: no ESTABLISHED TCP connection to remote port 4222 held by bento[42] (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)",
+            ),
+            (
+                report(&[], &[4222, 7422], Owner::Name("bento".into()), false),
+                "unhealthy: no ESTABLISHED TCP connection to remote ports 4222, 7422 held by bento[7,9] (no socket to those ports in any state)",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(report.human(), expected);
+        }
+    }
+
+    #[test]
+    fn verbose_adds_the_reader_and_the_sockets() {
+        let text = report(&trying(), &[4222], Owner::Anyone, true).human();
+        assert_eq!(
+            text,
+            "unhealthy: no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)
+  reader: netlink
+  SYN_SENT    10.244.1.17:51830 -> 10.96.14.2:4222 uid 1000 inode 12
+  CLOSE_WAIT  10.244.1.17:51831 -> 10.96.14.2:4222 uid 1000 inode 13
+  CLOSE_WAIT  10.244.1.17:51832 -> 10.96.14.2:4222 uid 1000 inode 14"
+        );
+    }
+
+    #[test]
+    fn json_object() {
+        let text = report(&live(), &[4222], Owner::Pid(42), true).json();
+        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn the_line_stays_under_300_characters() {
+        let ports: Vec<u16> = (4000..4100).collect();
+        let mut r = report(&trying(), &ports, Owner::Anyone, false);
+        r.policy.remotes = (0..50)
+            .map(|i| format!("10.{i}.0.0/16").parse().unwrap())
+            .collect();
+        let line = r.human();
+        assert!(
+            line.chars().count() < 300,
+            "{} chars: {line}",
+            line.chars().count()
+        );
+        assert!(line.starts_with("unhealthy: "));
+        assert!(super::error(&"x".repeat(1000), false).chars().count() < 300);
+    }
+}
