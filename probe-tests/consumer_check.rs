@@ -873,6 +873,102 @@ fn a_restarted_client_is_not_judged_by_the_old_ones_stall() {
         .says(&["no progress for"]);
 }
 
+/// A forking app's workers are younger than any window, but they hold no connection: only the
+/// process holding the counted connection decides whether the client is young. A wedged
+/// consumer in a forking app is called stalled, naming only that process.
+#[test]
+fn a_forking_client_is_judged_by_the_process_holding_the_connection() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    pods.publish_n("s.x", 100);
+    let deliver = "deliver.D".to_string();
+    let mut app = Peer::spawn_as(
+        Some(&pods.app),
+        &crate::harness::peer::natspeer_named("npforkc"),
+        &pods.args(
+            "consume",
+            &[
+                "-deliver-subject",
+                &deliver,
+                "-deliver-group",
+                "D",
+                "-ack",
+                "never",
+                "-fork-every",
+                "5ms",
+            ],
+        ),
+    );
+    app.wait_for("ready", S10);
+    let process = ["--process", "npforkc"];
+    pods.check(&["S/D"], &process).expect(0);
+    std::thread::sleep(WINDOW + Duration::from_millis(300));
+    let run = pods.check(&["S/D"], &process);
+    run.expect(1).says(&[
+        "unhealthy: consumer S/D: no progress for",
+        &format!("held by npforkc[{}]", app.pid()),
+    ]);
+}
+
+/// A pod user allowed to ask about one stream's consumers only: the consumer it may ask about
+/// is judged, the other is "not judged: not permitted", at once (not at the deadline), and
+/// neither answer is lost to the other.
+#[test]
+fn a_consumer_the_user_may_not_ask_about_leaves_the_others_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("perms.conf");
+    std::fs::write(
+        &config,
+        r#"authorization {
+  users = [
+    { user: admin, password: admin-pw }
+    { user: app, password: app-pw, permissions: {
+        publish: { allow: ["$JS.API.CONSUMER.INFO.A.>", "$JS.API.STREAM.INFO.A"] }
+        subscribe: { allow: ["_INBOX.>"] } } }
+  ]
+}
+"#,
+    )
+    .unwrap();
+    let conf = config.to_string_lossy().to_string();
+    let pods = Pods::with(
+        Version::Pinned,
+        &["-c", &conf],
+        &["-user", "admin", "-password", "admin-pw"],
+    );
+    pods.push("A", "x", &[]);
+    pods.push("B", "y", &[]);
+    let _x = pods.consume("A", "x", &[]);
+    let _y = pods.consume("B", "y", &[]);
+    let app = ["--user", "app", "--password", "app-pw"];
+    let mut args = app.to_vec();
+    args.push("--json");
+    let run = pods.check(&["A/x", "B/y"], &args);
+    run.expect(0);
+    let (x, y) = (consumer_json(&run, 0), consumer_json(&run, 1));
+    assert_eq!(
+        (x["verdict"].as_str(), x["not_judged"].as_str()),
+        (Some("healthy"), None),
+        "{run}"
+    );
+    assert_eq!(
+        (y["verdict"].as_str(), y["not_judged"].as_str()),
+        (Some("not_judged"), Some("not_permitted")),
+        "{run}"
+    );
+    assert!(
+        run.elapsed < Duration::from_millis(400),
+        "waited for the deadline\n{run}"
+    );
+    pods.check(&["A/x", "B/y"], &app).expect(0).says(&[
+        "healthy: consumer B/y not judged: not permitted: the server refused the probe's request on $JS.API.CONSUMER.INFO.B.y",
+    ]);
+    // Alone, the consumer it may ask about is judged as before.
+    pods.check(&["A/x"], &app)
+        .expect(0)
+        .says(&["consumer A/x idle (nothing waiting)"]);
+}
+
 /// Runs openssl (test certificates only), panicking with its output on failure.
 fn openssl(dir: &std::path::Path, args: &[&str]) {
     let out = std::process::Command::new("openssl")

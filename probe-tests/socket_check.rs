@@ -125,6 +125,33 @@ fn pid_and_process_stop_a_live_client_from_masking_a_dead_one() {
         .expect(0);
 }
 
+/// A Node.js-style app forks short-lived workers with its own name. A worker that exits
+/// between the process listing and the read of its descriptors holds no sockets: it is
+/// skipped, never a usage error (exit 2), and only the process holding the connection is
+/// named.
+#[test]
+fn a_forking_app_is_judged_by_its_connection_not_its_workers() {
+    let (ns, server) = pod("127.0.0.1");
+    let mut app = Peer::spawn_as(
+        Some(&ns),
+        &natspeer_named("npforker"),
+        &["conn", "-url", &server.url(), "-fork-every", "5ms"],
+    );
+    app.wait_for("connected", S10);
+    let held_by = format!("held by npforker[{}]", app.pid());
+    let mut codes = std::collections::BTreeMap::new();
+    for _ in 0..300 {
+        let run = probe(&["check", "--process", "npforker"]).ns(&ns).run();
+        *codes.entry(run.code).or_insert(0) += 1;
+        if run.code == Some(0) {
+            run.says(&["healthy: 1 ESTABLISHED", &held_by]);
+        } else {
+            panic!("a worker's exit changed the verdict\n{run}");
+        }
+    }
+    assert_eq!(codes.get(&Some(0)), Some(&300), "{codes:?}");
+}
+
 #[test]
 fn the_probe_sees_only_its_own_network_namespace() {
     let (pod_a, server) = pod("127.0.0.1");

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -130,6 +131,7 @@ type common struct {
 	tlsCert       string
 	tlsKey        string
 	timeout       time.Duration
+	forkEvery     time.Duration
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -147,6 +149,20 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate file")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "client key file")
 	fs.DurationVar(&c.timeout, "timeout", nats.DefaultTimeout, "connect timeout (info: also the request timeout)")
+	fs.DurationVar(&c.forkEvery, "fork-every", 0, "start a short-lived worker (this program, same name) this often, as a forking app does (0 = never)")
+}
+
+// forkWorkers starts `<this program> pause` every `every`: each lives 10ms and exits, so
+// processes with the client's name come and go all the time.
+func forkWorkers(every time.Duration) {
+	for range time.Tick(every) {
+		cmd := exec.Command(os.Args[0], "pause")
+		if err := cmd.Start(); err != nil {
+			errorEvent("fork: %v", err)
+			continue
+		}
+		go cmd.Wait()
+	}
 }
 
 // baseOptions are the options shared by every mode, info included: identity,
@@ -240,6 +256,9 @@ func connect(c *common) *peer {
 	p.nc = nc
 	setNC(nc)
 	<-p.connected
+	if c.forkEvery > 0 {
+		go forkWorkers(c.forkEvery)
+	}
 	return p
 }
 
@@ -768,6 +787,10 @@ func main() {
 	}
 	if sub == "flood" {
 		cmdFlood(args)
+		return
+	}
+	if sub == "pause" { // a forking app's short-lived worker
+		time.Sleep(10 * time.Millisecond)
 		return
 	}
 	handleSignals()
