@@ -4,7 +4,8 @@
 //! does more (the socket check, the verdict, the state file); the goal is that it costs no
 //! more than the program.
 //!
-//! Run: `cargo bench --bench consumer` (root; probe-tests/setup first).
+//! Run: `cargo bench --bench consumer` (root; probe-tests/setup first). With
+//! NATSPROBE_BASELINE=<another static build> that build is measured in the same rounds too.
 
 // A benchmark uses part of the shared harness; the test crate uses all of it, and the
 // compiler flags what none uses there.
@@ -90,6 +91,28 @@ fn main() {
         ),
         ("natsprobe check (sockets only)", s(&[&bin, "check"])),
     ];
+    // NATSPROBE_BASELINE: another build (e.g. the previous commit's), in the same rounds.
+    let baseline = std::env::var("NATSPROBE_BASELINE")
+        .ok()
+        .filter(|b| !b.is_empty());
+    let base_state = tempfile::tempdir().unwrap();
+    let base_state = base_state.path().to_string_lossy().to_string();
+    let mut tools = tools;
+    if let Some(b) = &baseline {
+        tools.push((
+            "baseline: check --consumer",
+            s(&[
+                b,
+                "check",
+                "--server",
+                &url,
+                "--consumer",
+                "S/D",
+                "--state-dir",
+                &base_state,
+            ]),
+        ));
+    }
     let rows = measure("idle consumer, bound", &app, &tools, 200);
 
     println!("\ngoal");
@@ -97,6 +120,14 @@ fn main() {
         get(&rows, "natsprobe check --consumer"),
         get(&rows, "nats.go: one consumer info"),
     );
+    if baseline.is_some() {
+        let base = get(&rows, "baseline: check --consumer");
+        println!(
+            "  against the baseline (NATSPROBE_BASELINE): wall {:.2}x, peak RSS {:.2}x",
+            np.median.as_secs_f64() / base.median.as_secs_f64(),
+            np.rss_kib as f64 / base.rss_kib as f64
+        );
+    }
     let ratio = np.median.as_secs_f64() / go.median.as_secs_f64();
     println!(
         "  natsprobe --consumer / nats.go = {ratio:.2}x (goal <= 1.0x): {}",

@@ -6,7 +6,8 @@
 //! would run it; wall time is spawn to reap, peak RSS is the child's ru_maxrss. Tools run
 //! round-robin, one run each per round, so drift is shared.
 //!
-//! Run: `cargo bench --bench socket` (root; probe-tests/setup first).
+//! Run: `cargo bench --bench socket` (root; probe-tests/setup first). With
+//! NATSPROBE_BASELINE=<another static build> that build is measured in the same rounds too.
 
 // A benchmark uses part of the shared harness; the test crate uses all of it, and the
 // compiler flags what none uses there.
@@ -24,7 +25,15 @@ fn tools(bin: &str, port: u16) -> Vec<(&'static str, Vec<String>)> {
     let hex = format!("{port:04X}");
     let pattern = format!("^ *[0-9]+: [0-9A-F]+:[0-9A-F]{{4}} [0-9A-F]+:{hex} 01 ");
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    vec![
+    let mut tools = baseline()
+        .map(|b| {
+            vec![(
+                "baseline: natsprobe check",
+                s(&[&b, "check", "--port", &port.to_string()]),
+            )]
+        })
+        .unwrap_or_default();
+    tools.extend(vec![
         (
             "natsprobe check",
             s(&[bin, "check", "--port", &port.to_string()]),
@@ -60,7 +69,16 @@ fn tools(bin: &str, port: u16) -> Vec<(&'static str, Vec<String>)> {
                 &format!("( dport = :{port} )"),
             ]),
         ),
-    ]
+    ]);
+    tools
+}
+
+/// NATSPROBE_BASELINE: another build of the probe (e.g. the previous commit's static binary)
+/// measured in the same rounds, for a before/after comparison.
+fn baseline() -> Option<String> {
+    std::env::var("NATSPROBE_BASELINE")
+        .ok()
+        .filter(|b| !b.is_empty())
 }
 
 fn main() {
@@ -156,6 +174,24 @@ fn main() {
         "  static binary = {mib:.2} MiB (goal <= 5 MiB): {}",
         verdict(mib <= 5.0)
     );
+    if baseline().is_some() {
+        println!("\nagainst the baseline (NATSPROBE_BASELINE)");
+        for (label, rows) in [
+            ("pod scale, match", &hit),
+            ("pod scale, no match", &miss),
+            ("100k, no match", &full),
+        ] {
+            let (np, base) = (
+                get(rows, "natsprobe check"),
+                get(rows, "baseline: natsprobe check"),
+            );
+            println!(
+                "  {label}: wall {:.2}x, peak RSS {:.2}x",
+                np.median.as_secs_f64() / base.median.as_secs_f64(),
+                np.rss_kib as f64 / base.rss_kib as f64
+            );
+        }
+    }
     drop(server);
 }
 
