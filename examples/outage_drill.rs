@@ -12,7 +12,7 @@
 
 // The demo uses part of the shared test harness; the test crate uses all of it, and the
 // compiler flags what none uses there.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, unused_macros)]
 #[path = "../probe-tests/harness/mod.rs"]
 mod harness;
 

@@ -2,6 +2,7 @@
 //! in network namespaces the tests create. Needs root and what probe-tests/setup installs.
 
 mod consumer_check;
+mod consumer_rules;
 mod harness;
 mod outage_drill;
 mod server_aware;

@@ -9,7 +9,7 @@
 
 // A benchmark uses part of the shared harness; the test crate uses all of it, and the
 // compiler flags what none uses there.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, unused_macros)]
 #[path = "../harness/mod.rs"]
 mod harness;
 mod measure;

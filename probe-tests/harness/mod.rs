@@ -5,6 +5,7 @@ pub mod flood;
 pub mod kubelet;
 pub mod netns;
 pub mod peer;
+pub mod pods;
 pub mod probe;
 pub mod server;
 

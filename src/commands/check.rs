@@ -87,8 +87,12 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
                 seen: seen.clone(),
                 outcome: verdict::excuse_young_client(j.outcome, j.window, obs.client_age),
                 window: j.window,
+                progress: j.progress,
             })
             .collect();
+    }
+    if judged.is_empty() && !config.consumers.is_empty() {
+        mark_unobserved(config);
     }
     let healths: Vec<_> = judged.iter().map(JudgedConsumer::health).collect();
     let verdict = verdict::decide(&connections, server_state, &healths, &config.policy);
@@ -103,6 +107,24 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
         consumers: &judged,
         verbose: config.verbose,
     }))
+}
+
+/// The consumers were not asked (no connection to judge them by): for each, the time until
+/// the next observation is a gap, never stall time. Best effort: a state dir that cannot be
+/// used only loses the mark.
+fn mark_unobserved(config: &CheckConfig) {
+    let Ok(dir) = StateDir::open(config.state_dir.path.clone(), config.state_dir.explicit) else {
+        return;
+    };
+    let server = observe::state::server_key(&config.servers);
+    for name in &config.consumers {
+        let key = observe::state::Key::new(&server, name);
+        if let Loaded::Sample(prev) = dir.load(&key) {
+            if !prev.gap {
+                let _ = dir.store(&key, &consumer::gap(&prev));
+            }
+        }
+    }
 }
 
 /// The age of the youngest process holding a counted connection: with `--pid`/`--process`

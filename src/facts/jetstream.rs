@@ -182,17 +182,32 @@ pub enum Observed {
     NotJudged(Unknown),
 }
 
-/// One consumer's previous observation, kept between runs in the state dir.
+/// One consumer's previous observation, kept between runs in the state dir: what was seen,
+/// and how long work had been seen waiting without progress. Never a verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// The consumer's creation time: a recreated consumer is not the same one.
     pub created: String,
     pub floor_consumer_seq: u64,
     pub floor_stream_seq: u64,
-    /// Local clock, ms since the epoch: when real progress, or no work at all, was last seen
-    /// (or the first sample, which cannot tell).
-    pub progress_at_ms: i64,
+    pub delivered_stream_seq: u64,
+    /// `ack_floor.last_active`: a later one means acks (or terminations) since.
+    pub ack_last_active: Option<ServerTime>,
+    /// `delivered.last_active`: held in memory like the other, so its loss shows a restart.
+    pub delivered_last_active: Option<ServerTime>,
+    /// Messages waiting (pending + awaiting ack) then.
+    pub waiting: u64,
+    /// Time seen with work waiting and no progress, up to `seen_at_ms`.
+    pub stalled_ms: i64,
+    /// Time seen with the floor at the front of a stream that deletes from the front and work
+    /// behind it, up to `seen_at_ms`; None when not so then.
+    pub pinned_ms: Option<i64>,
+    /// Local clock, ms since the epoch.
     pub seen_at_ms: i64,
+    /// The server's clock then (`ts`, 2.10+): an ack after it is an ack since.
+    pub seen_ts: Option<ServerTime>,
+    /// A run since `seen_at_ms` could not observe the consumer: the time since is a gap.
+    pub gap: bool,
 }
 
 /// What was found where a consumer's previous sample should be.

@@ -12,7 +12,9 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-const VERSION: u32 = 1;
+/// 2: the stall clock's accumulated time, the gap mark and what moved (version 1 files are
+/// foreign: a first sample).
+const VERSION: u32 = 2;
 const MAX_FILE: u64 = 64 * 1024;
 
 /// Which consumer a file is for.
@@ -55,8 +57,17 @@ struct Stored {
     created: String,
     floor_consumer_seq: u64,
     floor_stream_seq: u64,
-    progress_at_ms: i64,
+    delivered_stream_seq: u64,
+    /// Nanoseconds since the epoch on the server's clock, as a string (i128 does not fit JSON
+    /// numbers everywhere).
+    ack_last_active: Option<String>,
+    delivered_last_active: Option<String>,
+    waiting: u64,
+    stalled_ms: i64,
+    pinned_ms: Option<i64>,
     seen_at_ms: i64,
+    seen_ts: Option<String>,
+    gap: bool,
 }
 
 impl From<&Sample> for Stored {
@@ -65,21 +76,42 @@ impl From<&Sample> for Stored {
             created: s.created.clone(),
             floor_consumer_seq: s.floor_consumer_seq,
             floor_stream_seq: s.floor_stream_seq,
-            progress_at_ms: s.progress_at_ms,
+            delivered_stream_seq: s.delivered_stream_seq,
+            ack_last_active: s.ack_last_active.map(|t| t.to_string()),
+            delivered_last_active: s.delivered_last_active.map(|t| t.to_string()),
+            waiting: s.waiting,
+            stalled_ms: s.stalled_ms,
+            pinned_ms: s.pinned_ms,
             seen_at_ms: s.seen_at_ms,
+            seen_ts: s.seen_ts.map(|t| t.to_string()),
+            gap: s.gap,
         }
     }
 }
 
-impl From<Stored> for Sample {
-    fn from(s: Stored) -> Sample {
-        Sample {
-            created: s.created,
-            floor_consumer_seq: s.floor_consumer_seq,
-            floor_stream_seq: s.floor_stream_seq,
-            progress_at_ms: s.progress_at_ms,
-            seen_at_ms: s.seen_at_ms,
-        }
+impl Stored {
+    fn sample(self) -> Option<Sample> {
+        let time = |t: Option<String>| match t {
+            Some(t) => t.parse().ok().map(Some),
+            None => Some(None),
+        };
+        let ack_last_active = time(self.ack_last_active)?;
+        let delivered_last_active = time(self.delivered_last_active)?;
+        let seen_ts = time(self.seen_ts)?;
+        Some(Sample {
+            created: self.created,
+            floor_consumer_seq: self.floor_consumer_seq,
+            floor_stream_seq: self.floor_stream_seq,
+            delivered_stream_seq: self.delivered_stream_seq,
+            ack_last_active,
+            delivered_last_active,
+            waiting: self.waiting,
+            stalled_ms: self.stalled_ms,
+            pinned_ms: self.pinned_ms,
+            seen_at_ms: self.seen_at_ms,
+            seen_ts,
+            gap: self.gap,
+        })
     }
 }
 
@@ -147,7 +179,10 @@ impl StateDir {
             return Loaded::Corrupt(e.to_string());
         }
         match serde_json::from_slice::<File>(&text) {
-            Ok(f) if f.version == VERSION && f.key == *key => Loaded::Sample(f.sample.into()),
+            Ok(f) if f.version == VERSION && f.key == *key => match f.sample.sample() {
+                Some(sample) => Loaded::Sample(sample),
+                None => Loaded::Corrupt("not a sample".into()),
+            },
             Ok(_) => Loaded::Foreign,
             Err(_) => Loaded::Corrupt("not a sample".into()),
         }
@@ -213,8 +248,15 @@ mod tests {
             created: "2026-12-01T00:00:00Z".into(),
             floor_consumer_seq: floor,
             floor_stream_seq: floor,
-            progress_at_ms: 1,
+            delivered_stream_seq: floor + 1,
+            ack_last_active: Some(1_796_112_042_536_597_137),
+            delivered_last_active: None,
+            waiting: 3,
+            stalled_ms: 1200,
+            pinned_ms: None,
             seen_at_ms: 2,
+            seen_ts: Some(1_796_112_043_000_000_000),
+            gap: false,
         }
     }
 

@@ -6,7 +6,7 @@ use crate::facts::{ConsumerFacts, Observed, Socket, StreamFacts};
 use crate::observe::{ConsumerSeen, Observations};
 use crate::rules::check::{ConsumerHealth, Health, Verdict};
 use crate::rules::connection::{Connections, Policy, WhenServerDown};
-use crate::rules::consumer::{Evidence, Fault, Healthy, Outcome, Window};
+use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress, Window};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -36,6 +36,8 @@ pub struct JudgedConsumer {
     pub seen: ConsumerSeen,
     pub outcome: Outcome,
     pub window: Option<Window>,
+    /// How it moved since the previous sample; None without one.
+    pub progress: Option<Progress>,
 }
 
 impl JudgedConsumer {
@@ -130,6 +132,13 @@ pub struct ConsumerSection {
     pub window_raised_for_ack_wait_ms: Option<u64>,
     pub no_progress_ms: Option<u64>,
     pub evidence: Option<&'static str>,
+    /// Since the previous sample: `acked`, `delivered` (ack policy none), `unclear` (acks or
+    /// retention's deletions: one look cannot tell), `without_ack` (max_deliver drops, a
+    /// purge), `none`; null without a previous sample.
+    pub progress: Option<&'static str>,
+    /// The stream settings under which the server deletes unacknowledged messages, when work
+    /// waits on such a stream: what the in-pod check cannot see past.
+    pub retention_deletes_unacked: Option<String>,
     pub facts: Option<ConsumerFactsJson>,
     pub stream_facts: Option<StreamFactsJson>,
     pub previous_sample: Option<String>,
@@ -269,10 +278,16 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         _ => (None, None),
     };
     let (stalled, evidence) = match &r.outcome {
-        Outcome::Healthy(Healthy::Progressing { since, evidence }) => {
-            (Some(*since), Some(*evidence))
+        Outcome::Healthy(Healthy::Progressing(Moved::LastAck(since))) => {
+            (Some(*since), Some(Evidence::LastActive))
         }
-        Outcome::Unhealthy(Fault::Stalled {
+        Outcome::Healthy(Healthy::Progressing(_)) => {
+            (Some(Duration::ZERO), Some(Evidence::Samples))
+        }
+        Outcome::Healthy(Healthy::Waiting {
+            stalled, evidence, ..
+        })
+        | Outcome::Unhealthy(Fault::Stalled {
             stalled, evidence, ..
         }) => (Some(*stalled), Some(*evidence)),
         Outcome::Unhealthy(Fault::Retention { stalled, .. }) => {
@@ -304,6 +319,19 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             Evidence::LastActive => "last_active",
             Evidence::Samples => "samples",
         }),
+        progress: r.progress.map(|p| match p {
+            Progress::Acked => "acked",
+            Progress::Delivered => "delivered",
+            Progress::Unclear => "unclear",
+            Progress::WithoutAck => "without_ack",
+            Progress::None => "none",
+        }),
+        retention_deletes_unacked: match &r.seen.observed {
+            Observed::Found {
+                stream: Some(s), ..
+            } => consumer::deletes_unacked(s).map(|d| d.settings),
+            _ => None,
+        },
         facts,
         stream_facts: stream,
         previous_sample: r.seen.previous.as_ref().map(human::describe_previous),

@@ -4,7 +4,7 @@
 use super::check::{CheckInput, JudgedConsumer};
 use crate::facts::{unmap, Loaded, Observed, Socket};
 use crate::rules::check::{ConsumerHealth, Health, Reason};
-use crate::rules::consumer::{Evidence, Fault, Healthy, Outcome, Window};
+use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
 use std::fmt::Write;
 
 /// The kubelet cuts event messages at 1024 characters and operators read them in
@@ -129,16 +129,44 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
         Outcome::Healthy(h) => match h {
             Healthy::Idle => "idle (nothing waiting)".into(),
             Healthy::Paused => "paused".into(),
-            Healthy::Progressing { since, evidence: Evidence::LastActive } => {
+            Healthy::Progressing(Moved::LastAck(since)) => {
                 format!("progressing (last ack {} ago; {w})", display(*since))
             }
-            Healthy::Progressing { since, .. } if since.is_zero() => {
+            Healthy::Progressing(Moved::Floor) => {
                 format!("progressing (ack floor moved since the last run; {w})")
             }
-            Healthy::Progressing { since, .. } => {
-                format!("progressing (ack floor still for {}; {w})", display(*since))
+            Healthy::Progressing(Moved::AboveFloor) => format!(
+                "progressing (acks since the last run; the ack floor waits on an older message; {w})"
+            ),
+            Healthy::Progressing(Moved::Deliveries) => {
+                format!("progressing (delivered since the last run, ack policy none; {w})")
             }
-            Healthy::FirstSample => "first sample (progress is judged from the next run)".into(),
+            Healthy::Waiting {
+                stalled,
+                moved_without_ack,
+                ..
+            } => format!(
+                "no progress for {} ({w}, not over){}",
+                display(*stalled),
+                without_ack(*moved_without_ack, r)
+            ),
+            Healthy::CannotTell { deletes } => format!(
+                "ack floor moving, but acks or losses: retention ({}) deletes unacknowledged messages too, and one look cannot tell which ({w})",
+                deletes.settings
+            ),
+            Healthy::Unmeasured(Unmeasured::FirstSample) => {
+                format!("first sample (progress is judged from the next run; {w})")
+            }
+            Healthy::Unmeasured(Unmeasured::Gap) => format!(
+                "not measured: it could not be observed since the last run (progress is judged from the next run; {w})"
+            ),
+            Healthy::Unmeasured(Unmeasured::ServerRestarted) => format!(
+                "not measured: the server restarted since the last run (progress is judged from the next run; {w})"
+            ),
+            Healthy::Unmeasured(Unmeasured::Interval(i)) => format!(
+                "not measured: the last run was {} ago, longer than the window: run the probe more often ({w})",
+                display(*i)
+            ),
             Healthy::YoungClient { stalled, client_age } => format!(
                 "no progress for {}, but the client started {} ago ({w})",
                 display(*stalled),
@@ -155,15 +183,45 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
             Fault::Unbound { waiting } => {
                 format!("no subscriber bound to its deliver subject (push_bound false), {waiting} waiting")
             }
-            Fault::Stalled { stalled, floor, waiting, .. } => format!(
-                "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting",
-                display(*stalled)
+            Fault::Stalled {
+                stalled,
+                floor,
+                waiting,
+                no_pulls,
+                moved_without_ack,
+                ..
+            } => format!(
+                "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting{}{}",
+                display(*stalled),
+                if *no_pulls { ", no pull request waiting" } else { "" },
+                without_ack(*moved_without_ack, r)
             ),
-            Fault::Retention { stalled, first_seq, waiting } => format!(
-                "losing messages: for {} only retention has moved its ack floor, which sits at the stream's first sequence {first_seq} (limits, discard old), {waiting} waiting",
-                display(*stalled)
+            Fault::Retention {
+                stalled,
+                first_seq,
+                behind,
+                deletes,
+            } => format!(
+                "losing messages: for {} its ack floor has stayed at the stream's first sequence {first_seq} with {behind} waiting behind it, and retention ({}) deletes them unacknowledged",
+                display(*stalled),
+                deletes.settings
             ),
         },
+    }
+}
+
+/// `; its ack floor moved with no ack (dropped after max_deliver 2)`.
+fn without_ack(moved: bool, r: &JudgedConsumer) -> String {
+    if !moved {
+        return String::new();
+    }
+    let max_deliver = match &r.seen.observed {
+        Observed::Found { facts, .. } => facts.max_deliver,
+        _ => None,
+    };
+    match max_deliver {
+        Some(n) => format!("; its ack floor moved with no ack (dropped after max_deliver {n})"),
+        None => "; its ack floor moved with no ack (a purge)".into(),
     }
 }
 
@@ -194,15 +252,32 @@ fn consumer_details(r: &JudgedConsumer) -> String {
             if let Some(m) = f.max_ack_pending {
                 let _ = write!(text, ", max_ack_pending {m}");
             }
+            if let Some(n) = f.max_deliver {
+                let _ = write!(text, ", max_deliver {n}");
+            }
             if let Some(s) = stream {
+                let _ = write!(text, "; stream first sequence {}", s.first_seq);
+                match consumer::deletes_unacked(s) {
+                    Some(d) => {
+                        let _ = write!(
+                            text,
+                            ", retention deletes unacknowledged messages ({}): a moving floor is acks or losses, which one look cannot tell (the guard counts losses)",
+                            d.settings
+                        );
+                    }
+                    None => text.push_str(", retention deletes no unacknowledged message"),
+                }
+            }
+            if let Some(p) = r.progress {
                 let _ = write!(
                     text,
-                    "; stream first sequence {}{}",
-                    s.first_seq,
-                    if s.retention == "limits" && s.discard == "old" {
-                        " (limits, discard old)"
-                    } else {
-                        ""
+                    "; since the last run: {}",
+                    match p {
+                        Progress::Acked => "acked",
+                        Progress::Delivered => "delivered",
+                        Progress::Unclear => "moved (acks or losses)",
+                        Progress::WithoutAck => "floor moved with no ack",
+                        Progress::None => "nothing moved",
                     }
                 );
             }

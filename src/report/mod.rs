@@ -180,6 +180,7 @@ mod tests {
                     },
                     outcome,
                     window,
+                    progress: None,
                 }
             })
             .collect();
@@ -190,7 +191,15 @@ mod tests {
 
     #[test]
     fn consumer_lines() {
-        use crate::rules::consumer::{Evidence, Fault, Healthy};
+        use crate::rules::consumer::{Deletes, Evidence, Fault, Healthy, Moved};
+        let deletes = |settings: &str| Deletes {
+            front_only: true,
+            settings: settings.into(),
+        };
+        let raised_30 = Some(Window {
+            duration: Duration::from_secs(60),
+            raised_for_ack_wait: Some(Duration::from_secs(30)),
+        });
         let win = Some(Window {
             duration: Duration::from_secs(60),
             raised_for_ack_wait: None,
@@ -212,7 +221,7 @@ mod tests {
                     vec![(
                         "TF_RAW/alarms",
                         nf(),
-                        Outcome::Unhealthy(Fault::Stalled { stalled: Duration::from_secs(75), evidence: Evidence::Samples, floor: 0, waiting: 4000 }),
+                        Outcome::Unhealthy(Fault::Stalled { stalled: Duration::from_secs(75), evidence: Evidence::Samples, floor: 0, waiting: 4000, no_pulls: false, moved_without_ack: false }),
                         raised,
                     )],
                     WhenServerDown::Pass,
@@ -224,14 +233,33 @@ mod tests {
                 "unhealthy: consumer TF_RAW/gone: durable gone not found in stream TF_RAW; consumer NOPE/x: stream NOPE not found; 1 ESTABLISHED TCP connection to remote port 4222",
             ),
             (
-                with_consumers(live(), vec![("CAP/w", nf(), Outcome::Unhealthy(Fault::Retention { stalled: Duration::from_secs(61), first_seq: 1401, waiting: 200 }), win)], WhenServerDown::Pass),
-                "unhealthy: consumer CAP/w: losing messages: for 1m1s only retention has moved its ack floor, which sits at the stream's first sequence 1401 (limits, discard old), 200 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+                with_consumers(live(), vec![("CAP/w", nf(), Outcome::Unhealthy(Fault::Retention { stalled: Duration::from_secs(61), first_seq: 1401, behind: 190, deletes: deletes("max_msgs 200, discard old") }), win)], WhenServerDown::Pass),
+                "unhealthy: consumer CAP/w: losing messages: for 1m1s its ack floor has stayed at the stream's first sequence 1401 with 190 waiting behind it, and retention (max_msgs 200, discard old) deletes them unacknowledged; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("S/pull", nf(), Outcome::Unhealthy(Fault::Stalled { stalled: Duration::from_secs(64), evidence: Evidence::Samples, floor: 12, waiting: 30, no_pulls: true, moved_without_ack: false }), win)], WhenServerDown::Pass),
+                "unhealthy: consumer S/pull: no progress for 1m4s (window 1m): ack floor at 12, 30 waiting, no pull request waiting; 1 ESTABLISHED TCP connection to remote port 4222",
             ),
             (
                 with_consumers(
                     live(),
                     vec![
-                        ("TF_RAW/latest-kv", nf(), Outcome::Healthy(Healthy::Progressing { since: Duration::from_millis(830), evidence: Evidence::LastActive }), win),
+                        ("S/slow", nf(), Outcome::Healthy(Healthy::Waiting { stalled: Duration::from_millis(5140), evidence: Evidence::Samples, moved_without_ack: false }), raised_30),
+                        ("S/new", nf(), Outcome::Healthy(Healthy::Unmeasured(crate::rules::consumer::Unmeasured::FirstSample)), raised_30),
+                    ],
+                    WhenServerDown::Pass,
+                ),
+                "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer S/slow no progress for 5.1s (window 1m = 2 × ack_wait 30s, not over); consumer S/new first sample (progress is judged from the next run; window 1m = 2 × ack_wait 30s)",
+            ),
+            (
+                with_consumers(live(), vec![("AGE/d", nf(), Outcome::Healthy(Healthy::CannotTell { deletes: deletes("max_age 1m, discard new") }), win)], WhenServerDown::Pass),
+                "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer AGE/d ack floor moving, but acks or losses: retention (max_age 1m, discard new) deletes unacknowledged messages too, and one look cannot tell which (window 1m)",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![
+                        ("TF_RAW/latest-kv", nf(), Outcome::Healthy(Healthy::Progressing(Moved::LastAck(Duration::from_millis(830)))), win),
                         ("TF_RAW/idle", nf(), Outcome::Healthy(Healthy::Idle), win),
                     ],
                     WhenServerDown::Pass,

@@ -1,10 +1,25 @@
-//! The consumer verdict: is the pod's JetStream consumer bound, and progressing when work is
-//! waiting? Pure: what was observed, the previous sample, policy and `now` in; a judgement
-//! and the next sample out. Progress, not backlog (ADR 0003): a serialized consumer holds a
-//! large, growing backlog while healthy, and an idle one is never stuck. The sample holds
-//! observations, never a verdict, so the next healthy run passes.
+//! The consumer verdict: is a JetStream consumer bound, and progressing when work is waiting?
+//! Pure: what was observed, the previous sample, policy and `now` in; a judgement and the next
+//! sample out. Progress, not backlog (ADR 0003): a serialized consumer holds a large, growing
+//! backlog while healthy, and an idle one is never stuck. The sample holds observations, never
+//! a verdict, so the next healthy run passes.
+//!
+//! What the server reports, read in nats-server's consumer.go and measured (ENGINEERING.md §1):
+//! - `ack_floor.last_active` moves on every ack, and on every message the server terminates
+//!   because retention deleted it unacknowledged ("Unacknowledged message was deleted"), which
+//!   the server handles as an ack. So where retention can delete unacknowledged messages, a
+//!   moving floor and a fresh `last_active` are acks or losses, and one consumer info cannot
+//!   tell which: the in-pod check says so and does not call it a fault (the guard counts the
+//!   server's advisories).
+//! - Messages dropped after `max_deliver` leave the ack pending list without an ack: the floor
+//!   can move while `last_active` stays where it was. That is not progress.
+//! - `last_active` is held in memory: absent before the first ack since the server started.
+//!
+//! The stall clock counts only time during which work was seen waiting with no progress, in
+//! intervals between observations no longer than the window; a gap in observation (the probe
+//! not run, the consumer not observable, the server down) restarts it.
 
-use crate::facts::{ConsumerFacts, Observed, Sample, StreamFacts, Unknown};
+use crate::facts::{AckPolicy, ConsumerFacts, Observed, Sample, StreamFacts, Unknown};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,12 +52,117 @@ pub fn window(policy: &Policy, ack_wait: Option<Duration>) -> Window {
     }
 }
 
-/// Which clock measured the time since progress.
+/// The stream settings under which the server deletes messages a consumer has not
+/// acknowledged (measured on 2.10.26: each such deletion moves the ack floor and its
+/// `last_active` exactly as an ack would).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deletes {
+    /// Only from the front of the stream (`max_msgs`/`max_bytes` with discard old, `max_age`
+    /// on a limits stream): `first_seq` tells how far they reached.
+    pub front_only: bool,
+    /// The settings, as an operator would write them: `max_msgs 200, discard old`.
+    pub settings: String,
+}
+
+/// Whether, and how, `stream`'s retention can delete unacknowledged messages.
+pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
+    let mut settings = Vec::new();
+    let old = stream.discard != "new";
+    if old {
+        if let Some(n) = stream.max_msgs {
+            settings.push(format!("max_msgs {n}"));
+        }
+        if let Some(n) = stream.max_bytes {
+            settings.push(format!("max_bytes {n}"));
+        }
+    }
+    if let Some(age) = stream.max_age {
+        settings.push(format!("max_age {}", display(age)));
+    }
+    let per_subject = match stream.max_msgs_per_subject {
+        // Discard new per subject refuses the new message instead of deleting an old one.
+        Some(n) if old || !stream.discard_new_per_subject => {
+            settings.push(format!("max_msgs_per_subject {n}"));
+            true
+        }
+        _ => false,
+    };
+    if settings.is_empty() {
+        return None;
+    }
+    settings.push(format!("discard {}", stream.discard));
+    if stream.retention != "limits" {
+        settings.insert(0, stream.retention.clone());
+    }
+    Some(Deletes {
+        // On work-queue and interest streams acks delete messages too, so the front moves
+        // with acks and cannot tell how far deletions reached.
+        front_only: !per_subject && stream.retention == "limits",
+        settings: settings.join(", "),
+    })
+}
+
+/// How the consumer moved since the previous sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Acks since the previous sample (`last_active` moved) that retention cannot have made.
+    Acked,
+    /// `ack_policy: none`: deliveries since the previous sample.
+    Delivered,
+    /// The floor or `last_active` moved, but retention may have deleted unacknowledged
+    /// messages since: acks or losses, one consumer info cannot tell.
+    Unclear,
+    /// The floor moved with no ack: messages dropped after `max_deliver`, or a purge.
+    WithoutAck,
+    /// Nothing moved.
+    None,
+}
+
+impl Progress {
+    /// Whether the consumer may have worked: the stall clock restarts. Where it cannot be
+    /// told, it restarts too: a false restart of a healthy pod is the worst outcome.
+    fn may_have_worked(self) -> bool {
+        matches!(
+            self,
+            Progress::Acked | Progress::Delivered | Progress::Unclear
+        )
+    }
+}
+
+/// What showed progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moved {
+    /// The last ack, this long ago by the server's clock.
+    LastAck(Duration),
+    /// The ack floor moved since the previous sample, by acks.
+    Floor,
+    /// Acks since the previous sample above a message still unacknowledged (being
+    /// redelivered), which holds the floor.
+    AboveFloor,
+    /// `ack_policy: none`: messages delivered since the previous sample.
+    Deliveries,
+}
+
+/// Why the stall clock has nothing to count from this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmeasured {
+    /// No previous sample (and no `last_active` the server's clock can measure).
+    FirstSample,
+    /// A run since the previous sample could not observe the consumer.
+    Gap,
+    /// The server restarted since the previous sample: it forgot its `last_active` times.
+    ServerRestarted,
+    /// The previous sample is older than the window: the probe does not run often enough to
+    /// vouch for the time between.
+    Interval(Duration),
+}
+
+/// Which clock measured the time without progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Evidence {
-    /// `ack_floor.last_active` against the server's `ts`.
+    /// `ack_floor.last_active` (and `delivered.last_active`) against the server's `ts`.
     LastActive,
-    /// The ack floor compared with the previous sample.
+    /// The floor compared with the previous samples.
     Samples,
 }
 
@@ -51,13 +171,23 @@ pub enum Healthy {
     /// Nothing waiting: however long, idle is not stuck.
     Idle,
     Paused,
-    /// Real progress `since` ago, within the window.
-    Progressing {
-        since: Duration,
+    /// Real progress: acks (or deliveries, for `ack_policy: none`).
+    Progressing(Moved),
+    /// Work waiting and no progress yet, inside the window.
+    Waiting {
+        stalled: Duration,
         evidence: Evidence,
+        /// The floor moved with no ack (`max_deliver` drops): said, never counted.
+        moved_without_ack: bool,
     },
-    /// No earlier sample and no usable last_active: judged from the next run on.
-    FirstSample,
+    /// The floor moved, and retention may have deleted unacknowledged messages since: acks
+    /// or losses, one consumer info cannot tell (the guard counts them).
+    CannotTell {
+        deletes: Deletes,
+    },
+    /// Work waiting, and nothing measures how long it has waited without progress: judged
+    /// from the next run on.
+    Unmeasured(Unmeasured),
     /// No progress for a window, but the client started less than a window ago: it gets its
     /// chance. Given by the check's per-pod policy (`rules::check`), never by `judge`.
     YoungClient {
@@ -78,19 +208,24 @@ pub enum Fault {
     Unbound {
         waiting: u64,
     },
-    /// Work waiting and the ack floor still for a window.
+    /// Work waiting and no progress for a window.
     Stalled {
         stalled: Duration,
         evidence: Evidence,
         floor: u64,
         waiting: u64,
+        /// A pull consumer with no pull request waiting: nobody is asking for the work.
+        no_pulls: bool,
+        moved_without_ack: bool,
     },
-    /// The floor moves only because retention deletes messages from under the consumer
-    /// (limits, discard old): it sits at the stream's first sequence. Messages are lost.
+    /// For a whole window the floor stayed at the front of a stream that deletes from the
+    /// front, with messages waiting behind it, and moved meanwhile: retention deletes them
+    /// before they are acknowledged, whoever acks the rest.
     Retention {
         stalled: Duration,
         first_seq: u64,
-        waiting: u64,
+        behind: u64,
+        deletes: Deletes,
     },
 }
 
@@ -105,14 +240,10 @@ pub enum Outcome {
 pub struct Judgement {
     pub outcome: Outcome,
     pub window: Option<Window>,
-    /// What to keep for the next run; None when there is nothing to compare (not found).
+    /// How the consumer moved since the previous sample; None without one.
+    pub progress: Option<Progress>,
+    /// What to keep for the next run; None when there is nothing to keep (not found).
     pub sample: Option<Sample>,
-}
-
-/// A previous sample is ignored when older than this: the pairs it would make say little
-/// about the last window.
-fn stale_after(window: Duration) -> Duration {
-    (window * 2).max(Duration::from_secs(600))
 }
 
 /// Judges one consumer against its previous sample, at `now_ms` (local clock, ms since the
@@ -125,149 +256,318 @@ pub fn judge(
 ) -> Judgement {
     let (facts, stream) = match observed {
         Observed::Found { facts, stream } => (facts, stream.as_ref()),
-        Observed::StreamMissing => return bare(Outcome::Unhealthy(Fault::StreamMissing)),
-        Observed::ConsumerMissing => return bare(Outcome::Unhealthy(Fault::ConsumerMissing)),
-        Observed::NotJudged(why) => return bare(Outcome::NotJudged(why.clone())),
+        Observed::StreamMissing => return bare(Outcome::Unhealthy(Fault::StreamMissing), None),
+        Observed::ConsumerMissing => return bare(Outcome::Unhealthy(Fault::ConsumerMissing), None),
+        // Not observed: the time until the next observation is a gap, never stall time.
+        Observed::NotJudged(why) => return bare(Outcome::NotJudged(why.clone()), prev.map(gap)),
     };
     let window = window(policy, facts.ack_wait);
+    let prev = prev.filter(|p| same_consumer(p, facts, now_ms));
+    let deletes = stream.and_then(deletes_unacked);
+    let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
     let waiting = facts.waiting();
-    let prev = prev.filter(|p| {
-        p.created == facts.created
-            && facts.ack_floor.consumer_seq >= p.floor_consumer_seq
-            && now_ms >= p.seen_at_ms
-            && ms(now_ms - p.seen_at_ms) <= stale_after(window.duration)
+    let unbound = facts.push() && !facts.push_bound;
+    // Observed intervals count; a gap does not: a run that could not observe the consumer,
+    // a server that restarted since (it forgot the last_active times it had), or an interval
+    // longer than the window (the probe was not running often enough to vouch for it).
+    let restarted = prev.is_some_and(|p| {
+        p.ack_last_active.is_some() && facts.ack_floor.last_active.is_none()
+            || p.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
     });
-    // The floor below the first message of a stream that drops unacked messages: nothing it
-    // acknowledged is still there, so whatever moves it is retention, not acks (measured:
-    // floor = first_seq - 1 while messages are deleted from under it), and its last_active
-    // moves with it. A floor at or past first_seq acked messages retention has not reached.
-    let pinned = waiting > 0
-        && stream.is_some_and(|s| drops_unacked(s) && facts.ack_floor.stream_seq < s.first_seq);
-    let advanced = prev.is_some_and(|p| facts.ack_floor.consumer_seq > p.floor_consumer_seq);
-    let real_progress = advanced && !pinned;
-    let progress_at_ms = match prev {
-        Some(p) if waiting > 0 && !facts.paused && !real_progress => p.progress_at_ms,
-        _ => now_ms,
+    let unmeasured = match prev {
+        None => Unmeasured::FirstSample,
+        Some(p) if p.gap => Unmeasured::Gap,
+        Some(_) if restarted => Unmeasured::ServerRestarted,
+        Some(p) => Unmeasured::Interval(ms(now_ms - p.seen_at_ms)),
     };
+    let interval = match unmeasured {
+        Unmeasured::Interval(i) if i <= window.duration => Some(i),
+        _ => None,
+    };
+
+    // The stall clock.
+    let server_clock = stall_by_server_clock(facts, deletes.as_ref());
+    let nothing_to_count = waiting == 0 || facts.paused || unbound;
+    let stalled: Option<(Duration, Evidence)> = if nothing_to_count
+        || progress.is_some_and(Progress::may_have_worked)
+    {
+        Some((Duration::ZERO, Evidence::Samples))
+    } else {
+        match (prev, interval) {
+            // Work was waiting then and now, nothing moved: the interval counts.
+            (Some(p), Some(i)) if p.waiting > 0 => Some((ms(p.stalled_ms) + i, Evidence::Samples)),
+            // Idle then, work now: it has waited at most since then, and (a quiet consumer's
+            // next message) at most since its delivery.
+            (Some(_), Some(i)) => {
+                Some((server_clock.map_or(i, |(s, _)| s.min(i)), Evidence::Samples))
+            }
+            // A first sample, or one after a gap: only the server's own clock can say.
+            _ => server_clock,
+        }
+    };
+
+    // The floor pinned at the front of a stream that deletes from the front, work behind it.
+    let pinned_now = match (stream, &deletes) {
+        (Some(s), Some(d)) => {
+            d.front_only && facts.ack_floor.stream_seq < s.first_seq && facts.num_pending > 0
+        }
+        _ => false,
+    };
+    let pinned: Option<Duration> = pinned_now.then(|| match (prev, interval) {
+        (Some(p), Some(i)) => p.pinned_ms.map_or(Duration::ZERO, |d| ms(d) + i),
+        _ => Duration::ZERO,
+    });
+
     let sample = Sample {
         created: facts.created.clone(),
         floor_consumer_seq: facts.ack_floor.consumer_seq,
         floor_stream_seq: facts.ack_floor.stream_seq,
-        progress_at_ms,
+        delivered_stream_seq: facts.delivered.stream_seq,
+        ack_last_active: facts.ack_floor.last_active,
+        delivered_last_active: facts.delivered.last_active,
+        waiting,
+        stalled_ms: stalled.map_or(0, |(d, _)| d.as_millis() as i64),
+        pinned_ms: pinned.map(|d| d.as_millis() as i64),
         seen_at_ms: now_ms,
+        seen_ts: facts.ts,
+        gap: false,
     };
-    let since = since_progress(facts, prev, pinned, progress_at_ms, now_ms);
-    // Retention is what moves a pinned floor; a pinned floor that stands still is a plain
-    // stall (a fresh stream's floor 0 sits below first_seq 1 too).
-    let dragged_to = stream.filter(|_| pinned && advanced).map(|s| s.first_seq);
-    let outcome = verdict(facts, since, dragged_to, &window);
+    let outcome = verdict(Verdict {
+        facts,
+        stream,
+        deletes,
+        progress,
+        floor_moved: prev.is_some_and(|p| facts.ack_floor.consumer_seq > p.floor_consumer_seq),
+        stalled,
+        pinned,
+        window: &window,
+        unmeasured,
+    });
     Judgement {
         outcome,
         window: Some(window),
+        progress,
         sample: Some(sample),
     }
 }
 
-/// `since`: the time since real progress, when it can be told. `dragged_to`: the stream's
-/// first sequence, when retention is what moved the floor.
-fn verdict(
+/// The previous sample with the time since it marked as a gap: a run that could not observe
+/// the consumer (the server down, not asked without a connection) keeps this.
+pub fn gap(prev: &Sample) -> Sample {
+    Sample {
+        gap: true,
+        ..prev.clone()
+    }
+}
+
+/// A sample of another consumer (recreated under the same name), one whose floor went back
+/// (a server that lost its state), or one from the future (the clock went back) is no
+/// previous sample.
+fn same_consumer(prev: &Sample, facts: &ConsumerFacts, now_ms: i64) -> bool {
+    prev.created == facts.created
+        && facts.ack_floor.consumer_seq >= prev.floor_consumer_seq
+        && now_ms >= prev.seen_at_ms
+}
+
+/// How the consumer moved since `prev`.
+fn progress(
     facts: &ConsumerFacts,
-    since: Option<(Duration, Evidence)>,
-    dragged_to: Option<u64>,
-    window: &Window,
-) -> Outcome {
-    let waiting = facts.waiting();
-    if facts.paused {
+    stream: Option<&StreamFacts>,
+    deletes: Option<&Deletes>,
+    prev: &Sample,
+) -> Progress {
+    if facts.ack_policy == AckPolicy::None {
+        return match facts.delivered.stream_seq > prev.delivered_stream_seq {
+            true => Progress::Delivered,
+            false => Progress::None,
+        };
+    }
+    let floor_moved = facts.ack_floor.consumer_seq > prev.floor_consumer_seq;
+    // last_active moves on every ack (and every termination); it is absent after a server
+    // restart until the next one. Compared with the server's clock at the previous sample
+    // where there is one (2.10+), so a last ack older than that is never an ack since.
+    let acked = match (
+        facts.ack_floor.last_active,
+        prev.seen_ts,
+        prev.ack_last_active,
+    ) {
+        (Some(now), Some(then), _) | (Some(now), None, Some(then)) => now > then,
+        (Some(_), None, None) => true,
+        (None, ..) => false,
+    };
+    if !floor_moved && !acked {
+        return Progress::None;
+    }
+    // Could retention have deleted a message this consumer had not acknowledged since?
+    let touched = match (deletes, stream) {
+        (None, _) => false,
+        (Some(d), Some(s)) if d.front_only => {
+            // Nothing above the previous floor is gone: every move since was an ack. And a
+            // floor now inside the stream was moved there by acks of messages that still exist.
+            let reached_past_floor = s.first_seq > prev.floor_stream_seq + 1;
+            let acked_inside = floor_moved
+                && facts.ack_floor.stream_seq >= s.first_seq
+                && facts.max_deliver.is_none();
+            reached_past_floor && !acked_inside
+        }
+        (Some(_), _) => true,
+    };
+    match (acked, touched) {
+        (_, true) => Progress::Unclear,
+        (true, false) => Progress::Acked,
+        (false, false) => Progress::WithoutAck,
+    }
+}
+
+/// On one sample, the server's own clock: the time since the last ack, never longer than
+/// since the last delivery (a quiet consumer's last ack may be an hour old when its next
+/// message arrived a second ago). Only where `last_active` can only be acks.
+fn stall_by_server_clock(
+    facts: &ConsumerFacts,
+    deletes: Option<&Deletes>,
+) -> Option<(Duration, Evidence)> {
+    if deletes.is_some() || facts.ack_policy == AckPolicy::None {
+        return None;
+    }
+    let since_ack = facts.age(facts.ack_floor.last_active)?;
+    let since_delivery = facts.age(facts.delivered.last_active).unwrap_or(since_ack);
+    Some((since_ack.min(since_delivery), Evidence::LastActive))
+}
+
+/// Everything the verdict is drawn from.
+struct Verdict<'a> {
+    facts: &'a ConsumerFacts,
+    stream: Option<&'a StreamFacts>,
+    deletes: Option<Deletes>,
+    progress: Option<Progress>,
+    floor_moved: bool,
+    stalled: Option<(Duration, Evidence)>,
+    pinned: Option<Duration>,
+    window: &'a Window,
+    unmeasured: Unmeasured,
+}
+
+fn verdict(v: Verdict) -> Outcome {
+    let f = v.facts;
+    let waiting = f.waiting();
+    if f.paused {
         return Outcome::Healthy(Healthy::Paused);
     }
-    if facts.push() && !facts.push_bound {
+    if f.push() && !f.push_bound {
         return Outcome::Unhealthy(Fault::Unbound { waiting });
     }
     if waiting == 0 {
         return Outcome::Healthy(Healthy::Idle);
     }
-    let Some((stalled, evidence)) = since else {
-        return Outcome::Healthy(Healthy::FirstSample);
+    // Held at the front a whole window, and the floor moved meanwhile (else the stall clock,
+    // counting the same time, says it plainly): retention moved it, whoever acked the rest.
+    if let (Some(pinned), Some(s), Some(d)) = (v.pinned, v.stream, &v.deletes) {
+        let plain_stall = v.stalled.is_some_and(|(d, _)| d >= v.window.duration);
+        if pinned >= v.window.duration && !plain_stall {
+            return Outcome::Unhealthy(Fault::Retention {
+                stalled: pinned,
+                first_seq: s.first_seq,
+                behind: f.num_pending,
+                deletes: d.clone(),
+            });
+        }
+    }
+    match (v.progress, v.deletes) {
+        (Some(Progress::Delivered), _) => {
+            return Outcome::Healthy(Healthy::Progressing(Moved::Deliveries))
+        }
+        (Some(Progress::Acked), deletes) => {
+            // The server's clock, where last_active can only be acks.
+            let since = deletes
+                .is_none()
+                .then(|| f.age(f.ack_floor.last_active))
+                .flatten();
+            return Outcome::Healthy(Healthy::Progressing(match (since, v.floor_moved) {
+                (Some(since), _) => Moved::LastAck(since),
+                (None, true) => Moved::Floor,
+                (None, false) => Moved::AboveFloor,
+            }));
+        }
+        (Some(Progress::Unclear), Some(deletes)) => {
+            return Outcome::Healthy(Healthy::CannotTell { deletes })
+        }
+        _ => {}
+    }
+    let Some((stalled, evidence)) = v.stalled else {
+        return Outcome::Healthy(Healthy::Unmeasured(v.unmeasured));
     };
-    if stalled < window.duration {
-        return Outcome::Healthy(Healthy::Progressing {
-            since: stalled,
+    let moved_without_ack = v.progress == Some(Progress::WithoutAck);
+    if stalled < v.window.duration {
+        // One sample whose last ack is recent: progressing, by the server's clock.
+        if v.unmeasured == Unmeasured::FirstSample && evidence == Evidence::LastActive {
+            if let Some(since) = f.age(f.ack_floor.last_active) {
+                if since < v.window.duration {
+                    return Outcome::Healthy(Healthy::Progressing(Moved::LastAck(since)));
+                }
+            }
+        }
+        return Outcome::Healthy(Healthy::Waiting {
+            stalled,
             evidence,
+            moved_without_ack,
         });
     }
-    match dragged_to {
-        Some(first_seq) => Outcome::Unhealthy(Fault::Retention {
-            stalled,
-            first_seq,
-            waiting,
-        }),
-        None => Outcome::Unhealthy(Fault::Stalled {
-            stalled,
-            evidence,
-            floor: facts.ack_floor.consumer_seq,
-            waiting,
-        }),
-    }
-}
-
-/// How long since real progress, by the best clock available.
-fn since_progress(
-    facts: &ConsumerFacts,
-    prev: Option<&Sample>,
-    pinned: bool,
-    progress_at_ms: i64,
-    now_ms: i64,
-) -> Option<(Duration, Evidence)> {
-    // Server clock on both sides; never trusted while retention may be moving the floor.
-    let age = |t: Option<i128>| -> Option<Duration> {
-        let (ts, t) = (facts.ts?, t?);
-        Some(Duration::from_nanos(u64::try_from((ts - t).max(0)).ok()?))
-    };
-    let acked = (!pinned)
-        .then(|| age(facts.ack_floor.last_active))
-        .flatten();
-    let by_samples = prev.map(|_| ms(now_ms - progress_at_ms));
-    match (acked, by_samples) {
-        (Some(a), Some(s)) if a < s => Some((a, Evidence::LastActive)),
-        (_, Some(s)) => Some((s, Evidence::Samples)),
-        // One sample: the last ack is old, but the work may have arrived just now (a quiet
-        // consumer); it cannot have been waiting longer than since the last delivery.
-        (Some(a), None) => {
-            let delivered = age(facts.delivered.last_active).unwrap_or(a);
-            Some((a.min(delivered), Evidence::LastActive))
-        }
-        (None, None) => None,
-    }
-}
-
-/// `limits` with `discard: old`: the setting under which retention removes messages a
-/// consumer has not acknowledged, dragging its ack floor along.
-fn drops_unacked(stream: &StreamFacts) -> bool {
-    stream.retention == "limits" && stream.discard == "old"
+    Outcome::Unhealthy(Fault::Stalled {
+        stalled,
+        evidence,
+        floor: f.ack_floor.consumer_seq,
+        waiting,
+        no_pulls: !f.push() && f.num_waiting == 0,
+        moved_without_ack,
+    })
 }
 
 fn ms(millis: i64) -> Duration {
     Duration::from_millis(millis.max(0) as u64)
 }
 
-fn bare(outcome: Outcome) -> Judgement {
+/// `1m30s`, for the settings named in a judgement.
+fn display(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, 0, 0) => format!("{h}h"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
+}
+
+fn bare(outcome: Outcome, sample: Option<Sample>) -> Judgement {
     Judgement {
         outcome,
         window: None,
-        sample: None,
+        progress: None,
+        sample,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::{AckPolicy, Sequence};
+    use crate::facts::{AckPolicy, Sequence, ServerTime};
 
     const S: i128 = 1_000_000_000;
     /// The server's clock at "now" in every row: 10 000 s after the epoch.
     const TS: i128 = 10_000 * S;
     const NOW_MS: i64 = 10_000_000;
+    /// --stall-after 60s; the consumers' ack_wait is 30 s: the window is 60 s.
+    const POLICY: Policy = Policy {
+        stall_after: Duration::from_secs(60),
+    };
 
+    /// `secs` seconds before the server's "now".
+    fn ago(secs: f64) -> Option<ServerTime> {
+        Some(TS - (secs * 1e9) as i128)
+    }
+
+    /// A bound push consumer in a deliver group, max_ack_pending 1, on a stream without
+    /// limits; no ack since the server started.
     fn facts(pending: u64, ack_pending: u64, floor: u64) -> ConsumerFacts {
         ConsumerFacts {
             stream: "TF_RAW".into(),
@@ -299,33 +599,44 @@ mod tests {
         }
     }
 
-    /// `secs` seconds before the server's "now".
-    fn ago(secs: i128) -> Option<i128> {
-        Some(TS - secs * S)
-    }
-
-    fn sample(floor: u64, progress_secs_ago: i64, seen_secs_ago: i64) -> Sample {
-        Sample {
-            created: "2026-08-20T00:00:00Z".into(),
-            floor_consumer_seq: floor,
-            floor_stream_seq: floor,
-            progress_at_ms: NOW_MS - progress_secs_ago * 1000,
-            seen_at_ms: NOW_MS - seen_secs_ago * 1000,
-        }
-    }
-
-    /// A stream whose retention does (limits, discard old) or does not drop unacked messages.
-    pub(crate) fn stream_facts(drops_unacked: bool, first_seq: u64) -> StreamFacts {
+    /// A stream: `limits` without limits unless a row sets them.
+    fn stream(first_seq: u64) -> StreamFacts {
         StreamFacts {
-            retention: if drops_unacked { "limits" } else { "workqueue" }.into(),
+            retention: "limits".into(),
             discard: "old".into(),
-            max_msgs: Some(200),
+            max_msgs: None,
             max_bytes: None,
             max_age: None,
             max_msgs_per_subject: None,
             discard_new_per_subject: false,
             first_seq,
             last_seq: first_seq + 199,
+        }
+    }
+
+    fn capped(first_seq: u64) -> StreamFacts {
+        StreamFacts {
+            max_msgs: Some(200),
+            ..stream(first_seq)
+        }
+    }
+
+    /// The previous sample, `seen_secs_ago`, of a consumer at `floor` with `waiting` messages,
+    /// after `stalled_secs` without progress.
+    fn sample(floor: u64, waiting: u64, stalled_secs: i64, seen_secs_ago: i64) -> Sample {
+        Sample {
+            created: "2026-08-20T00:00:00Z".into(),
+            floor_consumer_seq: floor,
+            floor_stream_seq: floor,
+            delivered_stream_seq: floor + waiting.min(1),
+            ack_last_active: None,
+            delivered_last_active: None,
+            waiting,
+            stalled_ms: stalled_secs * 1000,
+            pinned_ms: None,
+            seen_at_ms: NOW_MS - seen_secs_ago * 1000,
+            seen_ts: Some(TS - i128::from(seen_secs_ago) * S),
+            gap: false,
         }
     }
 
@@ -336,9 +647,12 @@ mod tests {
         }
     }
 
-    const POLICY: Policy = Policy {
-        stall_after: Duration::from_secs(60),
-    };
+    fn on(f: ConsumerFacts, s: StreamFacts) -> Observed {
+        Observed::Found {
+            facts: f,
+            stream: Some(s),
+        }
+    }
 
     fn judged(o: &Observed, prev: Option<&Sample>) -> Judgement {
         judge(o, prev, &POLICY, NOW_MS)
@@ -346,6 +660,14 @@ mod tests {
 
     fn outcome(o: &Observed, prev: Option<&Sample>) -> Outcome {
         judged(o, prev).outcome
+    }
+
+    fn stalled(o: &Outcome) -> Option<Duration> {
+        match o {
+            Outcome::Healthy(Healthy::Waiting { stalled, .. })
+            | Outcome::Unhealthy(Fault::Stalled { stalled, .. }) => Some(*stalled),
+            _ => None,
+        }
     }
 
     /// ADR 0003's Verification table, row by row, as the consumer verdict sees each case.
@@ -360,17 +682,19 @@ mod tests {
         );
 
         // Subscriber alive, never acking: bound, backlog 4,000, floor frozen at 0 → alert
-        // once the floor has been still for the window (two samples 70 s apart).
+        // once work has waited a window without progress (55 s, then 10 s more).
         let wedged = facts(3_999, 1, 0);
-        assert!(matches!(
-            outcome(&found(wedged), Some(&sample(0, 70, 10))),
+        assert_eq!(
+            outcome(&found(wedged), Some(&sample(0, 4_000, 55, 10))),
             Outcome::Unhealthy(Fault::Stalled {
+                stalled: Duration::from_secs(65),
+                evidence: Evidence::Samples,
                 floor: 0,
                 waiting: 4_000,
-                evidence: Evidence::Samples,
-                ..
+                no_pulls: false,
+                moved_without_ack: false,
             })
-        ));
+        );
 
         // Expected durable absent → alert, naming which.
         assert_eq!(
@@ -383,189 +707,442 @@ mod tests {
         );
 
         // Serialized max_ack_pending 1 under sustained load: backlog 10,974 and growing,
-        // floor 117,109 → 149,520 → OK.
-        let serialized = facts(10_973, 1, 149_520);
-        assert!(matches!(
-            outcome(&found(serialized), Some(&sample(117_109, 70, 10))),
-            Outcome::Healthy(Healthy::Progressing { .. })
-        ));
+        // floor 117,109 → 149,520, acks all along → OK.
+        let mut serialized = facts(10_973, 1, 149_520);
+        serialized.ack_floor.last_active = ago(0.1);
+        let mut prev = sample(117_109, 6_729, 0, 10);
+        prev.ack_last_active = ago(10.0);
+        assert_eq!(
+            outcome(&found(serialized), Some(&prev)),
+            Outcome::Healthy(Healthy::Progressing(Moved::LastAck(Duration::from_millis(
+                100
+            ))))
+        );
 
-        // Whole platform healthy under load: bound and progressing → OK.
+        // Whole platform healthy under load, first look: a recent ack → OK.
         let mut healthy = facts(50, 1, 2_000);
-        healthy.ack_floor.last_active = ago(1);
-        assert!(matches!(
+        healthy.ack_floor.last_active = ago(1.0);
+        healthy.delivered.last_active = ago(0.5);
+        assert_eq!(
             outcome(&found(healthy), None),
-            Outcome::Healthy(Healthy::Progressing {
-                evidence: Evidence::LastActive,
-                ..
-            })
-        ));
+            Outcome::Healthy(Healthy::Progressing(Moved::LastAck(Duration::from_secs(1))))
+        );
     }
 
     #[test]
     fn idle_is_never_stuck_however_long() {
         let mut idle = facts(0, 0, 500);
-        idle.ack_floor.last_active = ago(86_400);
+        idle.ack_floor.last_active = ago(86_400.0);
+        let j = judged(&found(idle), Some(&sample(500, 0, 0, 10)));
+        assert_eq!(j.outcome, Outcome::Healthy(Healthy::Idle));
+        assert_eq!(j.sample.unwrap().stalled_ms, 0);
+    }
+
+    /// Issue family 1: time during which the consumer was not seen with work waiting is not
+    /// stall time.
+    #[test]
+    fn a_gap_in_observation_never_becomes_stall_time() {
+        // Idle at the last run, 3.6 windows ago; now its next message was delivered 0.1 s
+        // ago and is being worked on (floor 1, delivered 2, 1 waiting).
+        let mut quiet = facts(0, 1, 1);
+        quiet.ack_floor.last_active = ago(216.0);
+        quiet.delivered.last_active = ago(0.1);
+        let idle_long_ago = sample(1, 0, 0, 216);
         assert_eq!(
-            outcome(&found(idle.clone()), Some(&sample(500, 80_000, 10))),
-            Outcome::Healthy(Healthy::Idle)
+            stalled(&outcome(&found(quiet.clone()), Some(&idle_long_ago))),
+            Some(Duration::from_millis(100))
         );
-        // And the stall clock restarts when work appears after idling.
-        let j = judged(&found(idle), Some(&sample(500, 80_000, 10)));
-        assert_eq!(j.sample.unwrap().progress_at_ms, NOW_MS);
-    }
-
-    #[test]
-    fn a_quiet_consumer_with_new_work_is_not_stalled_by_an_old_last_active() {
-        // Last ack an hour ago, a message delivered a second ago: first sample.
-        let mut quiet = facts(0, 1, 41);
-        quiet.ack_floor.last_active = ago(3_600);
-        quiet.delivered.last_active = ago(1);
-        assert!(matches!(
-            outcome(&found(quiet.clone()), None),
-            Outcome::Healthy(Healthy::Progressing { .. })
-        ));
-        // With a previous sample (idle 10 s ago), the samples bound it too.
-        assert!(matches!(
-            outcome(&found(quiet), Some(&sample(41, 10, 10))),
-            Outcome::Healthy(Healthy::Progressing {
-                evidence: Evidence::Samples,
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn last_active_judges_from_one_sample_when_delivery_also_stopped() {
-        let mut stuck = facts(200, 1, 7);
-        stuck.ack_floor.last_active = ago(300);
-        stuck.delivered.last_active = ago(300);
-        assert!(matches!(
-            outcome(&found(stuck), None),
-            Outcome::Unhealthy(Fault::Stalled {
-                evidence: Evidence::LastActive,
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn without_last_active_samples_decide() {
-        // After a server restart last_active is gone; ts alone does not help.
-        let f = facts(200, 1, 7);
+        // Idle 10 s ago: at most those 10 s, and at most since the delivery.
         assert_eq!(
-            outcome(&found(f.clone()), None),
-            Outcome::Healthy(Healthy::FirstSample)
+            stalled(&outcome(&found(quiet), Some(&sample(1, 0, 0, 10)))),
+            Some(Duration::from_millis(100))
         );
-        assert!(matches!(
-            outcome(&found(f.clone()), Some(&sample(7, 30, 10))),
-            Outcome::Healthy(Healthy::Progressing {
-                evidence: Evidence::Samples,
-                ..
-            })
-        ));
-        assert!(matches!(
-            outcome(&found(f), Some(&sample(7, 61, 10))),
-            Outcome::Unhealthy(Fault::Stalled { .. })
-        ));
-        // 2.9.x has no ts: last_active cannot be measured, samples decide.
-        let mut old = facts(200, 1, 7);
-        old.ts = None;
-        old.ack_floor.last_active = ago(1);
+
+        // Waiting before a NATS outage of 5 minutes; a run during it could not observe the
+        // consumer (the gap mark). After the server's restart last_active is gone and the
+        // redelivery waits an ack_wait: nothing measures a stall, and the next runs count
+        // from here.
+        let before = sample(40, 1, 50, 310);
+        let marked = gap(&before);
+        assert!(marked.gap);
+        let after = facts(0, 1, 40);
+        let j = judged(&found(after.clone()), Some(&marked));
         assert_eq!(
-            outcome(&found(old), None),
-            Outcome::Healthy(Healthy::FirstSample)
+            j.outcome,
+            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Gap))
         );
+        assert_eq!(j.sample.as_ref().unwrap().stalled_ms, 0);
+        // 10 s later, still waiting for the redelivery: 10 s, not 5 minutes and 10 s.
+        let mut next = j.sample.unwrap();
+        next.seen_at_ms = NOW_MS - 10_000;
+        assert_eq!(
+            stalled(&outcome(&found(after.clone()), Some(&next))),
+            Some(Duration::from_secs(10))
+        );
+        // Unmarked, a restart shows in the last_active times the server forgot.
+        let mut seen = sample(40, 1, 50, 10);
+        seen.delivered_last_active = ago(12.0);
+        assert_eq!(
+            outcome(&found(after.clone()), Some(&seen)),
+            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::ServerRestarted))
+        );
+        // Without a mark, an interval longer than the window does not count either.
+        assert_eq!(
+            outcome(&found(after), Some(&sample(40, 1, 50, 70))),
+            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Interval(
+                Duration::from_secs(70)
+            )))
+        );
+        // A run that could not observe the consumer keeps the sample, marked.
+        let j = judged(
+            &Observed::NotJudged(Unknown::Deadline),
+            Some(&sample(40, 1, 50, 10)),
+        );
+        assert!(j.sample.is_some_and(|s| s.gap && s.stalled_ms == 50_000));
     }
 
+    /// Issue family 2: a stream that keeps one message (`max_msgs: 1`, or one per subject)
+    /// leaves the floor of a consumer that acks everything below first_seq: not a loss.
     #[test]
-    fn progress_clears_a_pending_fault_never_latching() {
-        let f = facts(200, 1, 8);
-        let j = judged(&found(f), Some(&sample(7, 500, 10)));
+    fn acks_at_the_front_of_a_one_message_stream_are_not_losses() {
+        let mut acking = facts(0, 1, 4);
+        acking.ack_floor.last_active = ago(0.5);
+        let mut prev = sample(3, 1, 0, 1);
+        prev.ack_last_active = ago(1.6);
+        let one = StreamFacts {
+            max_msgs: Some(1),
+            ..stream(5)
+        };
+        let j = judged(&on(acking.clone(), one), Some(&prev));
+        assert_eq!(j.progress, Some(Progress::Unclear));
         assert!(matches!(
             j.outcome,
-            Outcome::Healthy(Healthy::Progressing { .. })
+            Outcome::Healthy(Healthy::CannotTell { .. })
         ));
-        assert_eq!(j.sample.unwrap().progress_at_ms, NOW_MS);
+        // The same for a subject with max_msgs_per_subject 1 while another floods.
+        let per_subject = StreamFacts {
+            max_msgs_per_subject: Some(1),
+            ..stream(90_000)
+        };
+        assert!(matches!(
+            outcome(&on(acking, per_subject), Some(&prev)),
+            Outcome::Healthy(Healthy::CannotTell { .. })
+        ));
     }
 
+    /// Issue family 3: every setting under which the server deletes unacknowledged messages
+    /// (measured on 2.10.26), and the ones under which it does not.
     #[test]
-    fn retention_moving_the_floor_is_not_progress() {
-        // Measured on 2.10.26: a never-acking consumer on a max_msgs-capped, discard-old
-        // stream under load has its floor at first_seq - 1, moving at the publish rate, and a
-        // last_active that moves with it.
-        let mut lost = facts(190, 10, 1400);
-        lost.ack_floor.last_active = ago(0);
-        lost.delivered.last_active = ago(0);
-        let stream = stream_facts(true, 1401);
-        let observed = Observed::Found {
-            facts: lost,
-            stream: Some(stream.clone()),
+    fn which_retention_settings_delete_unacknowledged_messages() {
+        let with = |f: fn(&mut StreamFacts)| {
+            let mut s = stream(1);
+            f(&mut s);
+            deletes_unacked(&s).map(|d| (d.front_only, d.settings))
+        };
+        type Row = (fn(&mut StreamFacts), Option<(bool, &'static str)>);
+        let rows: [Row; 9] = [
+            (|_| {}, None),
+            (
+                |s| s.max_msgs = Some(200),
+                Some((true, "max_msgs 200, discard old")),
+            ),
+            (
+                |s| s.max_bytes = Some(4096),
+                Some((true, "max_bytes 4096, discard old")),
+            ),
+            (
+                |s| {
+                    s.max_msgs = Some(200);
+                    s.discard = "new".into();
+                },
+                None,
+            ),
+            (
+                |s| {
+                    s.max_age = Some(Duration::from_secs(60));
+                    s.discard = "new".into();
+                },
+                Some((true, "max_age 1m, discard new")),
+            ),
+            (
+                |s| {
+                    s.max_msgs_per_subject = Some(1);
+                    s.discard = "new".into();
+                },
+                Some((false, "max_msgs_per_subject 1, discard new")),
+            ),
+            (
+                |s| {
+                    s.max_msgs_per_subject = Some(1);
+                    s.discard = "new".into();
+                    s.discard_new_per_subject = true;
+                },
+                None,
+            ),
+            (
+                |s| {
+                    s.retention = "workqueue".into();
+                    s.max_msgs = Some(10);
+                },
+                Some((false, "workqueue, max_msgs 10, discard old")),
+            ),
+            (
+                |s| {
+                    s.retention = "interest".into();
+                    s.max_age = Some(Duration::from_secs(90));
+                },
+                Some((false, "interest, max_age 1m30s, discard old")),
+            ),
+        ];
+        for (i, (set, expected)) in rows.into_iter().enumerate() {
+            assert_eq!(
+                with(set),
+                expected.map(|(f, s)| (f, s.to_string())),
+                "row {i}"
+            );
+        }
+    }
+
+    /// Issue family 3: where retention deletes unacknowledged messages, a never-acking
+    /// consumer's floor and last_active move as an ack would move them. That is never called
+    /// progress; one look cannot tell it from acks, so it is not a fault either.
+    #[test]
+    fn a_floor_retention_may_move_is_not_called_progress() {
+        let mut never = facts(0, 1, 30);
+        never.ack_floor.last_active = ago(0.0);
+        let mut prev = sample(20, 1, 0, 10);
+        prev.ack_last_active = ago(10.0);
+        for s in [
+            StreamFacts {
+                max_age: Some(Duration::from_secs(1)),
+                discard: "new".into(),
+                ..stream(31)
+            },
+            StreamFacts {
+                retention: "workqueue".into(),
+                max_msgs: Some(10),
+                ..stream(25)
+            },
+            StreamFacts {
+                retention: "interest".into(),
+                max_age: Some(Duration::from_secs(1)),
+                ..stream(31)
+            },
+        ] {
+            let j = judged(&on(never.clone(), s.clone()), Some(&prev));
+            assert_eq!(j.progress, Some(Progress::Unclear), "{s:?}");
+            assert!(
+                matches!(j.outcome, Outcome::Healthy(Healthy::CannotTell { .. })),
+                "{s:?}: {:?}",
+                j.outcome
+            );
+        }
+        // Where deletions could not reach past the previous floor, or the floor moved inside
+        // the stream, the moves are acks: progress.
+        let behind = StreamFacts {
+            max_age: Some(Duration::from_secs(3600)),
+            ..stream(15)
         };
         assert_eq!(
-            outcome(&observed, None),
-            Outcome::Healthy(Healthy::FirstSample),
-            "last_active is not trusted"
+            judged(&on(never.clone(), behind), Some(&prev)).progress,
+            Some(Progress::Acked)
         );
-        let prev = sample(517, 70, 10);
+        let inside = StreamFacts {
+            max_msgs: Some(200),
+            ..stream(25)
+        };
         assert_eq!(
-            outcome(&observed, Some(&prev)),
-            Outcome::Unhealthy(Fault::Retention {
-                stalled: Duration::from_secs(70),
-                first_seq: 1401,
-                waiting: 200
+            judged(&on(never, inside), Some(&prev)).progress,
+            Some(Progress::Acked)
+        );
+    }
+
+    /// Issue family 4: max_deliver drops move the floor with no ack (last_active stays where
+    /// it was): not progress.
+    #[test]
+    fn drops_after_max_deliver_are_not_progress() {
+        let mut drop = facts(0, 0, 7);
+        drop.max_deliver = Some(2);
+        let prev = sample(5, 2, 3, 1);
+        let j = judged(&found(drop.clone()), Some(&prev));
+        assert_eq!(j.progress, Some(Progress::WithoutAck));
+        assert_eq!(
+            j.outcome,
+            Outcome::Healthy(Healthy::Idle),
+            "nothing waits now"
+        );
+        // Under load the stall clock keeps counting through such moves.
+        let mut loaded = drop;
+        loaded.num_pending = 40;
+        loaded.num_ack_pending = 1;
+        assert_eq!(
+            outcome(&found(loaded.clone()), Some(&prev)),
+            Outcome::Healthy(Healthy::Waiting {
+                stalled: Duration::from_secs(4),
+                evidence: Evidence::Samples,
+                moved_without_ack: true,
             })
         );
-        // The same floor movement on a workqueue stream (acked messages are deleted, so the
-        // floor always sits at first_seq - 1) is progress.
-        let mut acked = facts(190, 10, 1400);
-        acked.ack_floor.last_active = ago(0);
-        let work = Observed::Found {
-            facts: acked,
-            stream: Some(stream_facts(false, 1401)),
-        };
         assert!(matches!(
-            outcome(&work, Some(&prev)),
-            Outcome::Healthy(Healthy::Progressing { .. })
-        ));
-        // A floor below first_seq that does not move is a plain stall: a fresh stream's
-        // floor 0 sits below first_seq 1 before anything is acked.
-        let fresh = Observed::Found {
-            facts: facts(499, 1, 0),
-            stream: Some(stream_facts(true, 1)),
-        };
-        assert!(matches!(
-            outcome(&fresh, Some(&sample(0, 70, 10))),
+            outcome(&found(loaded), Some(&sample(5, 2, 59, 1))),
             Outcome::Unhealthy(Fault::Stalled {
-                floor: 0,
-                waiting: 500,
+                moved_without_ack: true,
                 ..
             })
         ));
-        // A consumer ahead of retention on the same capped stream acks messages that still
-        // exist: its floor and last_active are its own.
-        let mut ahead = facts(90, 1, 1500);
-        ahead.ack_floor.last_active = ago(1);
-        let capped = Observed::Found {
-            facts: ahead,
-            stream: Some(stream_facts(true, 1401)),
-        };
+    }
+
+    /// A consumer still inside its window is "no progress for ... not over", never
+    /// "progressing".
+    #[test]
+    fn no_progress_inside_the_window_is_said_as_such() {
+        let wedged = facts(10, 1, 7);
+        assert_eq!(
+            outcome(&found(wedged), Some(&sample(7, 11, 5, 1))),
+            Outcome::Healthy(Healthy::Waiting {
+                stalled: Duration::from_secs(6),
+                evidence: Evidence::Samples,
+                moved_without_ack: false,
+            })
+        );
+    }
+
+    #[test]
+    fn on_one_sample_only_the_servers_clock_can_say() {
+        // Delivery and ack both stopped 5 minutes ago: stalled, by the server's clock.
+        let mut stuck = facts(200, 1, 7);
+        stuck.ack_floor.last_active = ago(300.0);
+        stuck.delivered.last_active = ago(300.0);
         assert!(matches!(
-            outcome(&capped, None),
-            Outcome::Healthy(Healthy::Progressing {
+            outcome(&found(stuck.clone()), None),
+            Outcome::Unhealthy(Fault::Stalled {
                 evidence: Evidence::LastActive,
                 ..
             })
         ));
+        // A quiet consumer: last ack an hour ago, its next message delivered a second ago.
+        stuck.delivered.last_active = ago(1.0);
+        assert_eq!(
+            stalled(&outcome(&found(stuck.clone()), None)),
+            Some(Duration::from_secs(1))
+        );
+        // No ack since the server started, or no server clock (2.9): a first sample.
+        let fresh = facts(200, 1, 7);
+        assert_eq!(
+            outcome(&found(fresh), None),
+            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::FirstSample))
+        );
+        let mut old = stuck.clone();
+        old.ts = None;
+        assert_eq!(
+            outcome(&found(old), None),
+            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::FirstSample))
+        );
+        // Where retention can move last_active, it measures nothing.
+        assert_eq!(
+            outcome(&on(stuck, capped(1)), None),
+            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::FirstSample))
+        );
     }
 
     #[test]
-    fn paused_and_pull_consumers() {
+    fn progress_clears_a_stall_never_latching() {
+        let mut resumed = facts(200, 1, 8);
+        resumed.ack_floor.last_active = ago(0.2);
+        let j = judged(&found(resumed), Some(&sample(7, 201, 500, 10)));
+        assert!(matches!(
+            j.outcome,
+            Outcome::Healthy(Healthy::Progressing(_))
+        ));
+        assert_eq!(j.sample.unwrap().stalled_ms, 0);
+    }
+
+    /// Acks above a message still being redelivered move last_active, not the floor: the
+    /// consumer works.
+    #[test]
+    fn acks_above_a_held_floor_are_progress() {
+        let mut f = facts(100, 5, 7);
+        f.max_ack_pending = Some(10);
+        f.ack_floor.last_active = ago(0.3);
+        let mut prev = sample(7, 105, 20, 10);
+        prev.ack_last_active = ago(11.0);
+        assert_eq!(
+            outcome(&found(f.clone()), Some(&prev)),
+            Outcome::Healthy(Healthy::Progressing(Moved::LastAck(Duration::from_millis(
+                300
+            ))))
+        );
+        f.ts = None;
+        assert_eq!(
+            outcome(&found(f), Some(&prev)),
+            Outcome::Healthy(Healthy::Progressing(Moved::AboveFloor))
+        );
+    }
+
+    /// Pinned at the front of a stream that deletes from the front, with work behind it, for
+    /// a whole window while the floor moves: losing messages. Moving but not yet a window, or
+    /// not pinned: cannot tell. Pinned and still: a plain stall.
+    #[test]
+    fn a_floor_held_at_the_front_with_work_behind_it_is_losing_messages() {
+        let mut lost = facts(190, 10, 1400);
+        lost.ack_floor.last_active = ago(0.0);
+        let mut prev = sample(517, 200, 0, 10);
+        prev.ack_last_active = ago(10.0);
+        prev.pinned_ms = Some(55_000);
+        let j = judged(&on(lost.clone(), capped(1401)), Some(&prev));
+        match &j.outcome {
+            Outcome::Unhealthy(Fault::Retention {
+                stalled,
+                first_seq,
+                behind,
+                deletes,
+            }) => {
+                assert_eq!(
+                    (*stalled, *first_seq, *behind),
+                    (Duration::from_secs(65), 1401, 190)
+                );
+                assert_eq!(deletes.settings, "max_msgs 200, discard old");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(j.sample.unwrap().pinned_ms, Some(65_000));
+        prev.pinned_ms = Some(10_000);
+        assert!(matches!(
+            outcome(&on(lost.clone(), capped(1401)), Some(&prev)),
+            Outcome::Healthy(Healthy::CannotTell { .. })
+        ));
+        // Deletions come in batches (max_age expiry): a run between two finds the floor still;
+        // held at the front for the window, with the stall clock reset by the moves, it is the
+        // same loss.
+        let mut between = facts(190, 10, 1400);
+        between.ack_floor.last_active = ago(1.0);
+        let mut prev = sample(1400, 200, 1, 10);
+        prev.ack_last_active = ago(1.0);
+        prev.pinned_ms = Some(55_000);
+        assert!(matches!(
+            outcome(&on(between, capped(1401)), Some(&prev)),
+            Outcome::Unhealthy(Fault::Retention { .. })
+        ));
+        // A first look starts the count.
+        let first = judged(&on(lost, capped(1401)), None);
+        assert_eq!(first.sample.unwrap().pinned_ms, Some(0));
+        // A fresh stream's floor 0 sits below first_seq 1 before anything is acked: a stall.
+        let still = facts(499, 1, 0);
+        let mut prev = sample(0, 500, 61, 1);
+        prev.pinned_ms = Some(61_000);
+        assert!(matches!(
+            outcome(&on(still, capped(1)), Some(&prev)),
+            Outcome::Unhealthy(Fault::Stalled { .. })
+        ));
+    }
+
+    #[test]
+    fn paused_pull_and_ack_none_consumers() {
         let mut paused = facts(1_000, 0, 0);
         paused.paused = true;
         paused.push_bound = false;
         assert_eq!(
-            outcome(&found(paused), Some(&sample(0, 999, 10))),
+            outcome(&found(paused), Some(&sample(0, 1000, 999, 10))),
             Outcome::Healthy(Healthy::Paused)
         );
         // A pull consumer has no push_bound; clients waiting in pulls with nothing pending.
@@ -573,14 +1150,39 @@ mod tests {
         pull.deliver_subject = None;
         pull.push_bound = false;
         pull.num_waiting = 2;
-        assert_eq!(outcome(&found(pull), None), Outcome::Healthy(Healthy::Idle));
+        assert_eq!(
+            outcome(&found(pull.clone()), None),
+            Outcome::Healthy(Healthy::Idle)
+        );
+        // Nobody pulls: work waits and nothing moves.
+        pull.num_pending = 40;
+        pull.num_waiting = 0;
+        assert!(matches!(
+            outcome(&found(pull), Some(&sample(300, 40, 58, 3))),
+            Outcome::Unhealthy(Fault::Stalled { no_pulls: true, .. })
+        ));
+        // ack policy none: deliveries are the progress.
+        let mut none = facts(30, 0, 90);
+        none.ack_policy = AckPolicy::None;
+        none.delivered.stream_seq = 95;
+        let mut prev = sample(90, 30, 10, 5);
+        prev.delivered_stream_seq = 90;
+        assert_eq!(
+            outcome(&found(none.clone()), Some(&prev)),
+            Outcome::Healthy(Healthy::Progressing(Moved::Deliveries))
+        );
+        prev.delivered_stream_seq = 95;
+        assert_eq!(
+            stalled(&outcome(&found(none), Some(&prev))),
+            Some(Duration::from_secs(15))
+        );
     }
 
     #[test]
-    fn the_window_is_never_shorter_than_twice_ack_wait_and_says_so() {
+    fn the_window_is_never_shorter_than_twice_ack_wait() {
         let mut slow = facts(10, 1, 7);
         slow.ack_wait = Some(Duration::from_secs(90));
-        let j = judged(&found(slow.clone()), Some(&sample(7, 100, 10)));
+        let j = judged(&found(slow.clone()), Some(&sample(7, 11, 100, 10)));
         assert_eq!(
             j.window,
             Some(Window {
@@ -590,11 +1192,10 @@ mod tests {
         );
         assert!(matches!(
             j.outcome,
-            Outcome::Healthy(Healthy::Progressing { .. })
+            Outcome::Healthy(Healthy::Waiting { .. })
         ));
-        let j = judged(&found(slow), Some(&sample(7, 181, 10)));
         assert!(matches!(
-            j.outcome,
+            outcome(&found(slow), Some(&sample(7, 11, 171, 10))),
             Outcome::Unhealthy(Fault::Stalled { .. })
         ));
         // The default 30 s ack_wait leaves the default 60 s window as it is.
@@ -605,17 +1206,16 @@ mod tests {
     }
 
     #[test]
-    fn a_foreign_or_stale_sample_is_a_first_sample() {
+    fn a_foreign_backwards_or_future_sample_is_no_sample() {
         let f = facts(200, 1, 7);
-        let mut recreated = sample(7, 500, 10);
+        let mut recreated = sample(7, 201, 500, 10);
         recreated.created = "2026-09-01T00:00:00Z".into();
-        let backwards = sample(9_000, 500, 10);
-        let stale = sample(7, 5_000, 3_600);
-        let future = sample(7, -100, -100);
-        for prev in [recreated, backwards, stale, future] {
+        let backwards = sample(9_000, 201, 500, 10);
+        let future = sample(7, 201, 500, -100);
+        for prev in [recreated, backwards, future] {
             assert_eq!(
                 outcome(&found(f.clone()), Some(&prev)),
-                Outcome::Healthy(Healthy::FirstSample),
+                Outcome::Healthy(Healthy::Unmeasured(Unmeasured::FirstSample)),
                 "{prev:?}"
             );
         }

@@ -336,9 +336,25 @@ func cmdSetup(c *common, fs *flag.FlagSet, args []string) {
 	ackPolicy := fs.String("ack-policy", "explicit", "ack policy: explicit|none|all")
 	filterSubject := fs.String("filter-subject", "", "consumer filter subject")
 	deliverPolicy := fs.String("deliver-policy", "all", "deliver policy: all|new")
+	retention := fs.String("retention", "limits", "stream retention: limits|interest|workqueue")
+	maxAge := fs.Duration("max-age", 0, "stream max age (0 = unlimited)")
+	maxPerSubject := fs.Int64("max-msgs-per-subject", 0, "stream max msgs per subject (0 = unlimited)")
+	discardNewPerSubject := fs.Bool("discard-new-per-subject", false, "with -discard new: refuse per subject too")
+	maxDeliver := fs.Int("max-deliver", 0, "consumer max deliver (0 = unlimited)")
 	parse(fs, args)
 
-	scfg := &nats.StreamConfig{Name: *stream, MaxBytes: *maxBytes, MaxMsgs: *maxMsgs}
+	scfg := &nats.StreamConfig{Name: *stream, MaxBytes: *maxBytes, MaxMsgs: *maxMsgs,
+		MaxAge: *maxAge, MaxMsgsPerSubject: *maxPerSubject, DiscardNewPerSubject: *discardNewPerSubject}
+	switch *retention {
+	case "limits":
+		scfg.Retention = nats.LimitsPolicy
+	case "interest":
+		scfg.Retention = nats.InterestPolicy
+	case "workqueue":
+		scfg.Retention = nats.WorkQueuePolicy
+	default:
+		fatal("bad -retention %q", *retention)
+	}
 	if *subjects != "" {
 		scfg.Subjects = splitList(*subjects)
 	}
@@ -365,6 +381,7 @@ func cmdSetup(c *common, fs *flag.FlagSet, args []string) {
 		MaxAckPending:  *maxAckPending,
 		AckWait:        *ackWait,
 		FilterSubject:  *filterSubject,
+		MaxDeliver:     *maxDeliver,
 	}
 	switch *ackPolicy {
 	case "explicit":
@@ -442,6 +459,9 @@ func consumerExists(err error) bool {
 type consumer struct {
 	work        time.Duration
 	ackMode     bool // false with -ack never
+	nak         bool // -ack nak: reject every message
+	chain       string
+	nc          *nats.Conn
 	wedgeAfter  int64
 	reportEvery int64
 
@@ -468,10 +488,26 @@ func (k *consumer) handle(m *nats.Msg) {
 	if k.work > 0 {
 		time.Sleep(k.work)
 	}
+	if k.nak {
+		if err := m.Nak(); err != nil {
+			errorEvent("nak: %v", err)
+		}
+		return
+	}
 	if !k.ackMode || atomic.LoadInt32(&k.wedged) == 1 {
 		return
 	}
-	if err := m.Ack(); err != nil {
+	if k.chain != "" {
+		// The next message only once the server has this ack: a stream that keeps one
+		// message never deletes one unacknowledged.
+		if err := m.AckSync(); err != nil {
+			errorEvent("ack: %v", err)
+			return
+		}
+		if err := k.nc.Publish(k.chain, []byte("next")); err != nil {
+			errorEvent("chain: %v", err)
+		}
+	} else if err := m.Ack(); err != nil {
 		errorEvent("ack: %v", err)
 		return
 	}
@@ -493,18 +529,21 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 	filterSubject := fs.String("filter-subject", "", "pull: subject passed to PullSubscribe (must equal the consumer's filter subject if it has one)")
 	batch := fs.Int("batch", 1, "pull: fetch batch size")
 	fetchWait := fs.Duration("fetch-wait", time.Second, "pull: fetch max wait")
-	ack := fs.String("ack", "ack", "ack|never")
+	ack := fs.String("ack", "ack", "ack|never|nak")
 	work := fs.Duration("work", 0, "time spent per message before acking")
 	wedgeAfter := fs.Int64("wedge-after", 0, "stop acking after N acks (0 = never)")
 	reportEvery := fs.Int64("report-every", 100, "print 'acked <n>' every N acks")
+	chain := fs.String("chain", "", "after each ack (synchronous), publish one message to this subject")
 	parse(fs, args)
 
-	k := &consumer{work: *work, wedgeAfter: *wedgeAfter, reportEvery: *reportEvery}
+	k := &consumer{work: *work, wedgeAfter: *wedgeAfter, reportEvery: *reportEvery, chain: *chain}
 	switch *ack {
 	case "ack":
 		k.ackMode = true
 	case "never":
 		k.ackMode = false
+	case "nak":
+		k.nak = true
 	default:
 		fatal("bad -ack %q", *ack)
 	}
@@ -516,6 +555,7 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 	}
 
 	p := connect(c)
+	k.nc = p.nc
 	go func() {
 		for w := range wedgeCh {
 			if k.ackMode { // -ack never never acks: SIGUSR1/SIGUSR2 are ignored
