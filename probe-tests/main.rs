@@ -3,6 +3,7 @@
 
 mod consumer_check;
 mod consumer_rules;
+mod guard;
 mod harness;
 mod outage_drill;
 mod server_aware;

@@ -30,10 +30,11 @@ pub enum Phase {
     AskingServer,
     AskingJetStream,
     ComparingSamples,
+    Waiting,
 }
 
 impl Phase {
-    const ALL: [Phase; 7] = [
+    const ALL: [Phase; 8] = [
         Phase::Starting,
         Phase::LookingUpProcess,
         Phase::ReadingDescriptors,
@@ -41,6 +42,7 @@ impl Phase {
         Phase::AskingServer,
         Phase::AskingJetStream,
         Phase::ComparingSamples,
+        Phase::Waiting,
     ];
 
     pub fn text(self) -> &'static str {
@@ -52,6 +54,7 @@ impl Phase {
             Phase::AskingServer => "asking the server",
             Phase::AskingJetStream => "asking JetStream about the consumers",
             Phase::ComparingSamples => "comparing with the previous samples",
+            Phase::Waiting => "waiting between the two looks",
         }
     }
 }

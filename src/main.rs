@@ -6,7 +6,7 @@
 use clap::error::ErrorKind;
 use clap::Parser;
 use natsprobe::cli::{self, Cli, Command};
-use natsprobe::config::{duration, CheckConfig};
+use natsprobe::config::{duration, CheckConfig, GuardConfig};
 use natsprobe::error::Error;
 use natsprobe::exit::Exit;
 use natsprobe::rules::check::Health;
@@ -47,11 +47,19 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
+    let env = |name: &str| std::env::var(name).ok();
     let outcome = match cli.command {
         Command::Check(args) => {
             let json = args.json;
-            match args.validate(&|name| std::env::var(name).ok()) {
+            match args.validate(&env) {
                 Ok(config) => run_check(config, started),
+                Err(e) => failure(e, json),
+            }
+        }
+        Command::Guard(args) => {
+            let json = args.json;
+            match args.validate(&env) {
+                Ok(config) => run_guard(config, started),
                 Err(e) => failure(e, json),
             }
         }
@@ -81,16 +89,20 @@ fn failure(e: Error, json: bool) -> Outcome {
     }
 }
 
-/// Runs the check under the deadline (see `deadline`): it answers by `--timeout` whatever the
-/// check is blocked on.
-fn run_check(config: CheckConfig, started: Instant) -> Outcome {
-    let (json, verbose) = (config.json, config.verbose);
-    let deadline = started + config.timeout.saturating_sub(PRINT_MARGIN);
+/// Runs `work` under the run's deadline (see `deadline`): it answers by `timeout` whatever
+/// the work is blocked on.
+fn under_deadline<T>(
+    timeout: Duration,
+    named: &str,
+    json: bool,
+    started: Instant,
+    work: impl FnOnce(Instant) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
     // The deadline's line is made now, by the one formatter, around a marker for the phase.
-    let timeout = duration::display(config.timeout);
     const MARK: &str = "<<phase>>";
     let late = failure(
-        Error::CannotEvaluate(format!("--timeout {timeout} passed while {MARK}")),
+        Error::CannotEvaluate(format!("{named} passed while {MARK}")),
         json,
     );
     let (prefix, suffix) = late
@@ -103,15 +115,46 @@ fn run_check(config: CheckConfig, started: Instant) -> Outcome {
         format!("{suffix}\n"),
         json,
     );
-    let result = commands::check::run(&config, deadline);
+    let result = work(deadline);
     armed.disarm();
-    match result {
+    result
+}
+
+fn run_check(config: CheckConfig, started: Instant) -> Outcome {
+    let (json, verbose) = (config.json, config.verbose);
+    let named = format!("--timeout {}", duration::display(config.timeout));
+    match under_deadline(config.timeout, &named, json, started, |deadline| {
+        commands::check::run(&config, deadline)
+    }) {
         Ok(report) => Outcome {
             text: report::render_check(&report, json, verbose),
             to_stderr: false,
             exit: match report.health {
                 Health::Healthy => Exit::Healthy,
                 Health::Unhealthy => Exit::Unhealthy,
+            },
+        },
+        Err(e) => failure(e, json),
+    }
+}
+
+/// The guard's deadline covers both looks and the interval between them.
+fn run_guard(config: GuardConfig, started: Instant) -> Outcome {
+    let json = config.json;
+    let timeout = commands::guard::deadline(&config);
+    let named = format!(
+        "the guard's deadline ({}: --interval, twice --timeout, and 1s)",
+        duration::display(timeout)
+    );
+    match under_deadline(timeout, &named, json, started, |_| {
+        commands::guard::run(&config)
+    }) {
+        Ok(report) => Outcome {
+            text: report::render_guard(&report, json),
+            to_stderr: false,
+            exit: match report.faulted {
+                false => Exit::Healthy,
+                true => Exit::Unhealthy,
             },
         },
         Err(e) => failure(e, json),

@@ -1,5 +1,6 @@
 //! The real-NATS harness: namespaces, servers, nats.go peers, and the probe runner.
 
+pub mod cluster;
 pub mod drill;
 pub mod flood;
 pub mod kubelet;

@@ -2,3 +2,4 @@
 //! report or an error; none prints or exits (`main` does).
 
 pub mod check;
+pub mod guard;

@@ -58,6 +58,22 @@ pub struct CheckConfig {
     pub verbose: bool,
 }
 
+/// A validated `guard`.
+#[derive(Debug, Clone)]
+pub struct GuardConfig {
+    pub servers: Vec<ServerUrl>,
+    pub auth: Auth,
+    /// Durables that must exist; durable `*`: a stream that must.
+    pub expect: Vec<ConsumerName>,
+    /// Durables listed as ignored; durable `*`: a whole stream.
+    pub ignore: Vec<ConsumerName>,
+    pub interval: Duration,
+    pub consumer_policy: rules::consumer::Policy,
+    /// The deadline of each look.
+    pub timeout: Duration,
+    pub json: bool,
+}
+
 /// A setting whose value can turn out wrong only when it is used; the command line knows its
 /// flag's name (`cli::flag`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

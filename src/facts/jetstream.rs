@@ -1,6 +1,7 @@
 //! What JetStream said about a consumer and its stream, and the previous sample kept between
 //! runs. Decoded from the server's raw JSON by the observation layer.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -125,6 +126,9 @@ pub enum Unknown {
     NoResponders,
     /// 10008: JetStream temporarily unavailable (an election).
     TemporarilyUnavailable,
+    /// A listing named it among those it could not report (in a cluster: its leader did not
+    /// answer in time).
+    NotReported,
     /// Anything else: an unexpected API error or answer.
     Failed(String),
 }
@@ -136,7 +140,9 @@ impl Unknown {
             Unknown::Unreachable(_) => "unreachable",
             Unknown::Credentials | Unknown::NotPermitted(_) => "not_permitted",
             Unknown::Deadline | Unknown::JetStreamTimeout => "timeout",
-            Unknown::NoResponders | Unknown::TemporarilyUnavailable => "jetstream_unavailable",
+            Unknown::NoResponders | Unknown::TemporarilyUnavailable | Unknown::NotReported => {
+                "jetstream_unavailable"
+            }
             Unknown::Failed(_) => "failed",
         }
     }
@@ -160,6 +166,9 @@ impl fmt::Display for Unknown {
             }
             Unknown::TemporarilyUnavailable => {
                 f.write_str("JetStream temporarily unavailable (10008)")
+            }
+            Unknown::NotReported => {
+                f.write_str("not reported by the listing (its leader did not answer in time)")
             }
             Unknown::Failed(why) => f.write_str(why),
         }
@@ -195,7 +204,8 @@ pub struct Sample {
     pub ack_last_active: Option<ServerTime>,
     /// `delivered.last_active`: held in memory like the other, so its loss shows a restart.
     pub delivered_last_active: Option<ServerTime>,
-    /// Messages waiting (pending + awaiting ack) then.
+    /// Messages waiting (pending + awaiting ack) then, for a consumer that could work on them
+    /// (0 when paused or unbound).
     pub waiting: u64,
     /// Time seen with work waiting and no progress, up to `seen_at_ms`.
     pub stalled_ms: i64,
@@ -228,4 +238,37 @@ impl Loaded {
             _ => None,
         }
     }
+}
+
+/// One look at every consumer in the account: the listings, and the infos of expected
+/// consumers the listings did not name.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub streams: BTreeMap<String, StreamFacts>,
+    /// Each consumer as the server described it; an expected one it does not know is
+    /// `ConsumerMissing` or `StreamMissing`.
+    pub consumers: BTreeMap<ConsumerName, Observed>,
+    /// Streams the server could not report, or whose consumers it could not list, and why.
+    pub unknown_streams: BTreeMap<String, Unknown>,
+    /// Local clock at the look, ms since the epoch.
+    pub at_ms: i64,
+}
+
+/// What the server's consumer advisories said about one consumer during an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Retention deleted them before they were acknowledged (`MSG_TERMINATED`, "Unacknowledged
+    /// message was deleted" or "Message deleted by stream limits").
+    pub deleted_unacked: u64,
+    /// They exhausted `max_deliver` (`MAX_DELIVERIES`).
+    pub exhausted: u64,
+    /// The client terminated them itself (`+TERM`).
+    pub terminated_by_client: u64,
+}
+
+/// The advisories counted during an interval, or why they could not be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Advisories {
+    Counted(BTreeMap<ConsumerName, Losses>),
+    Unavailable(String),
 }

@@ -110,6 +110,10 @@ fn sequence(raw: Option<RawSequence>) -> Sequence {
 pub fn parse_consumer_info(body: &[u8]) -> Result<ConsumerFacts, ParseError> {
     let raw: RawConsumer =
         serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    consumer_facts(raw)
+}
+
+fn consumer_facts(raw: RawConsumer) -> Result<ConsumerFacts, ParseError> {
     if let Some(e) = raw.error {
         return Err(api_error(e));
     }
@@ -149,6 +153,8 @@ pub fn parse_consumer_info(body: &[u8]) -> Result<ConsumerFacts, ParseError> {
 #[derive(Deserialize)]
 struct RawStreamConfig {
     #[serde(default)]
+    name: String,
+    #[serde(default)]
     retention: String,
     #[serde(default)]
     discard: String,
@@ -179,6 +185,11 @@ struct RawStream {
 pub fn parse_stream_info(body: &[u8]) -> Result<StreamFacts, ParseError> {
     let raw: RawStream =
         serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    stream_facts(raw).map(|(_, facts)| facts)
+}
+
+/// The stream's name and facts.
+fn stream_facts(raw: RawStream) -> Result<(String, StreamFacts), ParseError> {
     if let Some(e) = raw.error {
         return Err(api_error(e));
     }
@@ -191,16 +202,152 @@ pub fn parse_stream_info(body: &[u8]) -> Result<StreamFacts, ParseError> {
         true => default.to_string(),
         false => text,
     };
-    Ok(StreamFacts {
-        retention: or(config.retention, "limits"),
-        discard: or(config.discard, "old"),
-        max_msgs: limit(config.max_msgs),
-        max_bytes: limit(config.max_bytes),
-        max_age: limit(config.max_age).map(Duration::from_nanos),
-        max_msgs_per_subject: limit(config.max_msgs_per_subject),
-        discard_new_per_subject: config.discard_new_per_subject,
-        first_seq: state.first_seq,
-        last_seq: state.last_seq,
+    Ok((
+        config.name,
+        StreamFacts {
+            retention: or(config.retention, "limits"),
+            discard: or(config.discard, "old"),
+            max_msgs: limit(config.max_msgs),
+            max_bytes: limit(config.max_bytes),
+            max_age: limit(config.max_age).map(Duration::from_nanos),
+            max_msgs_per_subject: limit(config.max_msgs_per_subject),
+            discard_new_per_subject: config.discard_new_per_subject,
+            first_seq: state.first_seq,
+            last_seq: state.last_seq,
+        },
+    ))
+}
+
+/// Whether an answer is JetStream's "temporarily unavailable" (10008: an election), which is
+/// worth asking again.
+pub fn is_temporarily_unavailable(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Only {
+        error: Option<RawError>,
+    }
+    serde_json::from_slice::<Only>(body)
+        .ok()
+        .and_then(|o| o.error)
+        .is_some_and(|e| e.err_code == ApiError::TEMPORARILY_UNAVAILABLE)
+}
+
+/// One page of a JetStream listing (`$JS.API.STREAM.LIST`, `$JS.API.CONSUMER.LIST.<s>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+    pub items: Vec<T>,
+    /// Names the server could not report this time (in a cluster: their leader did not
+    /// answer in time; `missing`, and `offline` from 2.11 on).
+    pub missing: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawPage<T> {
+    error: Option<RawError>,
+    #[serde(default)]
+    total: u64,
+    #[serde(default)]
+    offset: u64,
+    #[serde(default)]
+    limit: u64,
+    // `null` when empty.
+    streams: Option<Vec<T>>,
+    consumers: Option<Vec<T>>,
+    missing: Option<Vec<String>>,
+    offline: Option<serde_json::Value>,
+}
+
+fn page<T, U>(body: &[u8], each: impl Fn(T) -> Result<U, ParseError>) -> Result<Page<U>, ParseError>
+where
+    T: for<'de> Deserialize<'de>,
+{
+    let raw: RawPage<T> =
+        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    if let Some(e) = raw.error {
+        return Err(api_error(e));
+    }
+    let items = raw
+        .streams
+        .or(raw.consumers)
+        .unwrap_or_default()
+        .into_iter()
+        .map(each)
+        .collect::<Result<Vec<U>, _>>()?;
+    let mut missing = raw.missing.unwrap_or_default();
+    // `offline` maps a name to why, or lists names.
+    match raw.offline {
+        Some(serde_json::Value::Object(map)) => missing.extend(map.into_iter().map(|(k, _)| k)),
+        Some(serde_json::Value::Array(names)) => missing.extend(
+            names
+                .into_iter()
+                .filter_map(|n| n.as_str().map(str::to_string)),
+        ),
+        _ => {}
+    }
+    Ok(Page {
+        total: raw.total,
+        offset: raw.offset,
+        limit: raw.limit,
+        items,
+        missing,
+    })
+}
+
+/// A page of `$JS.API.STREAM.LIST`: each stream's name and facts.
+pub fn parse_stream_list(body: &[u8]) -> Result<Page<(String, StreamFacts)>, ParseError> {
+    page(body, stream_facts)
+}
+
+/// A page of `$JS.API.CONSUMER.LIST.<stream>`: each consumer's facts.
+pub fn parse_consumer_list(body: &[u8]) -> Result<Page<ConsumerFacts>, ParseError> {
+    page(body, consumer_facts)
+}
+
+/// A consumer advisory the guard counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Advisory {
+    pub stream: String,
+    pub consumer: String,
+    pub kind: AdvisoryKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdvisoryKind {
+    /// `io.nats.jetstream.advisory.v1.terminated`, with its reason: "Unacknowledged message
+    /// was deleted" or "Message deleted by stream limits" when retention deleted it, else the
+    /// client's `+TERM` reason.
+    Terminated { reason: String },
+    /// `io.nats.jetstream.advisory.v1.max_deliver`: a message exhausted its deliveries.
+    MaxDeliveries,
+}
+
+#[derive(Deserialize)]
+struct RawAdvisory {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    stream: String,
+    #[serde(default)]
+    consumer: String,
+    #[serde(default)]
+    reason: String,
+}
+
+pub fn parse_advisory(body: &[u8]) -> Option<Advisory> {
+    let raw: RawAdvisory = serde_json::from_slice(body).ok()?;
+    let kind = match raw.kind.as_str() {
+        "io.nats.jetstream.advisory.v1.terminated" => {
+            AdvisoryKind::Terminated { reason: raw.reason }
+        }
+        "io.nats.jetstream.advisory.v1.max_deliver" => AdvisoryKind::MaxDeliveries,
+        _ => return None,
+    };
+    Some(Advisory {
+        stream: raw.stream,
+        consumer: raw.consumer,
+        kind,
     })
 }
 
@@ -366,6 +513,57 @@ mod tests {
             ("limits", "old")
         );
         assert_eq!(s.max_msgs_per_subject, None);
+    }
+
+    #[test]
+    fn listings_page_and_tolerate_null() {
+        let streams = r#"{"type":"io.nats.jetstream.api.v1.stream_list_response","total":300,"offset":256,"limit":256,"streams":[{"config":{"name":"CAP","retention":"limits","max_msgs":200,"discard":"old"},"state":{"first_seq":5,"last_seq":204}}],"missing":["GONE"]}"#;
+        let page = parse_stream_list(streams.as_bytes()).unwrap();
+        assert_eq!((page.total, page.offset, page.limit), (300, 256, 256));
+        assert_eq!(page.items[0].0, "CAP");
+        assert_eq!(page.items[0].1.max_msgs, Some(200));
+        assert_eq!(page.missing, ["GONE"]);
+        let empty = r#"{"type":"io.nats.jetstream.api.v1.stream_list_response","total":0,"offset":0,"limit":256,"streams":null}"#;
+        assert!(parse_stream_list(empty.as_bytes())
+            .unwrap()
+            .items
+            .is_empty());
+        let consumers = format!(
+            r#"{{"total":1,"offset":0,"limit":256,"consumers":[{INFO_2_10}],"offline":{{"x":"leader unreachable"}}}}"#
+        );
+        let page = parse_consumer_list(consumers.as_bytes()).unwrap();
+        assert_eq!(page.items[0].name, "W");
+        assert_eq!(page.missing, ["x"]);
+        let err = r#"{"error":{"code":503,"err_code":10008,"description":"JetStream system temporarily unavailable"}}"#;
+        assert!(matches!(
+            parse_consumer_list(err.as_bytes()),
+            Err(ParseError::Api(ApiError {
+                err_code: 10008,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn advisories_the_guard_counts() {
+        let terminated = br#"{"type":"io.nats.jetstream.advisory.v1.terminated","id":"x","timestamp":"2026-12-01T08:00:00Z","stream":"CAP","consumer":"W","consumer_seq":12,"stream_seq":400,"deliveries":1,"reason":"Unacknowledged message was deleted"}"#;
+        assert_eq!(
+            parse_advisory(terminated),
+            Some(Advisory {
+                stream: "CAP".into(),
+                consumer: "W".into(),
+                kind: AdvisoryKind::Terminated {
+                    reason: "Unacknowledged message was deleted".into()
+                }
+            })
+        );
+        let max = br#"{"type":"io.nats.jetstream.advisory.v1.max_deliver","id":"x","timestamp":"2026-12-01T08:00:00Z","stream":"S","consumer":"D","stream_seq":3,"deliveries":2}"#;
+        assert_eq!(
+            parse_advisory(max).map(|a| a.kind),
+            Some(AdvisoryKind::MaxDeliveries)
+        );
+        assert_eq!(parse_advisory(b"{}"), None);
+        assert_eq!(parse_advisory(b"not json"), None);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! It knows no flags and makes no verdict: what to ask, and when, the command decides with the
 //! rules. Each function here is one observation; `Observations` holds a run's worth of them.
 
+pub mod advisories;
 pub mod jetstream;
+pub mod listing;
 pub mod nats;
 pub mod server;
 pub mod sockets;

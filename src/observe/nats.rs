@@ -34,83 +34,129 @@ pub fn observe(
     consumers: &[ConsumerName],
     deadline: Instant,
 ) -> Result<Vec<Observed>, SetupError> {
-    server::on_network_runtime(observe_all(servers, auth, consumers, deadline))
-        .map_err(SetupError::Runtime)?
+    server::on_network_runtime(async {
+        match Session::connect(servers, auth, deadline).await? {
+            Ok(session) => Ok(session.consumers(consumers, deadline).await),
+            Err(why) => Ok(consumers
+                .iter()
+                .map(|_| Observed::NotJudged(why.clone()))
+                .collect()),
+        }
+    })
+    .map_err(SetupError::Runtime)?
 }
 
-async fn observe_all(
-    servers: &[ServerUrl],
-    auth: &Auth,
-    consumers: &[ConsumerName],
-    deadline: Instant,
-) -> Result<Vec<Observed>, SetupError> {
-    let every = |why: Unknown| {
-        consumers
-            .iter()
-            .map(|_| Observed::NotJudged(why.clone()))
-            .collect()
-    };
-    let denied = Arc::new(Denied::default());
-    let options = options(servers, auth, deadline, Arc::clone(&denied)).await?;
-    // The URLs as given minus their userinfo, which went into the options above.
-    let addrs: Vec<String> = servers.iter().map(ServerUrl::to_string).collect();
-    let client = match tokio::time::timeout_at(deadline.into(), options.connect(addrs)).await {
-        Err(_) => return Ok(every(Unknown::Deadline)),
-        Ok(Err(e)) => return Ok(every(connect_error(e.kind(), &e.to_string()))),
-        Ok(Ok(client)) => client,
-    };
+/// One connection with the probe's credentials, and the subjects the server refused it.
+pub struct Session {
+    pub client: async_nats::Client,
+    denied: Arc<Denied>,
+}
 
-    // Every consumer info at once.
-    let subjects: Vec<String> = consumers
-        .iter()
-        .map(|n| format!("$JS.API.CONSUMER.INFO.{}.{}", n.stream, n.durable))
-        .collect();
-    let infos = ask_all(&client, subjects, &denied, deadline).await;
-    let mut observed: Vec<Observed> = infos
-        .into_iter()
-        .map(|answer| match answer {
-            Err(why) => Observed::NotJudged(why),
-            Ok(body) => match jetstream::parse_consumer_info(&body) {
-                Ok(facts) => Observed::Found {
-                    facts,
-                    stream: None,
-                },
-                Err(e) => classify(e),
+impl Session {
+    /// Connects by `deadline`. The outer error is a configuration error (an unusable
+    /// credentials file); the inner one why the server could not be reached.
+    pub async fn connect(
+        servers: &[ServerUrl],
+        auth: &Auth,
+        deadline: Instant,
+    ) -> Result<Result<Session, Unknown>, SetupError> {
+        let denied = Arc::new(Denied::default());
+        let options = options(servers, auth, deadline, Arc::clone(&denied)).await?;
+        // The URLs as given minus their userinfo, which went into the options above.
+        let addrs: Vec<String> = servers.iter().map(ServerUrl::to_string).collect();
+        Ok(
+            match tokio::time::timeout_at(deadline.into(), options.connect(addrs)).await {
+                Err(_) => Err(Unknown::Deadline),
+                Ok(Err(e)) => Err(connect_error(e.kind(), &e.to_string())),
+                Ok(Ok(client)) => Ok(Session { client, denied }),
             },
-        })
-        .collect();
+        )
+    }
 
-    // Then the info of every stream where work waits: what its retention can do to that work
-    // matters only then. A stream that cannot be read leaves its consumers judged without it.
-    let mut wanted: Vec<String> = observed
-        .iter()
-        .filter_map(|o| match o {
-            Observed::Found { facts, .. } if needs_stream(facts) => Some(facts.stream.clone()),
-            _ => None,
-        })
-        .collect();
-    wanted.sort();
-    wanted.dedup();
-    let subjects = wanted
-        .iter()
-        .map(|s| format!("$JS.API.STREAM.INFO.{s}"))
-        .collect();
-    let streams: HashMap<String, StreamFacts> = wanted
-        .into_iter()
-        .zip(ask_all(&client, subjects, &denied, deadline).await)
-        .filter_map(|(name, answer)| {
-            let facts = jetstream::parse_stream_info(&answer.ok()?).ok()?;
-            Some((name, facts))
-        })
-        .collect();
-    for o in &mut observed {
-        if let Observed::Found { facts, stream } = o {
-            if needs_stream(facts) {
-                *stream = streams.get(&facts.stream).cloned();
+    /// Whether the server refused `subject` (a publish, or a subscription) so far.
+    pub fn refused(&self, subject: &str) -> bool {
+        self.denied.refused(subject)
+    }
+
+    /// Sends every request (subject, body) at once and waits for each answer until
+    /// `deadline`; answers come back in the requests' order.
+    pub async fn ask_all(
+        &self,
+        requests: Vec<(String, String)>,
+        deadline: Instant,
+    ) -> Vec<Result<Vec<u8>, Unknown>> {
+        let mut tasks = tokio::task::JoinSet::new();
+        let count = requests.len();
+        for (i, (subject, body)) in requests.into_iter().enumerate() {
+            let (client, denied) = (self.client.clone(), Arc::clone(&self.denied));
+            tasks.spawn(async move { (i, ask(client, subject, body, denied, deadline).await) });
+        }
+        let mut answers: Vec<Result<Vec<u8>, Unknown>> = vec![Err(Unknown::Deadline); count];
+        while let Some(done) = tasks.join_next().await {
+            if let Ok((i, answer)) = done {
+                answers[i] = answer;
             }
         }
+        answers
     }
-    Ok(observed)
+
+    /// Every consumer's info at once, then the info of every stream where work waits.
+    pub async fn consumers(&self, consumers: &[ConsumerName], deadline: Instant) -> Vec<Observed> {
+        let requests = consumers
+            .iter()
+            .map(|n| {
+                let subject = format!("$JS.API.CONSUMER.INFO.{}.{}", n.stream, n.durable);
+                (subject, String::new())
+            })
+            .collect();
+        let mut observed: Vec<Observed> = self
+            .ask_all(requests, deadline)
+            .await
+            .into_iter()
+            .map(|answer| match answer {
+                Err(why) => Observed::NotJudged(why),
+                Ok(body) => match jetstream::parse_consumer_info(&body) {
+                    Ok(facts) => Observed::Found {
+                        facts,
+                        stream: None,
+                    },
+                    Err(e) => classify(e),
+                },
+            })
+            .collect();
+
+        // What a stream's retention can do to the work matters only where work waits. A
+        // stream that cannot be read leaves its consumers judged without it.
+        let mut wanted: Vec<String> = observed
+            .iter()
+            .filter_map(|o| match o {
+                Observed::Found { facts, .. } if needs_stream(facts) => Some(facts.stream.clone()),
+                _ => None,
+            })
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        let requests = wanted
+            .iter()
+            .map(|s| (format!("$JS.API.STREAM.INFO.{s}"), String::new()))
+            .collect();
+        let streams: HashMap<String, StreamFacts> = wanted
+            .into_iter()
+            .zip(self.ask_all(requests, deadline).await)
+            .filter_map(|(name, answer)| {
+                let facts = jetstream::parse_stream_info(&answer.ok()?).ok()?;
+                Some((name, facts))
+            })
+            .collect();
+        for o in &mut observed {
+            if let Observed::Found { facts, stream } = o {
+                if needs_stream(facts) {
+                    *stream = streams.get(&facts.stream).cloned();
+                }
+            }
+        }
+        observed
+    }
 }
 
 fn needs_stream(facts: &crate::facts::ConsumerFacts) -> bool {
@@ -118,36 +164,14 @@ fn needs_stream(facts: &crate::facts::ConsumerFacts) -> bool {
     facts.waiting() > 0 && !facts.paused && !unbound
 }
 
-/// Sends every request at once and waits for each answer until `deadline`; answers come back
-/// in the subjects' order.
-async fn ask_all(
-    client: &async_nats::Client,
-    subjects: Vec<String>,
-    denied: &Arc<Denied>,
-    deadline: Instant,
-) -> Vec<Result<Vec<u8>, Unknown>> {
-    let mut tasks = tokio::task::JoinSet::new();
-    let count = subjects.len();
-    for (i, subject) in subjects.into_iter().enumerate() {
-        let (client, denied) = (client.clone(), Arc::clone(denied));
-        tasks.spawn(async move { (i, ask(client, subject, denied, deadline).await) });
-    }
-    let mut answers: Vec<Result<Vec<u8>, Unknown>> = vec![Err(Unknown::Deadline); count];
-    while let Some(done) = tasks.join_next().await {
-        if let Ok((i, answer)) = done {
-            answers[i] = answer;
-        }
-    }
-    answers
-}
-
 async fn ask(
     client: async_nats::Client,
     subject: String,
+    body: String,
     denied: Arc<Denied>,
     deadline: Instant,
 ) -> Result<Vec<u8>, Unknown> {
-    let request = client.request(subject.clone(), "".into());
+    let request = client.request(subject.clone(), body.into());
     tokio::select! {
         answer = tokio::time::timeout_at(deadline.into(), request) => match answer {
             Err(_) => Err(Unknown::Deadline),
@@ -186,6 +210,11 @@ impl Denied {
         subjects
             .iter()
             .any(|s| s == subject || s.starts_with("_INBOX."))
+    }
+
+    fn refused(&self, subject: &str) -> bool {
+        let subjects = self.subjects.lock().unwrap_or_else(|e| e.into_inner());
+        subjects.iter().any(|s| s == subject)
     }
 
     async fn wait_for(&self, subject: &str) {
@@ -313,7 +342,7 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn classify(e: ParseError) -> Observed {
+pub(crate) fn classify(e: ParseError) -> Observed {
     match e {
         ParseError::Api(ApiError {
             err_code: ApiError::STREAM_NOT_FOUND,

@@ -2,7 +2,7 @@
 //! Formatters return strings; `main` writes them.
 
 use super::check::{CheckInput, JudgedConsumer};
-use crate::facts::{unmap, Loaded, Observed, Socket};
+use crate::facts::{unmap, ConsumerName, Loaded, Observed, Socket};
 use crate::rules::check::{ConsumerHealth, Health, Reason};
 use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
 use std::fmt::Write;
@@ -109,7 +109,17 @@ pub fn summary(report: &CheckInput) -> String {
 
 /// What one consumer's judgement says, without its name.
 pub fn consumer_phrase(r: &JudgedConsumer) -> String {
-    let window = |w: &Option<Window>| match w {
+    outcome_phrase(&r.outcome, r.window, &r.seen.observed, &r.seen.name)
+}
+
+/// What a consumer outcome says, without the consumer's name; shared by `check` and `guard`.
+pub fn outcome_phrase(
+    outcome: &Outcome,
+    window: Option<Window>,
+    observed: &Observed,
+    name: &ConsumerName,
+) -> String {
+    let phrase = |w: &Option<Window>| match w {
         Some(Window {
             duration,
             raised_for_ack_wait: Some(ack_wait),
@@ -123,8 +133,8 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
         Some(Window { duration, .. }) => format!("window {}", display(*duration)),
         None => String::new(),
     };
-    let w = window(&r.window);
-    match &r.outcome {
+    let w = phrase(&window);
+    match outcome {
         Outcome::NotJudged(why) => format!("not judged: {why}"),
         Outcome::Healthy(h) => match h {
             Healthy::Idle => "idle (nothing waiting)".into(),
@@ -148,7 +158,7 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
             } => format!(
                 "no progress for {} ({w}, not over){}",
                 display(*stalled),
-                without_ack(*moved_without_ack, r)
+                without_ack(*moved_without_ack, observed)
             ),
             Healthy::CannotTell { deletes } => format!(
                 "ack floor moving, but acks or losses: retention ({}) deletes unacknowledged messages too, and one look cannot tell which ({w})",
@@ -178,8 +188,8 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
             ),
         },
         Outcome::Unhealthy(f) => match f {
-            Fault::StreamMissing => format!("stream {} not found", r.seen.name.stream),
-            Fault::ConsumerMissing => format!("durable {} not found in stream {}", r.seen.name.durable, r.seen.name.stream),
+            Fault::StreamMissing => format!("stream {} not found", name.stream),
+            Fault::ConsumerMissing => format!("durable {} not found in stream {}", name.durable, name.stream),
             Fault::Unbound { waiting } => {
                 format!("no subscriber bound to its deliver subject (push_bound false), {waiting} waiting")
             }
@@ -194,7 +204,7 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
                 "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting{}{}",
                 display(*stalled),
                 if *no_pulls { ", no pull request waiting" } else { "" },
-                without_ack(*moved_without_ack, r)
+                without_ack(*moved_without_ack, observed)
             ),
             Fault::Retention {
                 stalled,
@@ -211,11 +221,11 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
 }
 
 /// `; its ack floor moved with no ack (dropped after max_deliver 2)`.
-fn without_ack(moved: bool, r: &JudgedConsumer) -> String {
+fn without_ack(moved: bool, observed: &Observed) -> String {
     if !moved {
         return String::new();
     }
-    let max_deliver = match &r.seen.observed {
+    let max_deliver = match observed {
         Observed::Found { facts, .. } => facts.max_deliver,
         _ => None,
     };
@@ -301,7 +311,7 @@ fn consumer_details(r: &JudgedConsumer) -> String {
     out
 }
 
-fn display(d: std::time::Duration) -> String {
+pub fn display(d: std::time::Duration) -> String {
     // Whole seconds read best in an event; below 10 s a tenth still says something.
     let d = match d.as_secs() {
         0..=9 => std::time::Duration::from_millis(d.as_millis() as u64 / 100 * 100),
@@ -441,14 +451,14 @@ fn peer(s: &Socket) -> String {
 }
 
 /// `a, b, c and 2 more`.
-fn list(items: &[String], max: usize) -> String {
+pub fn list(items: &[String], max: usize) -> String {
     if items.len() <= max {
         return items.join(", ");
     }
     format!("{} and {} more", items[..max].join(", "), items.len() - max)
 }
 
-fn clip(mut line: String) -> String {
+pub fn clip(mut line: String) -> String {
     if line.chars().count() > MAX_LINE {
         line = line.chars().take(MAX_LINE - 1).collect();
         line.push('…');

@@ -3,6 +3,7 @@
 //! `-v`. Everything here returns strings; `main` writes them.
 
 pub mod check;
+pub mod guard;
 pub mod human;
 
 use serde::Serialize;
@@ -26,6 +27,14 @@ pub fn error(message: &str, json: bool) -> String {
         .expect("a plain struct serializes")
     } else {
         human::error(message)
+    }
+}
+
+/// The text of a `guard`: the JSON document, or the table and its summary line.
+pub fn render_guard(report: &guard::GuardReport, json: bool) -> String {
+    match json {
+        true => serde_json::to_string(report).expect("a plain struct serializes"),
+        false => report.text.clone(),
     }
 }
 

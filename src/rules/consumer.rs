@@ -25,6 +25,18 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Policy {
     pub stall_after: Duration,
+    /// Which intervals between two observations the stall clock may count.
+    pub intervals: Intervals,
+}
+
+/// The in-pod check runs every `periodSeconds` and cannot vouch for an interval longer than
+/// the window (the probe was not running); the guard's two looks are deliberately an interval
+/// apart, and nothing moved between them is a fact (an ack moves `last_active`, a restart
+/// loses it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intervals {
+    UpToWindow,
+    Any,
 }
 
 /// The stall window actually used, and why it is longer than `--stall-after` when it is.
@@ -280,8 +292,9 @@ pub fn judge(
         Some(_) if restarted => Unmeasured::ServerRestarted,
         Some(p) => Unmeasured::Interval(ms(now_ms - p.seen_at_ms)),
     };
-    let interval = match unmeasured {
-        Unmeasured::Interval(i) if i <= window.duration => Some(i),
+    let interval = match (unmeasured, policy.intervals) {
+        (Unmeasured::Interval(i), Intervals::Any) => Some(i),
+        (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => Some(i),
         _ => None,
     };
 
@@ -296,11 +309,13 @@ pub fn judge(
         match (prev, interval) {
             // Work was waiting then and now, nothing moved: the interval counts.
             (Some(p), Some(i)) if p.waiting > 0 => Some((ms(p.stalled_ms) + i, Evidence::Samples)),
-            // Idle then, work now: it has waited at most since then, and (a quiet consumer's
-            // next message) at most since its delivery.
-            (Some(_), Some(i)) => {
-                Some((server_clock.map_or(i, |(s, _)| s.min(i)), Evidence::Samples))
-            }
+            // Idle (or unable to work) then, work now: it was not seen waiting before now.
+            // By the server's clock it has waited at most since its delivery (a quiet
+            // consumer's next message), and never longer than since then.
+            (Some(_), Some(i)) => Some((
+                server_clock.map_or(Duration::ZERO, |(s, _)| s.min(i)),
+                Evidence::Samples,
+            )),
             // A first sample, or one after a gap: only the server's own clock can say.
             _ => server_clock,
         }
@@ -325,7 +340,8 @@ pub fn judge(
         delivered_stream_seq: facts.delivered.stream_seq,
         ack_last_active: facts.ack_floor.last_active,
         delivered_last_active: facts.delivered.last_active,
-        waiting,
+        // Paused or unbound, the consumer could not work: no stall was running.
+        waiting: if facts.paused || unbound { 0 } else { waiting },
         stalled_ms: stalled.map_or(0, |(d, _)| d.as_millis() as i64),
         pinned_ms: pinned.map(|d| d.as_millis() as i64),
         seen_at_ms: now_ms,
@@ -559,6 +575,7 @@ mod tests {
     /// --stall-after 60s; the consumers' ack_wait is 30 s: the window is 60 s.
     const POLICY: Policy = Policy {
         stall_after: Duration::from_secs(60),
+        intervals: Intervals::UpToWindow,
     };
 
     /// `secs` seconds before the server's "now".

@@ -6,6 +6,7 @@ pub mod check;
 pub mod cidr;
 pub mod connection;
 pub mod consumer;
+pub mod guard;
 
 #[cfg(test)]
 mod tests {

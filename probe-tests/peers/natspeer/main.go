@@ -341,10 +341,12 @@ func cmdSetup(c *common, fs *flag.FlagSet, args []string) {
 	maxPerSubject := fs.Int64("max-msgs-per-subject", 0, "stream max msgs per subject (0 = unlimited)")
 	discardNewPerSubject := fs.Bool("discard-new-per-subject", false, "with -discard new: refuse per subject too")
 	maxDeliver := fs.Int("max-deliver", 0, "consumer max deliver (0 = unlimited)")
+	replicas := fs.Int("replicas", 1, "stream replicas (a cluster)")
 	parse(fs, args)
 
 	scfg := &nats.StreamConfig{Name: *stream, MaxBytes: *maxBytes, MaxMsgs: *maxMsgs,
-		MaxAge: *maxAge, MaxMsgsPerSubject: *maxPerSubject, DiscardNewPerSubject: *discardNewPerSubject}
+		MaxAge: *maxAge, MaxMsgsPerSubject: *maxPerSubject, DiscardNewPerSubject: *discardNewPerSubject,
+		Replicas: *replicas}
 	switch *retention {
 	case "limits":
 		scfg.Retention = nats.LimitsPolicy
@@ -779,6 +781,78 @@ func cmdRequest(c *common, fs *flag.FlagSet, args []string) {
 	os.Exit(0)
 }
 
+// cmdBulk creates -streams streams (B000, B001, ... on b000.>, ...) of -consumers pull
+// consumers each (c00, c01, ...), in one connection: the guard's 1,000-consumer account.
+func cmdBulk(c *common, fs *flag.FlagSet, args []string) {
+	streams := fs.Int("streams", 100, "streams to create")
+	consumers := fs.Int("consumers", 10, "consumers per stream")
+	parse(fs, args)
+	p := connect(c)
+	js, err := p.nc.JetStream()
+	if err != nil {
+		fatal("jetstream: %v", err)
+	}
+	for i := 0; i < *streams; i++ {
+		name := fmt.Sprintf("B%03d", i)
+		cfg := &nats.StreamConfig{Name: name, Subjects: []string{fmt.Sprintf("b%03d.>", i)}, Storage: nats.MemoryStorage}
+		if _, err := js.AddStream(cfg); err != nil && !errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
+			fatal("add stream %s: %v", name, err)
+		}
+		for j := 0; j < *consumers; j++ {
+			ccfg := &nats.ConsumerConfig{Durable: fmt.Sprintf("c%02d", j), AckPolicy: nats.AckExplicitPolicy}
+			if _, err := js.AddConsumer(name, ccfg); err != nil && !consumerExists(err) {
+				fatal("add consumer %s/%s: %v", name, ccfg.Durable, err)
+			}
+		}
+	}
+	event("ready")
+	out.mute()
+	p.nc.Close()
+	os.Exit(0)
+}
+
+// cmdList is the guard benchmark's peer: every consumer of every stream, -repeat times, with
+// nats.go's own calls. -mode paged: ConsumersInfo per stream (CONSUMER.LIST, paged by the
+// client); -mode adr: the ADR's script, ConsumerNames then one ConsumerInfo per durable, in
+// sequence. Prints how many consumers it saw in the last round.
+func cmdList(c *common, fs *flag.FlagSet, args []string) {
+	mode := fs.String("mode", "paged", "paged|adr")
+	repeat := fs.Int("repeat", 2, "rounds")
+	parse(fs, args)
+	nc, err := nats.Connect(c.url, c.baseOptions()...)
+	if err != nil {
+		fatal("connect: %v", err)
+	}
+	js, err := nc.JetStream()
+	if err != nil {
+		fatal("jetstream: %v", err)
+	}
+	seen := 0
+	for r := 0; r < *repeat; r++ {
+		seen = 0
+		for stream := range js.StreamNames() {
+			switch *mode {
+			case "paged":
+				for range js.ConsumersInfo(stream) {
+					seen++
+				}
+			case "adr":
+				for name := range js.ConsumerNames(stream) {
+					if _, err := js.ConsumerInfo(stream, name); err != nil {
+						fatal("consumer info %s/%s: %v", stream, name, err)
+					}
+					seen++
+				}
+			default:
+				fatal("bad -mode %q", *mode)
+			}
+		}
+	}
+	fmt.Println(seen)
+	nc.Close()
+	os.Exit(0)
+}
+
 // ---------------------------------------------------------------------------
 
 func splitList(s string) []string {
@@ -825,6 +899,10 @@ func main() {
 		cmdRequest(c, fs, args)
 		return
 	}
+	if sub == "list" {
+		cmdList(c, fs, args)
+		return
+	}
 	if sub == "flood" {
 		cmdFlood(args)
 		return
@@ -844,6 +922,8 @@ func main() {
 		cmdConsume(c, fs, args)
 	case "publish":
 		cmdPublish(c, fs, args)
+	case "bulk":
+		cmdBulk(c, fs, args)
 	default:
 		usage()
 		fatal("unknown subcommand %q", sub)

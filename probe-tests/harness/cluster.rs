@@ -1,0 +1,109 @@
+//! A three-node nats-server cluster with JetStream, on loopback inside one network namespace:
+//! `n1`..`n3`, client ports 4222..4224, routes 6222..6224. Each node is a `NatsServer`, so a
+//! node can be killed (an outage of that node) and started again.
+
+use super::peer::natspeer;
+use super::{NatsServer, NetNs, Version};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct Cluster {
+    pub ns: Arc<NetNs>,
+    pub nodes: Vec<NatsServer>,
+}
+
+impl Cluster {
+    pub fn start(ns: &Arc<NetNs>, version: Version, host: &str) -> Cluster {
+        let routes: Vec<String> = (0..3)
+            .map(|i| format!("nats://{host}:{}", 6222 + i))
+            .collect();
+        let nodes = (0..3)
+            .map(|i| {
+                let name = format!("n{}", i + 1);
+                let listen = routes[i].clone();
+                let others: Vec<&str> = routes
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, r)| r.as_str())
+                    .collect();
+                let others = others.join(",");
+                NatsServer::start_with(
+                    Some(ns),
+                    version,
+                    host,
+                    4222 + i as u16,
+                    &[
+                        "-n",
+                        &name,
+                        "--cluster_name",
+                        "probe",
+                        "--cluster",
+                        &listen,
+                        "--routes",
+                        &others,
+                    ],
+                )
+            })
+            .collect();
+        let cluster = Cluster {
+            ns: Arc::clone(ns),
+            nodes,
+        };
+        cluster.wait_for_jetstream(Duration::from_secs(30));
+        cluster
+    }
+
+    /// Every node's URL, comma-separated, as clients and the probe take them.
+    pub fn urls(&self) -> String {
+        self.nodes
+            .iter()
+            .map(NatsServer::url)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// A JetStream API request through the cluster: its answer (an error body included), or
+    /// natspeer's `fatal` line when there was none.
+    pub fn request(&self, subject: &str) -> String {
+        let out = self
+            .ns
+            .command(natspeer())
+            .args(["request", "-url", &self.urls(), "-subject", subject])
+            .output()
+            .expect("run natspeer");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The name of the node leading `stream`.
+    pub fn stream_leader(&self, stream: &str) -> String {
+        let info = self.request(&format!("$JS.API.STREAM.INFO.{stream}"));
+        let json: serde_json::Value = serde_json::from_str(&info).unwrap();
+        json["cluster"]["leader"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no leader for {stream}: {info}"))
+            .to_string()
+    }
+
+    /// Kills node `name` (`n1`..`n3`).
+    pub fn stop(&mut self, name: &str) {
+        let i: usize = name.trim_start_matches('n').parse::<usize>().unwrap() - 1;
+        self.nodes[i].stop();
+    }
+
+    /// Clustered JetStream answers once a meta leader is elected.
+    fn wait_for_jetstream(&self, limit: Duration) {
+        let started = Instant::now();
+        loop {
+            let answer = self.request("$JS.API.STREAM.NAMES");
+            if answer.contains("stream_names_response") && !answer.contains("\"error\"") {
+                return;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "no JetStream meta leader in {limit:?}: {answer}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}

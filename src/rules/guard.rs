@@ -1,0 +1,409 @@
+//! The guard's verdict over every durable: the consumer rules (`rules::consumer`, the same
+//! ones `check --consumer` uses) applied to two looks an interval apart, plus what only the
+//! guard can see: the server's advisories counted over the interval. ADR 0003: a fault is
+//! reported only if seen in both looks, so a rollout that leaves a deliver group briefly
+//! without a subscriber is not an alert; the guard alerts and never remediates. Pure.
+
+use super::consumer::{self, Fault, Healthy, Judgement, Outcome, Policy, Progress};
+use crate::facts::{Losses, Observed, Sample, Unknown};
+use std::time::Duration;
+
+/// What was seen of one consumer, in each look and in between.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// None: not in that look's listing (created or deleted in between).
+    pub first: Option<&'a Observed>,
+    pub second: Option<&'a Observed>,
+    /// The advisories counted for it over the interval; None when they could not be counted.
+    pub losses: Option<Losses>,
+    /// Named by `--expect` (its absence is a fault).
+    pub expected: bool,
+    /// Named by `--ignore`: listed as ignored, never judged.
+    pub ignored: bool,
+}
+
+/// One consumer's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// `--ignore`d.
+    Ignored,
+    Healthy(Note),
+    Fault(GuardFault),
+    /// One of the looks could not say (an election, a leader that did not answer): unknown in
+    /// this run, never a fault.
+    Unknown {
+        first: bool,
+        why: Unknown,
+    },
+}
+
+/// Why a consumer is healthy, when more than the second look's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// The second look's outcome says it.
+    Judged(Outcome),
+    /// Unbound in one look only: a rollout, or a subscriber that came back.
+    UnboundOnce { in_first: bool },
+    /// In one look only: created or deleted during the interval.
+    InOneLook { in_first: bool },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuardFault {
+    /// A consumer fault seen across both looks: unbound in both, a stall over the interval,
+    /// held at the front of its stream, absent in both.
+    Consumer(Fault),
+    /// Retention deleted messages before they were acknowledged during the interval, and no
+    /// ack shows the consumer working past them.
+    Losing { deleted: u64, interval: Duration },
+    /// Messages exhausted their deliveries during the interval with no ack in it.
+    Dropped { exhausted: u64, interval: Duration },
+}
+
+/// Judges one consumer from its two looks, taken at `first_ms` and `second_ms`.
+pub fn judge(seen: Seen, policy: &Policy, first_ms: i64, second_ms: i64) -> (Verdict, Judgement) {
+    let first = seen
+        .first
+        .map(|o| consumer::judge(o, None, policy, first_ms));
+    let previous: Option<Sample> = first.as_ref().and_then(|j| j.sample.clone());
+    let second = seen
+        .second
+        .map(|o| consumer::judge(o, previous.as_ref(), policy, second_ms));
+    let verdict = verdict(
+        &seen,
+        first.as_ref(),
+        second.as_ref(),
+        Duration::from_millis((second_ms - first_ms).max(0) as u64),
+    );
+    let shown = second.or(first).unwrap_or(Judgement {
+        outcome: Outcome::Unhealthy(Fault::ConsumerMissing),
+        window: None,
+        progress: None,
+        sample: None,
+    });
+    (verdict, shown)
+}
+
+fn verdict(
+    seen: &Seen,
+    first: Option<&Judgement>,
+    second: Option<&Judgement>,
+    interval: Duration,
+) -> Verdict {
+    if seen.ignored {
+        return Verdict::Ignored;
+    }
+    let (first, second) = match (first, second) {
+        (Some(a), Some(b)) => (a, b),
+        (Some(a), None) | (None, Some(a)) => {
+            return in_one_look(a, second.is_none(), seen.expected)
+        }
+        (None, None) => return Verdict::Healthy(Note::InOneLook { in_first: false }),
+    };
+    for (is_first, j) in [(true, first), (false, second)] {
+        if let Outcome::NotJudged(why) = &j.outcome {
+            return Verdict::Unknown {
+                first: is_first,
+                why: why.clone(),
+            };
+        }
+    }
+    let absent = |o: &Outcome| {
+        matches!(
+            o,
+            Outcome::Unhealthy(Fault::ConsumerMissing | Fault::StreamMissing)
+        )
+    };
+    let unbound = |o: &Outcome| matches!(o, Outcome::Unhealthy(Fault::Unbound { .. }));
+    match &second.outcome {
+        o if absent(o) => {
+            return match absent(&first.outcome) {
+                true => Verdict::Fault(GuardFault::Consumer(fault(o))),
+                false => Verdict::Healthy(Note::InOneLook { in_first: true }),
+            }
+        }
+        o if unbound(o) => {
+            return match unbound(&first.outcome) {
+                true => Verdict::Fault(GuardFault::Consumer(fault(o))),
+                false => Verdict::Healthy(Note::UnboundOnce { in_first: false }),
+            }
+        }
+        // Across both looks by construction: the stall clock counted the interval between
+        // them; held at the front in both.
+        Outcome::Unhealthy(f) => return Verdict::Fault(GuardFault::Consumer(f.clone())),
+        _ => {}
+    }
+    // What only the advisories can tell, where no ack shows the consumer working past it.
+    let acked = matches!(second.progress, Some(Progress::Acked | Progress::Delivered));
+    if let Some(losses) = seen.losses.filter(|_| !acked) {
+        if losses.deleted_unacked > 0 {
+            return Verdict::Fault(GuardFault::Losing {
+                deleted: losses.deleted_unacked,
+                interval,
+            });
+        }
+        if losses.exhausted > 0 {
+            return Verdict::Fault(GuardFault::Dropped {
+                exhausted: losses.exhausted,
+                interval,
+            });
+        }
+    }
+    if unbound(&first.outcome) {
+        return Verdict::Healthy(Note::UnboundOnce { in_first: true });
+    }
+    Verdict::Healthy(Note::Judged(second.outcome.clone()))
+}
+
+/// A consumer in one look only: created or deleted during the interval. Absent (or unbound)
+/// in one look is never a fault; an expected one absent from the listing is asked for by
+/// name in each look, so it is never in one look only.
+fn in_one_look(j: &Judgement, in_first: bool, expected: bool) -> Verdict {
+    match &j.outcome {
+        Outcome::NotJudged(why) => Verdict::Unknown {
+            first: in_first,
+            why: why.clone(),
+        },
+        _ if expected => Verdict::Healthy(Note::InOneLook { in_first }),
+        _ => Verdict::Healthy(Note::InOneLook { in_first }),
+    }
+}
+
+fn fault(o: &Outcome) -> Fault {
+    match o {
+        Outcome::Unhealthy(f) => f.clone(),
+        _ => unreachable!("called on faults only"),
+    }
+}
+
+/// Whether a verdict fails the guard.
+pub fn is_fault(v: &Verdict) -> bool {
+    matches!(v, Verdict::Fault(_))
+}
+
+/// Whether a healthy verdict is healthy because the consumer works, for summaries.
+pub fn is_idle(v: &Verdict) -> bool {
+    matches!(
+        v,
+        Verdict::Healthy(Note::Judged(Outcome::Healthy(Healthy::Idle)))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{AckPolicy, ConsumerFacts, Sequence, StreamFacts};
+    use crate::rules::consumer::Intervals;
+
+    const S: i128 = 1_000_000_000;
+    const T0: i64 = 10_000_000;
+    const INTERVAL_MS: i64 = 30_000;
+    const POLICY: Policy = Policy {
+        stall_after: Duration::from_secs(30),
+        intervals: Intervals::Any,
+    };
+
+    /// A bound push consumer at `floor` with `pending` + `ack_pending` waiting, looked at
+    /// `at_ms` (the server's clock agrees); ack_wait 10 s: the window is the interval, 30 s.
+    fn info(pending: u64, ack_pending: u64, floor: u64, at_ms: i64) -> ConsumerFacts {
+        ConsumerFacts {
+            stream: "TF_RAW".into(),
+            name: "latest-kv".into(),
+            created: "2026-08-20T00:00:00Z".into(),
+            deliver_subject: Some("deliver.latest-kv".into()),
+            deliver_group: Some("latest-kv".into()),
+            push_bound: true,
+            num_pending: pending,
+            num_ack_pending: ack_pending,
+            num_waiting: 0,
+            num_redelivered: 0,
+            ack_floor: Sequence {
+                consumer_seq: floor,
+                stream_seq: floor,
+                last_active: None,
+            },
+            delivered: Sequence {
+                consumer_seq: floor + ack_pending,
+                stream_seq: floor + ack_pending,
+                last_active: None,
+            },
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Some(Duration::from_secs(10)),
+            max_deliver: None,
+            max_ack_pending: Some(1),
+            paused: false,
+            ts: Some(i128::from(at_ms) * 1_000_000),
+        }
+    }
+
+    fn found(f: ConsumerFacts) -> Observed {
+        Observed::Found {
+            facts: f,
+            stream: None,
+        }
+    }
+
+    fn seen<'a>(a: Option<&'a Observed>, b: Option<&'a Observed>) -> Seen<'a> {
+        Seen {
+            first: a,
+            second: b,
+            losses: Some(Losses::default()),
+            expected: false,
+            ignored: false,
+        }
+    }
+
+    fn run(s: Seen) -> Verdict {
+        judge(s, &POLICY, T0, T0 + INTERVAL_MS).0
+    }
+
+    /// ADR 0003's Verification table through the guard.
+    #[test]
+    fn the_adr_verification_table() {
+        // No subscriber, backlog 93,000, in both looks: alert.
+        let mut a = info(93_000, 0, 0, T0);
+        a.push_bound = false;
+        let mut b = info(93_000, 0, 0, T0 + INTERVAL_MS);
+        b.push_bound = false;
+        let (a, b) = (found(a), found(b));
+        assert!(matches!(
+            run(seen(Some(&a), Some(&b))),
+            Verdict::Fault(GuardFault::Consumer(Fault::Unbound { waiting: 93_000 }))
+        ));
+        // Subscriber alive, never acking, backlog 4,000, floor frozen at 0: alert.
+        let a = found(info(3_999, 1, 0, T0));
+        let b = found(info(3_999, 1, 0, T0 + INTERVAL_MS));
+        assert!(matches!(
+            run(seen(Some(&a), Some(&b))),
+            Verdict::Fault(GuardFault::Consumer(Fault::Stalled { .. }))
+        ));
+        // Expected durable absent, in both looks: alert.
+        let gone = Observed::ConsumerMissing;
+        let mut s = seen(Some(&gone), Some(&gone));
+        s.expected = true;
+        assert!(matches!(
+            run(s),
+            Verdict::Fault(GuardFault::Consumer(Fault::ConsumerMissing))
+        ));
+        // Serialized under sustained load: backlog 10,974, floor 117,109 → 149,520: OK.
+        let mut a = info(6_728, 1, 117_109, T0);
+        a.ack_floor.last_active = Some(i128::from(T0) * 1_000_000 - S);
+        let mut b = info(10_973, 1, 149_520, T0 + INTERVAL_MS);
+        b.ack_floor.last_active = Some(i128::from(T0 + INTERVAL_MS) * 1_000_000 - S / 10);
+        let (a, b) = (found(a), found(b));
+        assert!(matches!(
+            run(seen(Some(&a), Some(&b))),
+            Verdict::Healthy(Note::Judged(Outcome::Healthy(Healthy::Progressing(_))))
+        ));
+        // Whole platform healthy: idle: OK.
+        let a = found(info(0, 0, 500, T0));
+        let b = found(info(0, 0, 500, T0 + INTERVAL_MS));
+        assert!(is_idle(&run(seen(Some(&a), Some(&b)))));
+    }
+
+    /// A rollout leaves the deliver group without a subscriber in one look: no alert.
+    #[test]
+    fn unbound_in_one_look_is_not_an_alert() {
+        let mut down = info(40, 0, 7, T0);
+        down.push_bound = false;
+        let up = info(40, 1, 7, T0 + INTERVAL_MS);
+        let (down, up) = (found(down), found(up));
+        assert_eq!(
+            run(seen(Some(&down), Some(&up))),
+            Verdict::Healthy(Note::UnboundOnce { in_first: true })
+        );
+        let mut later = info(40, 0, 7, T0 + INTERVAL_MS);
+        later.push_bound = false;
+        let bound = found(info(40, 1, 7, T0));
+        let later = found(later);
+        assert_eq!(
+            run(seen(Some(&bound), Some(&later))),
+            Verdict::Healthy(Note::UnboundOnce { in_first: false })
+        );
+    }
+
+    /// Retention deleting unacknowledged messages, counted by the advisories, where no ack shows
+    /// the consumer working past them: losing messages. With acks: the count is reported, not
+    /// a fault of this consumer's liveness.
+    #[test]
+    fn counted_losses_without_acks_are_a_fault() {
+        let capped = StreamFacts {
+            retention: "limits".into(),
+            discard: "old".into(),
+            max_msgs: Some(1),
+            max_bytes: None,
+            max_age: None,
+            max_msgs_per_subject: None,
+            discard_new_per_subject: false,
+            first_seq: 300,
+            last_seq: 300,
+        };
+        let mut a = info(0, 1, 100, T0);
+        a.ack_floor.last_active = Some(i128::from(T0) * 1_000_000);
+        let mut b = info(0, 1, 299, T0 + INTERVAL_MS);
+        b.ack_floor.last_active = Some(i128::from(T0 + INTERVAL_MS) * 1_000_000);
+        let on = |f: ConsumerFacts| Observed::Found {
+            facts: f,
+            stream: Some(capped.clone()),
+        };
+        let (a, b) = (on(a), on(b));
+        let mut s = seen(Some(&a), Some(&b));
+        s.losses = Some(Losses {
+            deleted_unacked: 199,
+            ..Losses::default()
+        });
+        assert_eq!(
+            run(s),
+            Verdict::Fault(GuardFault::Losing {
+                deleted: 199,
+                interval: Duration::from_secs(30)
+            })
+        );
+        // The same without advisories: one look cannot tell: not a fault.
+        s.losses = None;
+        assert!(matches!(
+            run(s),
+            Verdict::Healthy(Note::Judged(Outcome::Healthy(Healthy::CannotTell { .. })))
+        ));
+        // Drops after max_deliver with no ack in the interval.
+        let (a, b) = (
+            found(info(0, 2, 5, T0)),
+            found(info(0, 0, 7, T0 + INTERVAL_MS)),
+        );
+        let mut s = seen(Some(&a), Some(&b));
+        s.losses = Some(Losses {
+            exhausted: 2,
+            ..Losses::default()
+        });
+        assert!(matches!(
+            run(s),
+            Verdict::Fault(GuardFault::Dropped { exhausted: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_ignored_and_one_look_consumers_are_never_faults() {
+        let busy = found(info(10, 1, 5, T0));
+        let lost = Observed::NotJudged(Unknown::NotReported);
+        assert_eq!(
+            run(seen(Some(&busy), Some(&lost))),
+            Verdict::Unknown {
+                first: false,
+                why: Unknown::NotReported
+            }
+        );
+        let mut s = seen(Some(&busy), Some(&busy));
+        s.ignored = true;
+        assert_eq!(run(s), Verdict::Ignored);
+        assert_eq!(
+            run(seen(None, Some(&busy))),
+            Verdict::Healthy(Note::InOneLook { in_first: false })
+        );
+        // Deleted during the interval, not expected: it is simply gone.
+        let gone = Observed::ConsumerMissing;
+        assert_eq!(
+            run(seen(Some(&busy), Some(&gone))),
+            Verdict::Healthy(Note::InOneLook { in_first: true })
+        );
+    }
+}
