@@ -8,3 +8,4 @@ mod harness;
 mod outage_drill;
 mod server_aware;
 mod socket_check;
+mod subscription;

@@ -31,10 +31,11 @@ pub enum Phase {
     AskingJetStream,
     ComparingSamples,
     Waiting,
+    AskingConnections,
 }
 
 impl Phase {
-    const ALL: [Phase; 8] = [
+    const ALL: [Phase; 9] = [
         Phase::Starting,
         Phase::LookingUpProcess,
         Phase::ReadingDescriptors,
@@ -43,6 +44,7 @@ impl Phase {
         Phase::AskingJetStream,
         Phase::ComparingSamples,
         Phase::Waiting,
+        Phase::AskingConnections,
     ];
 
     pub fn text(self) -> &'static str {
@@ -55,6 +57,7 @@ impl Phase {
             Phase::AskingJetStream => "asking JetStream about the consumers",
             Phase::ComparingSamples => "comparing with the previous samples",
             Phase::Waiting => "waiting between the two looks",
+            Phase::AskingConnections => "asking the server for its connection list",
         }
     }
 }

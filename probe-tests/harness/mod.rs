@@ -11,7 +11,7 @@ pub mod probe;
 pub mod server;
 
 pub use flood::Flood;
-pub use netns::{link, NetNs};
+pub use netns::{link, link_subnet, NetNs};
 pub use peer::Peer;
 pub use probe::probe;
 pub use server::{NatsServer, Version};

@@ -98,15 +98,24 @@ impl NetNs {
 /// 10.200.0.1/24 and `b` 10.200.0.2/24. The names exist only inside the namespaces, so
 /// parallel tests never collide.
 pub fn link(a: &NetNs, b: &NetNs) -> (&'static str, &'static str) {
-    ip(&[
-        "-n", &a.name, "link", "add", "veth0", "type", "veth", "peer", "name", "veth0", "netns",
-        &b.name,
-    ]);
-    for (ns, addr) in [(a, "10.200.0.1/24"), (b, "10.200.0.2/24")] {
-        ns.ip(&["addr", "add", addr, "dev", "veth0"]);
-        ns.ip(&["link", "set", "veth0", "up"]);
-    }
+    link_subnet(a, b, 200);
     ("10.200.0.1", "10.200.0.2")
+}
+
+/// Connects two namespaces with a veth pair named `veth<subnet>`: `a` gets 10.N.0.1/24 and
+/// `b` 10.N.0.2/24. A namespace linked to several others (a NATS pod and two app pods) takes
+/// one subnet per link.
+pub fn link_subnet(a: &NetNs, b: &NetNs, subnet: u8) -> (String, String) {
+    let dev = format!("veth{subnet}");
+    ip(&[
+        "-n", &a.name, "link", "add", &dev, "type", "veth", "peer", "name", &dev, "netns", &b.name,
+    ]);
+    let (ip_a, ip_b) = (format!("10.{subnet}.0.1"), format!("10.{subnet}.0.2"));
+    for (ns, addr) in [(a, &ip_a), (b, &ip_b)] {
+        ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", &dev]);
+        ns.ip(&["link", "set", &dev, "up"]);
+    }
+    (ip_a, ip_b)
 }
 
 impl Drop for NetNs {

@@ -7,7 +7,7 @@ use crate::config::{
     StateDirChoice,
 };
 use crate::error::Error;
-use crate::facts::ConsumerName;
+use crate::facts::{ConsumerName, Wanted};
 use crate::observe::state;
 use crate::rules::cidr::Cidr;
 use crate::rules::connection::{Policy, WhenServerDown};
@@ -154,6 +154,28 @@ impl GuardArgs {
             json: self.json,
         })
     }
+}
+
+/// `SUBJECT[@QUEUE]`: a subject (no whitespace) and, after the last `@`, a queue group.
+fn subscription(text: &str) -> Result<Wanted, Error> {
+    let bad = || {
+        Error::Usage(format!(
+            "--subscription '{text}': expected SUBJECT or SUBJECT@QUEUE (no whitespace)"
+        ))
+    };
+    let text = text.trim();
+    let (subject, queue) = match text.rsplit_once('@') {
+        Some((s, q)) => (s, Some(q)),
+        None => (text, None),
+    };
+    let ok = |t: &str| !t.is_empty() && !t.contains(char::is_whitespace);
+    if !ok(subject) || queue.is_some_and(|q| !ok(q)) || subject.split('.').any(str::is_empty) {
+        return Err(bad());
+    }
+    Ok(Wanted {
+        subject: subject.to_string(),
+        queue: queue.map(str::to_string),
+    })
 }
 
 /// `STREAM/DURABLE`, or `STREAM/*` (durable `*`).
@@ -307,6 +329,34 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DUR", env = "NATSPROBE_STALL_AFTER", hide_env_values = true, default_value = "60s", value_parser = duration::parse, help_heading = "Consumer")]
     pub stall_after: Duration,
 
+    /// With --consumer: one of this pod's connections must hold each push consumer's
+    /// deliver subscription, matched by address in the server's connection list
+    #[arg(long, env = "NATSPROBE_OWN_SUBSCRIPTION", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Subscriptions")]
+    pub own_subscription: bool,
+
+    /// A core NATS subscription one of this pod's connections must hold, SUBJECT[@QUEUE]
+    /// (repeatable, or comma-separated). Needs --server (or NATS_URL)
+    #[arg(
+        long = "subscription",
+        value_name = "SUBJECT[@QUEUE]",
+        env = "NATSPROBE_SUBSCRIPTION",
+        hide_env_values = true,
+        value_delimiter = ',',
+        help_heading = "Subscriptions"
+    )]
+    pub subscriptions: Vec<String>,
+
+    /// The server's HTTP monitoring endpoint (http://host:8222), for the connection list when
+    /// the account's own report ($SYS.REQ.ACCOUNT.PING.CONNZ) cannot be had
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "NATSPROBE_MONITOR",
+        hide_env_values = true,
+        help_heading = "Subscriptions"
+    )]
+    pub monitor: Option<String>,
+
     /// Where the previous sample of each consumer is kept [default: $TMPDIR/natsprobe-UID]
     #[arg(
         long,
@@ -401,6 +451,7 @@ pub fn flag(setting: Setting) -> &'static str {
         Setting::NetnsOf => "--netns-of",
         Setting::Creds => "--creds",
         Setting::Nkey => "--nkey",
+        Setting::OwnSubscription => "--own-subscription",
     }
 }
 
@@ -452,9 +503,40 @@ impl CheckArgs {
         if self.stall_after.is_zero() {
             return Err(Error::Usage("--stall-after must be more than 0s".into()));
         }
+        if self.own_subscription && consumers.is_empty() {
+            return Err(Error::Usage(
+                "--own-subscription needs --consumer: it checks the consumers' deliver subscriptions".into(),
+            ));
+        }
+        let subscriptions = self
+            .subscriptions
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| subscription(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !subscriptions.is_empty() && servers.is_empty() {
+            return Err(Error::Usage(
+                "--subscription needs --server (or NATS_URL): the server lists who holds it".into(),
+            ));
+        }
+        let monitor = match self.monitor {
+            None => None,
+            Some(_) if !self.own_subscription && subscriptions.is_empty() => {
+                return Err(Error::Usage(
+                    "--monitor is for --own-subscription and --subscription: give one of them"
+                        .into(),
+                ))
+            }
+            Some(url) => Some(
+                config::parse_monitor(&url).map_err(|e| Error::Usage(format!("--monitor: {e}")))?,
+            ),
+        };
         let auth = auth(self.auth, env)?;
         Ok(CheckConfig {
             consumers,
+            own_subscription: self.own_subscription,
+            subscriptions,
+            monitor,
             consumer_policy: consumer::Policy {
                 stall_after: self.stall_after,
                 intervals: consumer::Intervals::UpToWindow,

@@ -2,15 +2,16 @@
 //! in the common case; the servers only without a connection; JetStream only with one),
 //! judges, keeps each consumer's sample for the next run, and returns the report.
 
-use crate::config::CheckConfig;
+use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
-use crate::facts::Loaded;
+use crate::facts::{unmap, ConsumerName, Loaded, Observed, Wanted};
 use crate::observe::{self, server, state::StateDir, Observations, Pod, PodTarget};
-use crate::report::check::{CheckInput, CheckReport, JudgedConsumer};
+use crate::report::check::{CheckInput, CheckReport, JudgedConsumer, JudgedSubscription};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
-use crate::rules::consumer;
+use crate::rules::{consumer, subscription};
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// Kept back from the network's share of the deadline: shutting the runtime down and
@@ -31,6 +32,7 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
         consumers: Vec::new(),
         client_age: None,
         now_ms: 0,
+        connz: None,
     };
     let connections = connection::connections(
         &obs.pod.scan.sockets,
@@ -48,15 +50,18 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
         });
 
     let mut judged = Vec::new();
-    if verdict::needs_consumers(&connections, &config.policy, config.consumers.len()) {
+    let mut subscriptions = Vec::new();
+    let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
+    let asked = config.consumers.len() + usize::from(wants_subscriptions);
+    if verdict::needs_consumers(&connections, &config.policy, asked) {
+        let nats = observe::Nats::open(&config.servers, &config.auth, network_deadline)?;
         let dir = StateDir::open(config.state_dir.path.clone(), config.state_dir.explicit);
-        obs.consumers = observe::consumers(
+        obs.consumers = nats.consumers(
             &config.servers,
-            &config.auth,
             &config.consumers,
             dir.as_ref(),
             network_deadline,
-        )?;
+        );
         obs.now_ms = observe::now_ms();
         let judgements: Vec<consumer::Judgement> = obs
             .consumers
@@ -66,6 +71,52 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
                 consumer::judge(&c.observed, previous, &config.consumer_policy, obs.now_ms)
             })
             .collect();
+
+        // The subscriptions this pod's connection must hold: each push consumer's deliver
+        // subject (and group), and the core ones.
+        let mut wanted: Vec<(Wanted, Option<ConsumerName>)> = Vec::new();
+        if config.own_subscription {
+            for seen in &obs.consumers {
+                if let Observed::Found { facts, .. } = &seen.observed {
+                    let Some(subject) = &facts.deliver_subject else {
+                        return Err(Error::Setting {
+                            setting: Setting::OwnSubscription,
+                            path: None,
+                            problem: format!(
+                                "{} is a pull consumer: it has no subscription to match (drop --own-subscription, or name push consumers only)",
+                                seen.name
+                            ),
+                        });
+                    };
+                    let w = Wanted {
+                        subject: subject.clone(),
+                        queue: facts.deliver_group.clone(),
+                    };
+                    wanted.push((w, Some(seen.name.clone())));
+                }
+            }
+        }
+        wanted.extend(config.subscriptions.iter().map(|w| (w.clone(), None)));
+        if !wanted.is_empty() {
+            let ours: Vec<SocketAddr> = connections
+                .established
+                .iter()
+                .map(|s| SocketAddr::new(unmap(s.local.ip()), s.local.port()))
+                .collect();
+            let list: Vec<Wanted> = wanted.iter().map(|(w, _)| w.clone()).collect();
+            let connz = nats.connz(&list, &ours, config.monitor.as_ref(), network_deadline);
+            subscriptions = wanted
+                .into_iter()
+                .map(|(w, consumer)| JudgedSubscription {
+                    held: subscription::judge(&w, &ours, &connz),
+                    wanted: w,
+                    consumer,
+                })
+                .collect();
+            obs.connz = Some(connz);
+        }
+        drop(nats);
+
         let outcomes: Vec<&consumer::Outcome> = judgements.iter().map(|j| &j.outcome).collect();
         if verdict::needs_client_age(&outcomes) {
             obs.client_age = Some(client_age(&obs.pod, &connections));
@@ -94,7 +145,11 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
     if judged.is_empty() && !config.consumers.is_empty() {
         mark_unobserved(config);
     }
-    let healths: Vec<_> = judged.iter().map(JudgedConsumer::health).collect();
+    let healths: Vec<_> = judged
+        .iter()
+        .map(JudgedConsumer::health)
+        .chain(subscriptions.iter().map(JudgedSubscription::health))
+        .collect();
     let verdict = verdict::decide(&connections, server_state, &healths, &config.policy);
     let servers: Vec<String> = config.servers.iter().map(ToString::to_string).collect();
     Ok(crate::report::check::check(&CheckInput {
@@ -105,6 +160,7 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
         servers: &servers,
         consumers_configured: config.consumers.len(),
         consumers: &judged,
+        subscriptions: &subscriptions,
         verbose: config.verbose,
     }))
 }

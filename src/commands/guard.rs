@@ -35,7 +35,14 @@ async fn looks(config: &GuardConfig) -> Result<(Listing, Listing, Advisories), E
     };
     set_phase(Phase::AskingJetStream);
     let first_deadline = Instant::now() + config.timeout;
-    let session = match Session::connect(&config.servers, &config.auth, first_deadline).await {
+    let session = match Session::connect(
+        &config.servers,
+        &config.auth,
+        "natsprobe-guard",
+        first_deadline,
+    )
+    .await
+    {
         Err(SetupError::File {
             setting,
             path,

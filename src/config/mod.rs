@@ -7,9 +7,12 @@ pub mod duration;
 mod url;
 
 pub use auth::{Auth, Secret};
-pub use url::{parse as parse_url, parse_list as parse_url_list, Scheme, ServerUrl, DEFAULT_PORT};
+pub use url::{
+    parse as parse_url, parse_list as parse_url_list, parse_monitor, MonitorUrl, Scheme, ServerUrl,
+    DEFAULT_PORT,
+};
 
-use crate::facts::ConsumerName;
+use crate::facts::{ConsumerName, Wanted};
 use crate::rules;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,6 +51,12 @@ pub struct CheckConfig {
     pub servers: Vec<ServerUrl>,
     pub consumers: Vec<ConsumerName>,
     pub consumer_policy: rules::consumer::Policy,
+    /// Each push consumer's deliver subscription must be held by this pod's connection.
+    pub own_subscription: bool,
+    /// Core subscriptions this pod's connection must hold.
+    pub subscriptions: Vec<Wanted>,
+    /// Where the connection list comes from when the account's report cannot be had.
+    pub monitor: Option<MonitorUrl>,
     pub state_dir: StateDirChoice,
     pub auth: Auth,
     pub owner: Owner,
@@ -83,4 +92,5 @@ pub enum Setting {
     NetnsOf,
     Creds,
     Nkey,
+    OwnSubscription,
 }

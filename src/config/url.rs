@@ -125,6 +125,51 @@ fn split_host_port(text: &str) -> Result<(String, u16), String> {
     }
 }
 
+/// `--monitor`: a server's HTTP monitoring endpoint, `http://host[:port]` (8222 by default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorUrl {
+    pub host: String,
+    pub port: u16,
+}
+
+impl fmt::Display for MonitorUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.host.contains(':') {
+            true => write!(f, "http://[{}]:{}", self.host, self.port),
+            false => write!(f, "http://{}:{}", self.host, self.port),
+        }
+    }
+}
+
+pub const DEFAULT_MONITOR_PORT: u16 = 8222;
+
+/// `http://host[:port]`; https is not spoken (the probe carries no HTTP TLS).
+pub fn parse_monitor(text: &str) -> Result<MonitorUrl, String> {
+    let rest = match text.trim().split_once("://") {
+        Some(("http", rest)) => rest,
+        Some((other, _)) => {
+            return Err(format!(
+                "scheme '{other}' is not supported (use http://host:8222)"
+            ))
+        }
+        None => text.trim(),
+    };
+    let rest = rest.trim_end_matches('/');
+    if rest.contains(['/', '?', '#', '@']) {
+        return Err("a monitoring URL is http://host[:port], without a path or credentials".into());
+    }
+    let (host, port) = split_host_port(rest)?;
+    let port = if rest.ends_with(&format!(":{port}")) {
+        port
+    } else {
+        DEFAULT_MONITOR_PORT
+    };
+    if host.is_empty() {
+        return Err("no host".into());
+    }
+    Ok(MonitorUrl { host, port })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +194,21 @@ mod tests {
         let url = parse("nats://alice:s3cret@nats:4222").unwrap();
         assert_eq!(url.userinfo.as_deref(), Some("alice:s3cret"));
         assert!(!format!("{url:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn monitoring_urls() {
+        assert_eq!(
+            parse_monitor("http://nats:8222").unwrap().to_string(),
+            "http://nats:8222"
+        );
+        assert_eq!(parse_monitor("nats").unwrap().port, 8222);
+        assert_eq!(
+            parse_monitor("http://[::1]:9000/").unwrap().to_string(),
+            "http://[::1]:9000"
+        );
+        assert!(parse_monitor("https://nats:8222").is_err());
+        assert!(parse_monitor("http://nats:8222/connz").is_err());
     }
 
     #[test]

@@ -129,6 +129,9 @@ pub enum Unknown {
     /// A listing named it among those it could not report (in a cluster: its leader did not
     /// answer in time).
     NotReported,
+    /// The server does not see this pod's address (NAT, a proxy, a service-mesh sidecar):
+    /// its connection list cannot be matched to this pod's sockets. How it sees the probe.
+    CannotMatch(Option<std::net::SocketAddr>),
     /// Anything else: an unexpected API error or answer.
     Failed(String),
 }
@@ -144,6 +147,7 @@ impl Unknown {
                 "jetstream_unavailable"
             }
             Unknown::Failed(_) => "failed",
+            Unknown::CannotMatch(_) => "cannot_match",
         }
     }
 }
@@ -170,6 +174,13 @@ impl fmt::Display for Unknown {
             Unknown::NotReported => {
                 f.write_str("not reported by the listing (its leader did not answer in time)")
             }
+            Unknown::CannotMatch(Some(seen)) => write!(
+                f,
+                "cannot match this pod's connection at the server: it sees the probe as {seen} (NAT, a proxy or a sidecar)"
+            ),
+            Unknown::CannotMatch(None) => f.write_str(
+                "cannot match this pod's connection at the server: it does not list the probe's own (NAT, a proxy or a sidecar)",
+            ),
             Unknown::Failed(why) => f.write_str(why),
         }
     }
@@ -271,4 +282,46 @@ pub struct Losses {
 pub enum Advisories {
     Counted(BTreeMap<ConsumerName, Losses>),
     Unavailable(String),
+}
+
+/// A subscription the pod's client must hold: a consumer's deliver subject (and group), or
+/// a core subscription (`--subscription SUBJECT[@QUEUE]`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Wanted {
+    pub subject: String,
+    pub queue: Option<String>,
+}
+
+impl fmt::Display for Wanted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.queue {
+            Some(q) => write!(f, "{} in queue group {q}", self.subject),
+            None => f.write_str(&self.subject),
+        }
+    }
+}
+
+/// One client connection as a server lists it (`/connz`): its address as the server sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConnection {
+    pub addr: std::net::SocketAddr,
+    pub name: Option<String>,
+    /// Its subscriptions (subject, queue group); None when listed without them.
+    pub subscriptions: Option<Vec<(String, Option<String>)>>,
+}
+
+/// What the servers said about the account's client connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connz {
+    /// Where the list came from: the account's connection report, or a monitoring URL.
+    pub source: String,
+    /// Connections holding a subscription on a wanted subject, with their subscriptions.
+    pub holding: Vec<ServerConnection>,
+    /// Every connection of the account, listed only when `holding` did not show this pod's.
+    pub all: Option<Vec<ServerConnection>>,
+    /// How the servers see the probe's own connection, when it was found in `all`: whether
+    /// addresses are seen as this pod's (no NAT, proxy or sidecar in between).
+    pub probe_seen_as: Option<std::net::SocketAddr>,
+    /// How many servers answered.
+    pub servers: usize,
 }

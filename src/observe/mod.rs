@@ -4,6 +4,7 @@
 //! rules. Each function here is one observation; `Observations` holds a run's worth of them.
 
 pub mod advisories;
+pub mod connz;
 pub mod jetstream;
 pub mod listing;
 pub mod nats;
@@ -33,6 +34,8 @@ pub struct Observations {
     pub client_age: Option<Option<Duration>>,
     /// Local clock at the consumers' observation, ms since the epoch.
     pub now_ms: i64,
+    /// The server's connection list, when a subscription had to be matched.
+    pub connz: Option<Result<crate::facts::Connz, crate::facts::Unknown>>,
 }
 
 /// This pod's side: whose sockets count, and the socket table.
@@ -111,40 +114,120 @@ pub fn servers(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerAnswer
     server::ask_blocking(urls, deadline).map_err(Error::CannotEvaluate)
 }
 
-/// Asks JetStream about every consumer on one connection, and loads each one's previous
-/// sample from the state dir.
-pub fn consumers(
-    urls: &[ServerUrl],
-    auth: &Auth,
-    names: &[ConsumerName],
-    state: Result<&state::StateDir, &String>,
-    deadline: Instant,
-) -> Result<Vec<ConsumerSeen>, Error> {
-    crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
-    let observed = nats::observe(urls, auth, names, deadline).map_err(|e| match e {
-        nats::SetupError::File {
-            setting,
-            path,
-            problem,
-        } => Error::Setting {
-            setting,
-            path: Some(path),
-            problem,
-        },
-        nats::SetupError::Runtime(m) => Error::CannotEvaluate(m),
-    })?;
-    crate::deadline::set_phase(crate::deadline::Phase::ComparingSamples);
-    let server = state::server_key(urls);
-    Ok(names
-        .iter()
-        .zip(observed)
-        .map(|(name, observed)| ConsumerSeen {
-            previous: state.ok().map(|d| d.load(&state::Key::new(&server, name))),
-            state_problem: state.err().cloned(),
-            name: name.clone(),
-            observed,
+/// One NATS connection with the pod's credentials, on its own runtime, for the observations
+/// that need the server: the consumers and the connection list. Closed when dropped.
+pub struct Nats {
+    runtime: tokio::runtime::Runtime,
+    session: Result<nats::Session, crate::facts::Unknown>,
+    /// The connection's name: the probe finds its own connection in the server's list by it.
+    name: String,
+}
+
+impl Nats {
+    /// Connects by `deadline`. An unreachable server is no error here: every observation
+    /// through it is then "not judged" with the reason.
+    pub fn open(urls: &[ServerUrl], auth: &Auth, deadline: Instant) -> Result<Nats, Error> {
+        crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
+        let runtime = server::network_runtime().map_err(Error::CannotEvaluate)?;
+        let name = connz::probe_name();
+        let session = runtime
+            .block_on(nats::Session::connect(urls, auth, &name, deadline))
+            .map_err(|e| match e {
+                nats::SetupError::File {
+                    setting,
+                    path,
+                    problem,
+                } => Error::Setting {
+                    setting,
+                    path: Some(path),
+                    problem,
+                },
+                nats::SetupError::Runtime(m) => Error::CannotEvaluate(m),
+            })?;
+        Ok(Nats {
+            runtime,
+            session,
+            name,
         })
-        .collect())
+    }
+
+    /// Every consumer at once, and each one's previous sample from the state dir.
+    pub fn consumers(
+        &self,
+        urls: &[ServerUrl],
+        names: &[ConsumerName],
+        state: Result<&state::StateDir, &String>,
+        deadline: Instant,
+    ) -> Vec<ConsumerSeen> {
+        crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
+        let observed: Vec<Observed> = match &self.session {
+            Ok(session) => self.runtime.block_on(session.consumers(names, deadline)),
+            Err(why) => names
+                .iter()
+                .map(|_| Observed::NotJudged(why.clone()))
+                .collect(),
+        };
+        crate::deadline::set_phase(crate::deadline::Phase::ComparingSamples);
+        let server = state::server_key(urls);
+        names
+            .iter()
+            .zip(observed)
+            .map(|(name, observed)| ConsumerSeen {
+                previous: state.ok().map(|d| d.load(&state::Key::new(&server, name))),
+                state_problem: state.err().cloned(),
+                name: name.clone(),
+                observed,
+            })
+            .collect()
+    }
+
+    /// The server's connection list, as far as the wanted subscriptions need it: from the
+    /// account's connection report, else from `monitor`.
+    pub fn connz(
+        &self,
+        wanted: &[crate::facts::Wanted],
+        ours: &[std::net::SocketAddr],
+        monitor: Option<&crate::config::MonitorUrl>,
+        deadline: Instant,
+    ) -> Result<crate::facts::Connz, crate::facts::Unknown> {
+        crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
+        let account = match &self.session {
+            Ok(session) => {
+                // With a monitoring URL to fall back on, the account's report gets half the
+                // time that is left.
+                let until = match monitor {
+                    Some(_) => {
+                        Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2
+                    }
+                    None => deadline,
+                };
+                self.runtime.block_on(connz::from_account(
+                    session, wanted, ours, &self.name, until,
+                ))
+            }
+            Err(why) => Err(why.clone()),
+        };
+        match (account, monitor) {
+            (Ok(connz), _) => Ok(connz),
+            (Err(_), Some(url)) => self
+                .runtime
+                .block_on(connz::from_monitor(url, wanted, &self.name, deadline)),
+            (Err(why), None) => Err(why),
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        // The connection's background task is not waited for: the answer is ready.
+        let runtime = std::mem::replace(
+            &mut self.runtime,
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("an empty runtime"),
+        );
+        runtime.shutdown_background();
+    }
 }
 
 /// How long ago the youngest of `pids` started; None when none can be read.

@@ -35,7 +35,7 @@ pub fn observe(
     deadline: Instant,
 ) -> Result<Vec<Observed>, SetupError> {
     server::on_network_runtime(async {
-        match Session::connect(servers, auth, deadline).await? {
+        match Session::connect(servers, auth, "natsprobe", deadline).await? {
             Ok(session) => Ok(session.consumers(consumers, deadline).await),
             Err(why) => Ok(consumers
                 .iter()
@@ -58,10 +58,11 @@ impl Session {
     pub async fn connect(
         servers: &[ServerUrl],
         auth: &Auth,
+        name: &str,
         deadline: Instant,
     ) -> Result<Result<Session, Unknown>, SetupError> {
         let denied = Arc::new(Denied::default());
-        let options = options(servers, auth, deadline, Arc::clone(&denied)).await?;
+        let options = options(servers, auth, name, deadline, Arc::clone(&denied)).await?;
         // The URLs as given minus their userinfo, which went into the options above.
         let addrs: Vec<String> = servers.iter().map(ServerUrl::to_string).collect();
         Ok(
@@ -245,12 +246,13 @@ fn violation_subject(text: &str) -> Option<String> {
 async fn options(
     servers: &[ServerUrl],
     auth: &Auth,
+    name: &str,
     deadline: Instant,
     denied: Arc<Denied>,
 ) -> Result<ConnectOptions, SetupError> {
     let left = deadline.saturating_duration_since(Instant::now());
     let mut o = ConnectOptions::new()
-        .name("natsprobe")
+        .name(name)
         .connection_timeout(left)
         .request_timeout(Some(left))
         .ignore_discovered_servers()

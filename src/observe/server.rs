@@ -161,14 +161,19 @@ pub fn ask_blocking(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerA
 /// I/O (the socket check never starts one). It does not wait for what `work` leaves behind,
 /// a connection's background task or a resolver thread stuck at the deadline.
 pub fn on_network_runtime<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(|e| format!("cannot start the network runtime: {e}"))?;
+    let runtime = network_runtime()?;
     let result = runtime.block_on(work);
     runtime.shutdown_background();
     Ok(result)
+}
+
+/// The current-thread runtime network observations run on.
+pub fn network_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("cannot start the network runtime: {e}"))
 }
 
 /// The budget left for the network once this much is kept back for the answer.

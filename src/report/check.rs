@@ -2,11 +2,12 @@
 //! document (`schema_version` 1, README "JSON") and carry the human line and `-v` lines.
 
 use super::human;
-use crate::facts::{ConsumerFacts, Observed, Socket, StreamFacts};
+use crate::facts::{ConsumerFacts, ConsumerName, Observed, Socket, StreamFacts, Wanted};
 use crate::observe::{ConsumerSeen, Observations};
 use crate::rules::check::{ConsumerHealth, Health, Verdict};
 use crate::rules::connection::{Connections, Policy, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress, Window};
+use crate::rules::subscription::Held;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,6 +27,8 @@ pub struct CheckInput<'a> {
     /// How many consumers were configured (they are not asked without a connection).
     pub consumers_configured: usize,
     pub consumers: &'a [JudgedConsumer],
+    /// The subscriptions this pod's connection must hold, judged.
+    pub subscriptions: &'a [JudgedSubscription],
     /// With the matching sockets listed (`-v`).
     pub verbose: bool,
 }
@@ -50,6 +53,25 @@ impl JudgedConsumer {
     }
 }
 
+/// One subscription this pod's connection must hold, and whether it does.
+#[derive(Debug, Clone)]
+pub struct JudgedSubscription {
+    pub wanted: Wanted,
+    /// The consumer whose deliver subscription it is (`--own-subscription`).
+    pub consumer: Option<ConsumerName>,
+    pub held: Held,
+}
+
+impl JudgedSubscription {
+    pub fn health(&self) -> ConsumerHealth {
+        match &self.held {
+            Held::Yes { .. } => ConsumerHealth::Healthy,
+            Held::NotJudged(_) => ConsumerHealth::NotJudged,
+            _ => ConsumerHealth::Unhealthy,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     pub schema_version: u32,
@@ -61,6 +83,10 @@ pub struct CheckReport {
     pub connection: ConnectionSection,
     pub server: Option<ServerSection>,
     pub consumers: Vec<ConsumerSection>,
+    /// The subscriptions this pod's connection must hold (`--own-subscription`,
+    /// `--subscription`); absent when none was asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subscriptions: Vec<SubscriptionSection>,
     #[serde(skip)]
     pub health: Health,
     /// The one line for the kubelet's events.
@@ -69,6 +95,23 @@ pub struct CheckReport {
     /// The `-v` lines under it.
     #[serde(skip)]
     pub details: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SubscriptionSection {
+    pub subject: String,
+    pub queue: Option<String>,
+    /// The consumer whose deliver subscription it is, for `--own-subscription`.
+    pub consumer: Option<String>,
+    /// `healthy`, `unhealthy` or `not_judged`.
+    pub verdict: &'static str,
+    /// `held`, `not_by_this_connection`, `no_connection`, or the not-judged kind.
+    pub outcome: &'static str,
+    /// This pod's connection that holds it, or that is listed without it.
+    pub connection: Option<String>,
+    pub summary: String,
+    /// Where the server's connection list came from.
+    pub source: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -243,6 +286,11 @@ pub fn check(input: &CheckInput) -> CheckReport {
         },
         server,
         consumers: input.consumers.iter().map(consumer_section).collect(),
+        subscriptions: input
+            .subscriptions
+            .iter()
+            .map(|s| subscription_section(s, input))
+            .collect(),
         health: input.verdict.health,
         line: human::line(input),
         details: human::details(input),
@@ -336,6 +384,34 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         stream_facts: stream,
         previous_sample: r.seen.previous.as_ref().map(human::describe_previous),
         state_problem: r.seen.state_problem.clone(),
+    }
+}
+
+fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> SubscriptionSection {
+    let (outcome, connection) = match &s.held {
+        Held::Yes { by } => ("held", Some(by.to_string())),
+        Held::NotByThisConnection { connection } => {
+            ("not_by_this_connection", Some(connection.to_string()))
+        }
+        Held::NoConnection { .. } => ("no_connection", None),
+        Held::NotJudged(why) => (why.kind(), None),
+    };
+    SubscriptionSection {
+        subject: s.wanted.subject.clone(),
+        queue: s.wanted.queue.clone(),
+        consumer: s.consumer.as_ref().map(ToString::to_string),
+        verdict: match s.health() {
+            ConsumerHealth::Healthy => "healthy",
+            ConsumerHealth::Unhealthy => "unhealthy",
+            ConsumerHealth::NotJudged => "not_judged",
+        },
+        outcome,
+        connection,
+        summary: human::subscription_phrase(s),
+        source: match &input.observations.connz {
+            Some(Ok(c)) => Some(c.source.clone()),
+            _ => None,
+        },
     }
 }
 

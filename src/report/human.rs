@@ -1,10 +1,11 @@
 //! The human words: the one verdict line the kubelet keeps in events, and the `-v` lines.
 //! Formatters return strings; `main` writes them.
 
-use super::check::{CheckInput, JudgedConsumer};
+use super::check::{CheckInput, JudgedConsumer, JudgedSubscription};
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Socket};
 use crate::rules::check::{ConsumerHealth, Health, Reason};
 use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
+use crate::rules::subscription::Held;
 use std::fmt::Write;
 
 /// The kubelet cuts event messages at 1024 characters and operators read them in
@@ -35,6 +36,14 @@ pub fn summary(report: &CheckInput) -> String {
             for r in report.consumers {
                 let _ = write!(text, "; consumer {} {}", r.seen.name, consumer_phrase(r));
             }
+            for s in report.subscriptions {
+                let _ = write!(
+                    text,
+                    "; {} {}",
+                    subscription_name(s),
+                    subscription_phrase(s)
+                );
+            }
             text
         }
         Reason::ConsumerFault | Reason::ConsumerNotJudged => {
@@ -44,7 +53,7 @@ pub fn summary(report: &CheckInput) -> String {
                 Reason::ConsumerFault => ConsumerHealth::Unhealthy,
                 _ => ConsumerHealth::NotJudged,
             };
-            let parts: Vec<String> = report
+            let mut parts: Vec<String> = report
                 .consumers
                 .iter()
                 .filter(|r| r.health() == wanted)
@@ -55,6 +64,18 @@ pub fn summary(report: &CheckInput) -> String {
                     _ => format!("consumer {}: {}", r.seen.name, consumer_phrase(r)),
                 })
                 .collect();
+            parts.extend(
+                report
+                    .subscriptions
+                    .iter()
+                    .filter(|s| s.health() == wanted)
+                    .map(|s| match &s.held {
+                        Held::NotJudged(_) => {
+                            format!("{} {}", subscription_name(s), subscription_phrase(s))
+                        }
+                        _ => format!("{}: {}", subscription_name(s), subscription_phrase(s)),
+                    }),
+            );
             let fail =
                 wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
             let policy = if fail {
@@ -104,6 +125,32 @@ pub fn summary(report: &CheckInput) -> String {
                 ),
             }
         }
+    }
+}
+
+/// `subscription deliver.D in queue group D (consumer S/D)`.
+pub fn subscription_name(s: &JudgedSubscription) -> String {
+    match &s.consumer {
+        Some(c) => format!("subscription {} (consumer {c})", s.wanted),
+        None => format!("subscription {}", s.wanted),
+    }
+}
+
+/// What the own-subscription check says, without the subscription's name.
+pub fn subscription_phrase(s: &JudgedSubscription) -> String {
+    match &s.held {
+        Held::Yes { by } => format!("held ({by})"),
+        Held::NotByThisConnection { connection } => {
+            format!("this pod's connection {connection} holds no such subscription")
+        }
+        Held::NoConnection { ours } => {
+            let ours: Vec<String> = ours.iter().map(ToString::to_string).collect();
+            format!(
+                "the server lists no connection from {} (it sees this pod's address)",
+                list(&ours, 2)
+            )
+        }
+        Held::NotJudged(why) => format!("not judged: {why}"),
     }
 }
 
@@ -503,6 +550,19 @@ pub fn details(report: &CheckInput) -> Vec<String> {
             r.seen.name,
             consumer_details(r)
         ));
+    }
+    for s in report.subscriptions {
+        let mut line = format!("  {}: {}", subscription_name(s), subscription_phrase(s));
+        if let Some(Ok(connz)) = &report.observations.connz {
+            let _ = write!(
+                line,
+                "; from {} ({} server{})",
+                connz.source,
+                connz.servers,
+                if connz.servers == 1 { "" } else { "s" }
+            );
+        }
+        out.push(line);
     }
     if report.consumers_configured > 0 && report.consumers.is_empty() {
         out.push("  consumers not asked about: no connection to judge them by".into());

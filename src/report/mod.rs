@@ -91,6 +91,7 @@ mod tests {
                 servers: &self.servers,
                 consumers_configured: self.consumers.len(),
                 consumers: &self.consumers,
+                subscriptions: &[],
                 verbose: self.verbose,
             })
         }
@@ -157,6 +158,7 @@ mod tests {
                 consumers: vec![],
                 client_age: None,
                 now_ms: 0,
+                connz: None,
             },
             servers: vec![],
             consumers: vec![],

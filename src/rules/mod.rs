@@ -7,6 +7,7 @@ pub mod cidr;
 pub mod connection;
 pub mod consumer;
 pub mod guard;
+pub mod subscription;
 
 #[cfg(test)]
 mod tests {

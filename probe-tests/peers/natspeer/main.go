@@ -271,6 +271,7 @@ var (
 	onExit   func() // optional last words before exit (publish count)
 
 	wedgeCh = make(chan bool, 16) // SIGUSR1 -> true, SIGUSR2 -> false
+	dropCh  = make(chan struct{}, 1) // SIGHUP: drop the subscription, keep the connection
 )
 
 func setNC(nc *nats.Conn) {
@@ -281,13 +282,18 @@ func setNC(nc *nats.Conn) {
 
 func handleSignals() {
 	ch := make(chan os.Signal, 16)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP)
 	go func() {
 		for s := range ch {
 			switch s {
 			case syscall.SIGUSR1:
 				select {
 				case wedgeCh <- true:
+				default:
+				}
+			case syscall.SIGHUP:
+				select {
+				case dropCh <- struct{}{}:
 				default:
 				}
 			case syscall.SIGUSR2:
@@ -315,9 +321,57 @@ func handleSignals() {
 // ---------------------------------------------------------------------------
 // Subcommands
 
-func cmdConn(c *common, _ []string) {
-	connect(c)
+// cmdConn holds a connection, and with -subscribe SUBJECT[@QUEUE] a core subscription
+// (what a WebSocket journal fan-out holds); SIGHUP drops the subscription and keeps the
+// connection.
+func cmdConn(c *common, subscribe string) {
+	p := connect(c)
+	if subscribe != "" {
+		subject, queue := subscribe, ""
+		if i := strings.LastIndex(subscribe, "@"); i >= 0 {
+			subject, queue = subscribe[:i], subscribe[i+1:]
+		}
+		var sub *nats.Subscription
+		var err error
+		if queue != "" {
+			sub, err = p.nc.QueueSubscribe(subject, queue, func(*nats.Msg) {})
+		} else {
+			sub, err = p.nc.Subscribe(subject, func(*nats.Msg) {})
+		}
+		if err != nil {
+			fatal("subscribe: %v", err)
+		}
+		p.nc.Flush()
+		go dropOnSignal(p.nc, sub)
+	}
 	event("ready")
+	select {}
+}
+
+// dropOnSignal unsubscribes on SIGHUP, keeping the connection: a replica gone deaf.
+func dropOnSignal(nc *nats.Conn, sub *nats.Subscription) {
+	<-dropCh
+	if err := sub.Unsubscribe(); err != nil {
+		errorEvent("unsubscribe: %v", err)
+		return
+	}
+	nc.Flush()
+	event("unsubscribed")
+}
+
+// cmdMany holds -n idle connections to the server: a busy server's other clients.
+func cmdMany(c *common, fs *flag.FlagSet, args []string) {
+	n := fs.Int("n", 2000, "connections")
+	parse(fs, args)
+	var conns []*nats.Conn
+	for i := 0; i < *n; i++ {
+		nc, err := nats.Connect(c.url, nats.Name(fmt.Sprintf("idle-%d", i)), nats.MaxReconnects(-1))
+		if err != nil {
+			fatal("connect %d: %v", i, err)
+		}
+		conns = append(conns, nc)
+	}
+	event("ready %d", len(conns))
 	select {}
 }
 
@@ -599,6 +653,7 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 		if err := sub.SetPendingLimits(-1, -1); err != nil {
 			fatal("set pending limits: %v", err)
 		}
+		go dropOnSignal(p.nc, sub)
 		if err := p.nc.Flush(); err != nil {
 			errorEvent("flush: %v", err)
 		}
@@ -914,8 +969,11 @@ func main() {
 	handleSignals()
 	switch sub {
 	case "conn":
+		subscribe := fs.String("subscribe", "", "hold a core subscription, SUBJECT[@QUEUE] (SIGHUP drops it)")
 		parse(fs, args)
-		cmdConn(c, nil)
+		cmdConn(c, *subscribe)
+	case "many":
+		cmdMany(c, fs, args)
 	case "setup":
 		cmdSetup(c, fs, args)
 	case "consume":

@@ -1,0 +1,425 @@
+//! `check --own-subscription` and `--subscription`: which replica went deaf. Two replicas (two
+//! network namespaces, like two pods) in one deliver group; one drops its subscription and keeps
+//! its connection: its check fails, the other's passes, and the consumer stays bound throughout.
+//! The same on a 3-node cluster with the replicas on different servers; a core subscription;
+//! `/connz` with more than one page; a server with 2,000 other connections; NAT.
+
+use crate::harness::cluster::Cluster;
+use crate::harness::pods::S10;
+use crate::harness::probe::Run;
+use crate::harness::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// NATS in one namespace, two app pods linked to it on subnets 10.201 and 10.202.
+struct Replicas {
+    nats: Arc<NetNs>,
+    pods: [Arc<NetNs>; 2],
+    /// The NATS pod's address as each app pod reaches it.
+    gateways: [String; 2],
+    state: tempfile::TempDir,
+}
+
+impl Replicas {
+    fn new() -> Replicas {
+        let nats = Arc::new(NetNs::new());
+        let pods = [Arc::new(NetNs::new()), Arc::new(NetNs::new())];
+        let (g0, _) = link_subnet(&nats, &pods[0], 201);
+        let (g1, _) = link_subnet(&nats, &pods[1], 202);
+        Replicas {
+            nats,
+            pods,
+            gateways: [g0, g1],
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `natsprobe check ARGS` in pod `i`, its own state dir.
+    fn check(&self, i: usize, args: &[&str]) -> Run {
+        let state = self.state.path().join(i.to_string());
+        let state = state.to_string_lossy().to_string();
+        let mut all = vec!["check", "--state-dir", state.as_str()];
+        all.extend_from_slice(args);
+        probe(&all).ns(&self.pods[i]).run()
+    }
+}
+
+fn consume(ns: &NetNs, url: &str) -> Peer {
+    let mut p = Peer::spawn(
+        Some(ns),
+        &[
+            "consume",
+            "-url",
+            url,
+            "-deliver-subject",
+            "deliver.D",
+            "-deliver-group",
+            "D",
+        ],
+    );
+    p.wait_for("ready", S10);
+    p
+}
+
+fn push_bound(run: &Run) -> bool {
+    run.json()["consumers"][0]["facts"]["push_bound"] == true
+}
+
+/// Two replicas of a deliver group, one deaf: the consumer stays bound, and each pod's own
+/// check tells which one it is.
+#[test]
+fn the_deaf_replica_of_a_deliver_group() {
+    let r = Replicas::new();
+    let _server = NatsServer::start(Some(&r.nats), Version::Pinned, "0.0.0.0", 4222);
+    let urls: Vec<String> = r
+        .gateways
+        .iter()
+        .map(|g| format!("nats://{g}:4222"))
+        .collect();
+    Peer::setup(
+        Some(&r.pods[0]),
+        &[
+            "-url",
+            &urls[0],
+            "-stream",
+            "S",
+            "-subjects",
+            "s.>",
+            "-durable",
+            "D",
+            "-deliver-subject",
+            "deliver.D",
+            "-deliver-group",
+            "D",
+            "-ack-wait",
+            "1s",
+        ],
+    );
+    let mut deaf = consume(&r.pods[0], &urls[0]);
+    let _live = consume(&r.pods[1], &urls[1]);
+    let args = |i: usize| {
+        vec![
+            "--server".to_string(),
+            urls[i].clone(),
+            "--consumer".into(),
+            "S/D".into(),
+            "--own-subscription".into(),
+        ]
+    };
+    let run = |i: usize, extra: &[&str]| {
+        let mut a = args(i);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        r.check(i, &a)
+    };
+    for i in 0..2 {
+        run(i, &[])
+            .expect(0)
+            .says(&["subscription deliver.D in queue group D (consumer S/D) held ("]);
+    }
+    deaf.signal(libc::SIGHUP);
+    deaf.wait_for("unsubscribed", S10);
+    let failed = run(0, &[]);
+    failed.expect(1).says(&[
+        "unhealthy: subscription deliver.D in queue group D (consumer S/D): this pod's connection 10.201.0.2:",
+        "holds no such subscription",
+    ]);
+    run(1, &[])
+        .expect(0)
+        .says(&["(consumer S/D) held (10.202.0.2:"]);
+    // The server still sees the group bound: the other replica holds it.
+    let json = run(0, &["--json"]);
+    assert!(push_bound(&json), "push_bound stays true\n{json}");
+    assert_eq!(
+        json.json()["subscriptions"][0]["outcome"],
+        "not_by_this_connection"
+    );
+    assert!(push_bound(&run(1, &["--json"])));
+    // Without --own-subscription the deaf pod passes: this is what nothing else sees.
+    r.check(0, &["--server", &urls[0], "--consumer", "S/D"])
+        .expect(0);
+}
+
+/// The same on a 3-node cluster, the replicas connected to different servers: every server
+/// answers the account's connection report for its own connections.
+#[test]
+fn the_deaf_replica_on_a_cluster() {
+    let r = Replicas::new();
+    let cluster = Cluster::start(&r.nats, Version::Pinned, "0.0.0.0");
+    let node = |i: usize, port: u16| format!("nats://{}:{port}", r.gateways[i]);
+    let all = |i: usize| {
+        (4222..4225)
+            .map(|p| node(i, p))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    Peer::setup(
+        Some(&r.pods[0]),
+        &[
+            "-url",
+            &node(0, 4222),
+            "-stream",
+            "S",
+            "-subjects",
+            "s.>",
+            "-replicas",
+            "3",
+            "-durable",
+            "D",
+            "-deliver-subject",
+            "deliver.D",
+            "-deliver-group",
+            "D",
+            "-ack-wait",
+            "1s",
+        ],
+    );
+    let mut deaf = consume(&r.pods[0], &node(0, 4222));
+    let _live = consume(&r.pods[1], &node(1, 4223));
+    let check = |i: usize| {
+        let servers = all(i);
+        r.check(
+            i,
+            &[
+                "--server",
+                &servers,
+                "--consumer",
+                "S/D",
+                "--own-subscription",
+                "--timeout",
+                "2s",
+            ],
+        )
+    };
+    check(0).expect(0).says(&["(consumer S/D) held"]);
+    check(1).expect(0).says(&["(consumer S/D) held"]);
+    deaf.signal(libc::SIGHUP);
+    deaf.wait_for("unsubscribed", S10);
+    check(0).expect(1).says(&[
+        "this pod's connection 10.201.0.2:",
+        "holds no such subscription",
+    ]);
+    check(1)
+        .expect(0)
+        .says(&["(consumer S/D) held (10.202.0.2:"]);
+    drop(cluster);
+}
+
+/// A core NATS subscription (a WebSocket journal's): no JetStream involved.
+#[test]
+fn a_core_subscription_dropped_and_kept() {
+    let ns = Arc::new(NetNs::new());
+    let server = NatsServer::start(Some(&ns), Version::Pinned, "127.0.0.1", 4222);
+    let url = server.url();
+    let mut app = Peer::spawn(
+        Some(&ns),
+        &["conn", "-url", &url, "-subscribe", "journal.>@ws"],
+    );
+    app.wait_for("ready", S10);
+    let check = |sub: &str| {
+        probe(&["check", "--server", &url, "--subscription", sub])
+            .ns(&ns)
+            .run()
+    };
+    check("journal.>@ws")
+        .expect(0)
+        .says(&["subscription journal.> in queue group ws held (127.0.0.1:"]);
+    check("journal.>")
+        .expect(1)
+        .says(&["subscription journal.>: this pod's connection 127.0.0.1:"]);
+    app.signal(libc::SIGHUP);
+    app.wait_for("unsubscribed", S10);
+    check("journal.>@ws")
+        .expect(1)
+        .says(&["holds no such subscription"]);
+    // With the connection gone too, the server lists none from this pod, and the check says so.
+    drop(app);
+    probe(&[
+        "check",
+        "--server",
+        &url,
+        "--subscription",
+        "journal.>@ws",
+        "--min-connections",
+        "1",
+    ])
+    .ns(&ns)
+    .run()
+    .expect(1)
+    .says(&["client holds no connection while"]);
+}
+
+/// `--monitor`: the server's `/connz?subs=detail`, every page, with 1,100 other connections
+/// (two pages); and the account's report with 2,000 other connections, filtered by subject,
+/// still well inside --timeout.
+#[test]
+fn busy_servers_and_the_monitoring_port() {
+    let _serial = timing_lock();
+    let ns = Arc::new(NetNs::new());
+    let server = NatsServer::start_with(
+        Some(&ns),
+        Version::Pinned,
+        "127.0.0.1",
+        4222,
+        &["-m", "8222"],
+    );
+    let url = server.url();
+    let mut others = Peer::spawn(Some(&ns), &["many", "-url", &url, "-n", "2000"]);
+    others.wait_for("ready", Duration::from_secs(60));
+    let mut app = Peer::spawn(
+        Some(&ns),
+        &["conn", "-url", &url, "-subscribe", "journal.>"],
+    );
+    app.wait_for("ready", S10);
+    let run = probe(&[
+        "check",
+        "--server",
+        &url,
+        "--subscription",
+        "journal.>",
+        "--json",
+        "-v",
+    ])
+    .ns(&ns)
+    .run();
+    run.expect(0);
+    assert_eq!(run.json()["subscriptions"][0]["outcome"], "held", "{run}");
+    assert!(
+        run.elapsed < Duration::from_millis(400),
+        "2,000 other connections: ended {:?} into an 800 ms deadline\n{run}",
+        run.elapsed
+    );
+    // The monitoring port has no subject filter: every page of 2,000 connections.
+    let monitor = probe(&[
+        "check",
+        "--server",
+        "nats://127.0.0.1:4999",
+        "--port",
+        "4222",
+        "--subscription",
+        "journal.>",
+        "--monitor",
+        "http://127.0.0.1:8222",
+        "--timeout",
+        "3s",
+        "--json",
+    ])
+    .ns(&ns)
+    .run();
+    monitor.expect(0);
+    let sub = &monitor.json()["subscriptions"][0];
+    assert_eq!(sub["outcome"], "held", "{monitor}");
+    assert_eq!(sub["source"], "http://127.0.0.1:8222", "{monitor}");
+    // Dropped: the monitoring port's last page lists this pod's connection without it.
+    app.signal(libc::SIGHUP);
+    app.wait_for("unsubscribed", S10);
+    let run = probe(&[
+        "check",
+        "--server",
+        "nats://127.0.0.1:4999",
+        "--port",
+        "4222",
+        "--subscription",
+        "journal.>",
+        "--monitor",
+        "http://127.0.0.1:8222",
+        "--timeout",
+        "3s",
+    ])
+    .ns(&ns)
+    .run();
+    run.expect(1).says(&["holds no such subscription"]);
+}
+
+/// Behind NAT the server sees another address for this pod: the check says it cannot match,
+/// never guesses, and follows --when-server-down.
+#[test]
+fn behind_nat_it_cannot_match() {
+    let nats = NetNs::new();
+    let app = NetNs::new();
+    let (gateway, _) = link(&nats, &app);
+    let _server =
+        NatsServer::start_with(Some(&Arc::new(nats)), Version::Pinned, gateway, 4222, &[]);
+    let url = format!("nats://{gateway}:4222");
+    // Everything leaving the app pod is rewritten to 10.200.0.99 (an address of its own).
+    app.ip(&["addr", "add", "10.200.0.99/24", "dev", "veth200"]);
+    app.exec(
+        "iptables",
+        &[
+            "-t",
+            "nat",
+            "-A",
+            "POSTROUTING",
+            "-o",
+            "veth200",
+            "-j",
+            "SNAT",
+            "--to-source",
+            "10.200.0.99",
+        ],
+    );
+    let mut client = Peer::spawn(
+        Some(&app),
+        &["conn", "-url", &url, "-subscribe", "journal.>"],
+    );
+    client.wait_for("ready", S10);
+    let run = probe(&["check", "--server", &url, "--subscription", "journal.>"])
+        .ns(&app)
+        .run();
+    run.expect(0).says(&[
+        "subscription journal.> not judged: cannot match this pod's connection at the server: it sees the probe as 10.200.0.99:",
+    ]);
+    probe(&[
+        "check",
+        "--server",
+        &url,
+        "--subscription",
+        "journal.>",
+        "--when-server-down",
+        "fail",
+    ])
+    .ns(&app)
+    .run()
+    .expect(1)
+    .says(&["(--when-server-down fail)"]);
+}
+
+/// A pull consumer has no subscription to match: a configuration error.
+#[test]
+fn own_subscription_on_a_pull_consumer_is_exit_2() {
+    let ns = Arc::new(NetNs::new());
+    let server = NatsServer::start(Some(&ns), Version::Pinned, "127.0.0.1", 4222);
+    let url = server.url();
+    Peer::setup(
+        Some(&ns),
+        &[
+            "-url",
+            &url,
+            "-stream",
+            "S",
+            "-subjects",
+            "s.>",
+            "-durable",
+            "P",
+        ],
+    );
+    let _client = Peer::conn(Some(&ns), &url, 60, "2s");
+    probe(&[
+        "check",
+        "--server",
+        &url,
+        "--consumer",
+        "S/P",
+        "--own-subscription",
+    ])
+    .ns(&ns)
+    .run()
+    .expect(2)
+    .says(&[
+        "natsprobe: --own-subscription: S/P is a pull consumer: it has no subscription to match",
+    ]);
+    probe(&["check", "--own-subscription"])
+        .run()
+        .expect(2)
+        .says(&["--own-subscription needs --consumer"]);
+}

@@ -1,0 +1,198 @@
+//! The own-subscription rule: does one of this pod's connections hold the subscription the
+//! app must hold? This pod's ESTABLISHED connections are matched by address and port to the
+//! server's connection list. The ADR's open gap: with several replicas in a deliver group the
+//! consumer stays bound while one replica is deaf; only the pod can tell which. Where
+//! addresses cannot match, it says so and never guesses. Pure.
+
+use crate::facts::{Connz, ServerConnection, Unknown, Wanted};
+use std::net::SocketAddr;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// This pod's connection holds it.
+    Yes {
+        by: SocketAddr,
+    },
+    /// This pod's connection is in the server's list, without it.
+    NotByThisConnection {
+        connection: SocketAddr,
+    },
+    /// The server sees this pod's address (it sees the probe from it), yet lists no
+    /// connection from this pod's socket: the connection is gone at the server.
+    NoConnection {
+        ours: Vec<SocketAddr>,
+    },
+    NotJudged(Unknown),
+}
+
+impl Held {
+    pub fn is_fault(&self) -> bool {
+        matches!(
+            self,
+            Held::NotByThisConnection { .. } | Held::NoConnection { .. }
+        )
+    }
+}
+
+/// Judges `wanted` against this pod's connections (`ours`, local addresses, IPv4 unmapped)
+/// and what the server listed.
+pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown>) -> Held {
+    let connz = match connz {
+        Ok(c) => c,
+        Err(why) => return Held::NotJudged(why.clone()),
+    };
+    let listed: Vec<&ServerConnection> = connz
+        .holding
+        .iter()
+        .chain(connz.all.iter().flatten())
+        .collect();
+    let mine: Vec<&ServerConnection> = listed
+        .into_iter()
+        .filter(|c| ours.contains(&c.addr))
+        .collect();
+    if let Some(c) = mine.iter().find(|c| holds(c, wanted)) {
+        return Held::Yes { by: c.addr };
+    }
+    if let Some(c) = mine.first() {
+        return Held::NotByThisConnection { connection: c.addr };
+    }
+    if connz.all.is_none() {
+        return Held::NotJudged(Unknown::Failed(
+            "the server's whole connection list could not be read".into(),
+        ));
+    }
+    // Does the server see this pod's addresses at all? Its view of the probe's own
+    // connection says.
+    match connz.probe_seen_as {
+        Some(seen) if ours.iter().any(|o| o.ip() == seen.ip()) => Held::NoConnection {
+            ours: ours.to_vec(),
+        },
+        seen => Held::NotJudged(Unknown::CannotMatch(seen)),
+    }
+}
+
+fn holds(c: &ServerConnection, w: &Wanted) -> bool {
+    c.subscriptions
+        .as_ref()
+        .is_some_and(|subs| subs.iter().any(|(s, q)| *s == w.subject && *q == w.queue))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(addr: &str, subs: Option<&[(&str, Option<&str>)]>) -> ServerConnection {
+        ServerConnection {
+            addr: addr.parse().unwrap(),
+            name: None,
+            subscriptions: subs.map(|s| {
+                s.iter()
+                    .map(|(a, b)| (a.to_string(), b.map(str::to_string)))
+                    .collect()
+            }),
+        }
+    }
+
+    fn wanted() -> Wanted {
+        Wanted {
+            subject: "deliver.D".into(),
+            queue: Some("D".into()),
+        }
+    }
+
+    fn ours() -> Vec<SocketAddr> {
+        vec!["10.200.0.2:51828".parse().unwrap()]
+    }
+
+    fn connz(
+        holding: Vec<ServerConnection>,
+        all: Option<Vec<ServerConnection>>,
+        probe: Option<&str>,
+    ) -> Result<Connz, Unknown> {
+        Ok(Connz {
+            source: "test".into(),
+            holding,
+            all,
+            probe_seen_as: probe.map(|p| p.parse().unwrap()),
+            servers: 1,
+        })
+    }
+
+    /// Two replicas in one deliver group, one deaf: the consumer stays bound; each pod
+    /// tells which it is.
+    #[test]
+    fn the_deaf_replica_of_a_deliver_group() {
+        let group = [("deliver.D", Some("D"))];
+        let holding = vec![conn("10.200.0.3:40000", Some(&group))];
+        let all = vec![
+            conn("10.200.0.2:51828", None),
+            conn("10.200.0.3:40000", None),
+            conn("10.200.0.2:51900", None),
+        ];
+        // The deaf one: its connection is listed, without the subscription.
+        assert_eq!(
+            judge(
+                &wanted(),
+                &ours(),
+                &connz(holding.clone(), Some(all), Some("10.200.0.2:51900"))
+            ),
+            Held::NotByThisConnection {
+                connection: "10.200.0.2:51828".parse().unwrap()
+            }
+        );
+        // The other replica holds it.
+        let theirs = vec!["10.200.0.3:40000".parse().unwrap()];
+        assert_eq!(
+            judge(&wanted(), &theirs, &connz(holding, None, None)),
+            Held::Yes {
+                by: "10.200.0.3:40000".parse().unwrap()
+            }
+        );
+    }
+
+    #[test]
+    fn the_same_subject_in_another_group_is_not_it() {
+        let holding = vec![conn("10.200.0.2:51828", Some(&[("deliver.D", None)]))];
+        assert!(matches!(
+            judge(&wanted(), &ours(), &connz(holding, None, None)),
+            Held::NotByThisConnection { .. }
+        ));
+    }
+
+    /// No connection from this pod's socket: a fault where the server sees this pod's
+    /// address (the probe's own connection comes from it); where it does not (NAT, a proxy, a
+    /// sidecar), not judged: never a guess.
+    #[test]
+    fn no_connection_or_cannot_match() {
+        let all = vec![
+            conn("10.200.0.9:1234", None),
+            conn("10.200.0.2:51900", None),
+        ];
+        assert_eq!(
+            judge(
+                &wanted(),
+                &ours(),
+                &connz(vec![], Some(all.clone()), Some("10.200.0.2:51900"))
+            ),
+            Held::NoConnection { ours: ours() }
+        );
+        assert_eq!(
+            judge(
+                &wanted(),
+                &ours(),
+                &connz(vec![], Some(all.clone()), Some("10.96.0.1:7000"))
+            ),
+            Held::NotJudged(Unknown::CannotMatch(Some(
+                "10.96.0.1:7000".parse().unwrap()
+            )))
+        );
+        assert_eq!(
+            judge(&wanted(), &ours(), &connz(vec![], Some(all), None)),
+            Held::NotJudged(Unknown::CannotMatch(None))
+        );
+        assert!(matches!(
+            judge(&wanted(), &ours(), &Err(Unknown::Deadline)),
+            Held::NotJudged(Unknown::Deadline)
+        ));
+    }
+}
