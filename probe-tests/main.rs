@@ -4,6 +4,7 @@
 mod consumer_check;
 mod consumer_rules;
 mod guard;
+mod half_open;
 mod harness;
 mod outage_drill;
 mod server_aware;

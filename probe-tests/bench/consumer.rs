@@ -1,6 +1,6 @@
 //! Benchmark: one `natsprobe check --consumer S/D` against a nats.go program doing the same
 //! single consumer info request (`natspeer info`: connect, `$JS.API.CONSUMER.INFO.S.D`,
-//! print, exit), in one run, round-robin, against a local nats-server 2.10.26. The probe
+//! print, exit), in one run, interleaved, against a local nats-server 2.10.26. The probe
 //! does more (the socket check, the verdict, the state file); the goal is that it costs no
 //! more than the program.
 //!

@@ -1,5 +1,5 @@
 //! Benchmark: `natsprobe guard` over 1,000 consumers in 100 streams on a local nats-server
-//! 2.10.26, side by side in one run (round-robin) with a nats.go program that lists every
+//! 2.10.26, side by side in one run (interleaved) with a nats.go program that lists every
 //! consumer with the client's paged `ConsumersInfo`, twice (the guard's two looks), and with
 //! the ADR's approach (one `consumer info` round trip per durable, in sequence, twice). The
 //! guard's own time is its wall time minus its `--interval` (10 ms here). Goal: <= 1.5x the

@@ -1,5 +1,6 @@
 //! Measuring tools side by side for the benchmarks: each run exec'd directly in a namespace,
-//! wall time spawn to reap, peak RSS from wait4's rusage, tools interleaved round-robin.
+//! wall time spawn to reap, peak RSS from wait4's rusage, tools interleaved in a fresh
+//! shuffled order each round.
 
 use crate::harness::NetNs;
 use std::process::{Command, Stdio};
@@ -41,13 +42,18 @@ pub struct Figures {
     pub code: i32,
 }
 
-/// Runs every tool once per round, rotating the order, so drift (CPU frequency, page cache,
-/// the kernel's own hash state) falls on all tools alike; then the median per tool.
+/// Runs every tool once per round, in a shuffled order, so drift (CPU frequency, page cache,
+/// the kernel's own hash state) falls on all tools alike; then the median per tool. Shuffled,
+/// not rotated: a rotation keeps each tool behind the same predecessor every round, and the
+/// tool that always ran right after `ss` measured 5-7% slower than the same binary with the
+/// same arguments in the next slot (issue 11's bench, either way round).
 pub fn measure_all(ns: &NetNs, tools: &[(&'static str, Vec<String>)], runs: usize) -> Vec<Figures> {
     let mut samples: Vec<Vec<Sample>> = tools.iter().map(|_| Vec::with_capacity(runs)).collect();
+    let mut order: Vec<usize> = (0..tools.len()).collect();
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     for round in 0..runs + runs.min(10) {
-        for k in 0..tools.len() {
-            let i = (round + k) % tools.len();
+        shuffle(&mut order, &mut seed);
+        for &i in &order {
             let sample = run_once(ns, &tools[i].1);
             if round >= runs.min(10) {
                 samples[i].push(sample);
@@ -98,6 +104,16 @@ pub fn measure(
         rows.push((*name, f));
     }
     rows
+}
+
+/// Fisher-Yates with xorshift64: reproducible, and no dependency for a benchmark's shuffle.
+fn shuffle(order: &mut [usize], seed: &mut u64) {
+    for i in (1..order.len()).rev() {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        order.swap(i, (*seed % (i as u64 + 1)) as usize);
+    }
 }
 
 pub fn get<'a>(rows: &'a [(&'static str, Figures)], name: &str) -> &'a Figures {

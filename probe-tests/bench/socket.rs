@@ -4,7 +4,10 @@
 //!   ss:    ss -Htn state established '( dport = :PORT )'
 //! Each is exec'd directly (no shell), inside the same network namespace, like the kubelet
 //! would run it; wall time is spawn to reap, peak RSS is the child's ru_maxrss. Tools run
-//! round-robin, one run each per round, so drift is shared.
+//! interleaved, one run each per round in a shuffled order, so drift is shared.
+//!
+//! The default check asks the kernel for each matching socket's tcp_info (the half-open
+//! rule); `--half-open-after off` does not: both are measured, for the extension's cost.
 //!
 //! Run: `cargo bench --bench socket` (root; probe-tests/setup first). With
 //! NATSPROBE_BASELINE=<another static build> that build is measured in the same rounds too.
@@ -37,6 +40,17 @@ fn tools(bin: &str, port: u16) -> Vec<(&'static str, Vec<String>)> {
         (
             "natsprobe check",
             s(&[bin, "check", "--port", &port.to_string()]),
+        ),
+        (
+            "natsprobe check --half-open-after off",
+            s(&[
+                bin,
+                "check",
+                "--port",
+                &port.to_string(),
+                "--half-open-after",
+                "off",
+            ]),
         ),
         (
             "natsprobe check --reader proc",
@@ -169,6 +183,24 @@ fn main() {
         "  {sockets_big} sockets, no match: natsprobe/ss wall = {ratio:.2}x (goal <= 1.0x): {}",
         verdict(ratio <= 1.0)
     );
+    // The half-open rule asks the kernel for tcp_info in the same request (the default);
+    // `off` does not ask.
+    for (label, rows) in [
+        ("pod scale, match", &hit),
+        ("pod scale, no match", &miss),
+        (&*format!("{sockets_big} sockets, no match"), &full),
+    ] {
+        let (with, without) = (
+            get(rows, "natsprobe check"),
+            get(rows, "natsprobe check --half-open-after off"),
+        );
+        let ratio = with.median.as_secs_f64() / without.median.as_secs_f64();
+        println!(
+            "  {label}: tcp_info asked/not asked wall = {ratio:.2}x, peak RSS {:.2}x (goal <= 1.10x): {}",
+            with.rss_kib as f64 / without.rss_kib as f64,
+            verdict(ratio <= 1.10)
+        );
+    }
     let mib = size as f64 / 1048576.0;
     println!(
         "  static binary = {mib:.2} MiB (goal <= 5 MiB): {}",

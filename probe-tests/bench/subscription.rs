@@ -1,5 +1,5 @@
 //! Benchmark: what `--own-subscription` costs. `check --consumer S/D` and `check --consumer S/D
-//! --own-subscription`, side by side (round-robin, 100 runs each), on a server with 2,000 other
+//! --own-subscription`, side by side (interleaved, 100 runs each), on a server with 2,000 other
 //! idle connections; and the bytes the server sends the probe for one check of each (counted
 //! by an iptables rule in the app's network namespace).
 //!

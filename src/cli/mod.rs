@@ -278,6 +278,18 @@ pub struct CheckArgs {
     )]
     pub netns_of: Option<u32>,
 
+    /// A connection with sent data unacknowledged this long (the retransmission timer fired)
+    /// is half-open and does not count; `off` not to look
+    #[arg(
+        long,
+        value_name = "DUR|off",
+        env = "NATSPROBE_HALF_OPEN_AFTER",
+        hide_env_values = true,
+        default_value = "30s",
+        value_parser = half_open_after
+    )]
+    pub half_open_after: HalfOpenAfter,
+
     /// Socket reader: netlink sock_diag with /proc fallback, or one of them only
     #[arg(
         long,
@@ -388,6 +400,20 @@ pub struct CheckArgs {
     /// Also print the reader used and the matching sockets
     #[arg(short, long, env = "NATSPROBE_VERBOSE", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
     pub verbose: bool,
+}
+
+/// `--half-open-after`: a duration, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HalfOpenAfter(pub Option<Duration>);
+
+fn half_open_after(text: &str) -> Result<HalfOpenAfter, String> {
+    match text.trim() {
+        "off" => Ok(HalfOpenAfter(None)),
+        other => match duration::parse(other)? {
+            d if d.is_zero() => Err("must be more than 0s (or off)".into()),
+            d => Ok(HalfOpenAfter(Some(d))),
+        },
+    }
 }
 
 /// `--reader`.
@@ -556,6 +582,7 @@ impl CheckArgs {
                 ports,
                 remotes: self.remotes,
                 min_connections: self.min_connections as usize,
+                half_open_after: self.half_open_after.0,
                 server: !servers.is_empty(),
                 when_server_down: match self.when_server_down {
                     Some(WhenDownArg::Fail) => WhenServerDown::Fail,

@@ -25,6 +25,7 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
         netns_of: config.netns_of,
         reader: config.reader,
         ports: &config.policy.ports,
+        tcp_info: config.policy.half_open_after.is_some() || config.verbose,
     };
     let mut obs = Observations {
         pod: observe::pod(target, deadline)?,

@@ -74,6 +74,32 @@ pub struct Socket {
     /// 0 for sockets no file descriptor holds (TIME_WAIT, orphans).
     pub inode: u64,
     pub uid: u32,
+    /// What the kernel knows of the connection's traffic; None when not asked.
+    pub info: Option<TcpInfo>,
+}
+
+/// The kernel's view of a connection's traffic: from sock_diag's `tcp_info`
+/// (`INET_DIAG_INFO`), or the little /proc/net/tcp has. What a reader cannot give is None.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct TcpInfo {
+    /// Bytes written and not yet acknowledged by the peer (the send queue; `tx_queue`).
+    pub unacked_bytes: u32,
+    /// Segments in flight and not acknowledged (`tcpi_unacked`).
+    pub unacked_segments: Option<u32>,
+    /// Retransmission timeouts in a row for the oldest unacknowledged segment
+    /// (`tcpi_retransmits`, /proc's `retrnsmt`).
+    pub retransmits: u32,
+    /// Every retransmission over the connection's life (`tcpi_total_retrans`).
+    pub total_retransmits: Option<u32>,
+    /// The retransmission timer's exponential back-off (`tcpi_backoff`).
+    pub backoff: Option<u32>,
+    /// The current retransmission timeout, ms.
+    pub rto_ms: Option<u32>,
+    /// Since data was last received, since an ACK was last received, since data was last sent,
+    /// ms (`tcpi_last_data_recv`, `tcpi_last_ack_recv`, `tcpi_last_data_sent`).
+    pub last_data_recv_ms: Option<u32>,
+    pub last_ack_recv_ms: Option<u32>,
+    pub last_data_sent_ms: Option<u32>,
 }
 
 /// Which reader produced a scan.

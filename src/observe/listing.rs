@@ -227,13 +227,20 @@ async fn ask_again(
     loop {
         let batch: Vec<usize> = todo.iter().copied().collect();
         let asked = batch.iter().map(|&i| requests[i].clone()).collect();
-        // Each try gets what is left of the deadline; a timed-out request is asked again only
-        // if time remains.
-        let got = session.ask_all(asked, deadline).await;
+        // Each try gets a quarter of what is left (at least a second): a request lost in an
+        // election (sent to a server that died, or to a meta leader that stepped down) is
+        // never answered, and must not take the whole deadline with it. The API answers in
+        // milliseconds otherwise.
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        let this_try = (now + (left / 4).max(Duration::from_secs(1))).min(deadline);
+        let got = session.ask_all(asked, this_try).await;
         for (i, answer) in batch.into_iter().zip(got) {
             let again = match &answer {
                 Ok(body) => jetstream::is_temporarily_unavailable(body),
-                Err(Unknown::JetStreamTimeout | Unknown::TemporarilyUnavailable) => true,
+                Err(
+                    Unknown::JetStreamTimeout | Unknown::TemporarilyUnavailable | Unknown::Deadline,
+                ) => true,
                 Err(_) => false,
             };
             if !again {

@@ -68,6 +68,8 @@ pub struct PodTarget<'a> {
     pub netns_of: Option<u32>,
     pub reader: ReaderChoice,
     pub ports: &'a [u16],
+    /// Ask for each socket's `tcp_info` (the half-open rule needs it).
+    pub tcp_info: bool,
 }
 
 /// The named processes, their sockets, and the socket table. The descriptors are read before
@@ -98,8 +100,14 @@ pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
         owner::process(pid).map_err(|e| owner_error(Setting::NetnsOf, e))?;
     }
     set_phase(Phase::ReadingSockets);
-    let scan = sockets::scan(target.ports, target.netns_of, target.reader, deadline)
-        .map_err(|e| Error::CannotEvaluate(format!("cannot read the socket table: {e}")))?;
+    let scan = sockets::scan(
+        target.ports,
+        target.netns_of,
+        target.reader,
+        target.tcp_info,
+        deadline,
+    )
+    .map_err(|e| Error::CannotEvaluate(format!("cannot read the socket table: {e}")))?;
     Ok(Pod {
         processes,
         owned,

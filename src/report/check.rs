@@ -5,7 +5,7 @@ use super::human;
 use crate::facts::{ConsumerFacts, ConsumerName, Observed, Socket, StreamFacts, Wanted};
 use crate::observe::{ConsumerSeen, Observations};
 use crate::rules::check::{ConsumerHealth, Health, Verdict};
-use crate::rules::connection::{Connections, Policy, WhenServerDown};
+use crate::rules::connection::{live, Connections, Policy, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress, Window};
 use crate::rules::subscription::Held;
 use serde::Serialize;
@@ -120,6 +120,10 @@ pub struct ConnectionSection {
     pub remotes: Vec<String>,
     pub min_connections: usize,
     pub established: usize,
+    /// ESTABLISHED and not half-open: what counts.
+    pub live: usize,
+    /// ESTABLISHED connections whose peer is gone (`--half-open-after`).
+    pub half_open: Vec<HalfOpenJson>,
     pub other_states: BTreeMap<&'static str, usize>,
     pub processes: Vec<ProcessJson>,
     pub netns_of: Option<u32>,
@@ -128,6 +132,16 @@ pub struct ConnectionSection {
     pub skipped_lines: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sockets: Option<Vec<SocketJson>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HalfOpenJson {
+    pub local: String,
+    pub remote: String,
+    pub unacked_bytes: u32,
+    /// A lower bound: the retransmission timeouts so far, with no ACK since.
+    pub unacked_for_ms: u64,
+    pub retransmits: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -143,6 +157,23 @@ pub struct SocketJson {
     pub remote: String,
     pub uid: u32,
     pub inode: u64,
+    /// The kernel's traffic facts (`tcp_info`, or what /proc has); null fields were not
+    /// given by the reader.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpJson>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TcpJson {
+    pub unacked_bytes: u32,
+    pub unacked_segments: Option<u32>,
+    pub retransmits: u32,
+    pub total_retransmits: Option<u32>,
+    pub backoff: Option<u32>,
+    pub rto_ms: Option<u32>,
+    pub last_data_recv_ms: Option<u32>,
+    pub last_ack_recv_ms: Option<u32>,
+    pub last_data_sent_ms: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -265,6 +296,18 @@ pub fn check(input: &CheckInput) -> CheckReport {
             remotes: input.policy.remotes.iter().map(|r| r.to_string()).collect(),
             min_connections: input.policy.min_connections,
             established: c.established.len(),
+            live: live(c),
+            half_open: c
+                .half_open
+                .iter()
+                .map(|(s, h)| HalfOpenJson {
+                    local: s.local.to_string(),
+                    remote: s.remote.to_string(),
+                    unacked_bytes: h.unacked_bytes,
+                    unacked_for_ms: millis(h.unacked_for),
+                    retransmits: h.retransmits,
+                })
+                .collect(),
             other_states: c
                 .other_states()
                 .into_iter()
@@ -311,6 +354,17 @@ fn socket_json(s: &Socket) -> SocketJson {
         remote: s.remote.to_string(),
         uid: s.uid,
         inode: s.inode,
+        tcp: s.info.map(|i| TcpJson {
+            unacked_bytes: i.unacked_bytes,
+            unacked_segments: i.unacked_segments,
+            retransmits: i.retransmits,
+            total_retransmits: i.total_retransmits,
+            backoff: i.backoff,
+            rto_ms: i.rto_ms,
+            last_data_recv_ms: i.last_data_recv_ms,
+            last_ack_recv_ms: i.last_ack_recv_ms,
+            last_data_sent_ms: i.last_data_sent_ms,
+        }),
     }
 }
 

@@ -4,6 +4,7 @@
 use super::check::{CheckInput, JudgedConsumer, JudgedSubscription};
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Socket};
 use crate::rules::check::{ConsumerHealth, Health, Reason};
+use crate::rules::connection::live;
 use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
 use crate::rules::subscription::Held;
 use std::fmt::Write;
@@ -29,10 +30,19 @@ pub fn summary(report: &CheckInput) -> String {
     match report.verdict.reason {
         Reason::Connected => {
             // Each peer once: a client with several connections to one server names it once.
-            let mut peers: Vec<String> = c.established.iter().map(peer).collect();
+            // The live ones: a half-open connection is named after them.
+            let mut peers: Vec<String> = c
+                .established
+                .iter()
+                .filter(|s| !c.half_open.iter().any(|(h, _)| h == *s))
+                .map(peer)
+                .collect();
             peers.sort();
             peers.dedup();
-            let mut text = format!("{} ({})", connections(report), list(&peers, 3));
+            let mut text = format!("{} ({})", connections(report, false), list(&peers, 3));
+            if let Some(half) = half_open(report) {
+                let _ = write!(text, "; {half}");
+            }
             for r in report.consumers {
                 let _ = write!(text, "; consumer {} {}", r.seen.name, consumer_phrase(r));
             }
@@ -83,7 +93,11 @@ pub fn summary(report: &CheckInput) -> String {
             } else {
                 ""
             };
-            format!("{}{policy}; {}", parts.join("; "), connections(report))
+            format!(
+                "{}{policy}; {}",
+                parts.join("; "),
+                connections(report, false)
+            )
         }
         Reason::NotConnected => {
             let min = report.policy.min_connections;
@@ -92,7 +106,14 @@ pub fn summary(report: &CheckInput) -> String {
             } else {
                 String::new()
             };
-            format!("{}{required} ({})", connections(report), evidence(report))
+            match half_open(report) {
+                Some(half) => format!("{half}; {}{required}", connections(report, true)),
+                None => format!(
+                    "{}{required} ({})",
+                    connections(report, false),
+                    evidence(report)
+                ),
+            }
         }
         Reason::ServerAnswers => {
             let (url, answer) = report
@@ -102,12 +123,17 @@ pub fn summary(report: &CheckInput) -> String {
                 .find(|a| a.answer.is_nats())
                 .map(|a| (&a.url, &a.answer))
                 .expect("ServerAnswers means one answered");
-            format!(
-                "client holds {} while {url} answers ({answer}): {} ({})",
-                held(report),
-                connections(report),
-                evidence(report)
-            )
+            match half_open(report) {
+                // The Service resolves to a live node: a restart reconnects minutes before the
+                // client's own pings would notice.
+                Some(half) => format!("{half}; {url} answers ({answer})"),
+                None => format!(
+                    "client holds {} while {url} answers ({answer}): {} ({})",
+                    held(report),
+                    connections(report, false),
+                    evidence(report)
+                ),
+            }
         }
         Reason::ServerDown => {
             let urls: Vec<String> = report.servers.to_vec();
@@ -367,25 +393,59 @@ pub fn display(d: std::time::Duration) -> String {
     crate::config::duration::display(d)
 }
 
-/// `no ESTABLISHED TCP connection to remote port 4222 held by bento[7]`.
-fn connections(report: &CheckInput) -> String {
-    let n = report.connections.established.len();
+/// `no ESTABLISHED TCP connection to remote port 4222 held by bento[7]`; after a half-open
+/// connection was named, `no other ESTABLISHED ...`.
+fn connections(report: &CheckInput, after_half_open: bool) -> String {
+    let n = live(report.connections);
     let count = if n == 0 {
         "no".to_string()
     } else {
         n.to_string()
     };
     let plural = if n <= 1 { "" } else { "s" };
+    // Half-open connections are ESTABLISHED to the kernel and dead: they are not counted.
+    let other = if after_half_open { "other " } else { "" };
     format!(
-        "{count} ESTABLISHED TCP connection{plural} to {}{}{}",
+        "{count} {other}ESTABLISHED TCP connection{plural} to {}{}{}",
         target(report),
         holder(report),
         netns(report)
     )
 }
 
+/// `connection to 10.0.0.7:4222 is half-open: 1.2 KiB unacknowledged for 41s, 7
+/// retransmissions`, for the first (and how many more).
+fn half_open(report: &CheckInput) -> Option<String> {
+    let all = &report.connections.half_open;
+    let (socket, h) = all.first()?;
+    let more = match all.len() {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    let plural = if h.retransmits == 1 { "" } else { "s" };
+    Some(format!(
+        "connection to {} is half-open: {} unacknowledged for {}, {} retransmission{plural}{more}",
+        peer(socket),
+        bytes(h.unacked_bytes),
+        display(h.unacked_for),
+        h.retransmits
+    ))
+}
+
+/// `512 bytes`, `1.2 KiB`, `3.4 MiB`.
+fn bytes(n: u32) -> String {
+    match n {
+        0..=1023 => format!("{n} bytes"),
+        1024..=1_048_575 => format!("{:.1} KiB", f64::from(n) / 1024.0),
+        _ => format!("{:.1} MiB", f64::from(n) / 1_048_576.0),
+    }
+}
+
 /// `no connection`, or `1 of 2 required connections`.
 fn held(report: &CheckInput) -> String {
+    if let Some(half) = half_open(report) {
+        return half;
+    }
     match report.connections.established.len() {
         0 => "no connection".to_string(),
         n => format!(
@@ -532,14 +592,25 @@ pub fn details(report: &CheckInput) -> Vec<String> {
         out.push("  no matching sockets".into());
     }
     for s in all.iter().take(MAX_LISTED) {
-        out.push(format!(
+        let mut line = format!(
             "  {:<11} {} -> {} uid {} inode {}",
             s.state.name(),
             s.local,
             s.remote,
             s.uid,
             s.inode
-        ));
+        );
+        if let Some(info) = &s.info {
+            let _ = write!(line, "; {}", traffic(info, scan.reader));
+        }
+        if let Some((_, h)) = c.half_open.iter().find(|(h, _)| h == *s) {
+            let _ = write!(
+                line,
+                "; HALF-OPEN: unacknowledged for at least {}",
+                display(h.unacked_for)
+            );
+        }
+        out.push(line);
     }
     if all.len() > MAX_LISTED {
         out.push(format!("  … and {} more", all.len() - MAX_LISTED));
@@ -576,6 +647,42 @@ pub fn details(report: &CheckInput) -> Vec<String> {
         });
     }
     out
+}
+
+/// A socket's traffic facts, and which the reader could not give.
+fn traffic(i: &crate::facts::TcpInfo, reader: crate::facts::Reader) -> String {
+    let ago = |ms: Option<u32>| ms.map(|m| display(std::time::Duration::from_millis(u64::from(m))));
+    let mut text = format!("unacked {}", bytes(i.unacked_bytes));
+    if let Some(n) = i.unacked_segments {
+        let _ = write!(text, " ({n} segments)");
+    }
+    let _ = write!(text, ", {} retransmits", i.retransmits);
+    if let Some(n) = i.total_retransmits {
+        let _ = write!(text, " ({n} in all)");
+    }
+    if let Some(b) = i.backoff {
+        let _ = write!(text, ", back-off {b}");
+    }
+    if let Some(rto) = ago(i.rto_ms) {
+        let _ = write!(text, ", rto {rto}");
+    }
+    match (
+        ago(i.last_data_recv_ms),
+        ago(i.last_ack_recv_ms),
+        ago(i.last_data_sent_ms),
+    ) {
+        (Some(recv), Some(ack), Some(sent)) => {
+            let _ = write!(
+                text,
+                ", last data received {recv} ago, last ACK {ack} ago, last data sent {sent} ago"
+            );
+        }
+        _ if reader == crate::facts::Reader::Proc => {
+            text.push_str(" (/proc/net/tcp has no receive, ACK or send times)");
+        }
+        _ => {}
+    }
+    text
 }
 
 /// What the state dir held, in words.

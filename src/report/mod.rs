@@ -112,6 +112,7 @@ mod tests {
             state,
             inode,
             uid: 1000,
+            info: None,
         }
     }
 
@@ -120,6 +121,7 @@ mod tests {
             ports: ports.to_vec(),
             remotes: vec![],
             min_connections: 1,
+            half_open_after: None,
             server: false,
             when_server_down: WhenServerDown::Pass,
         };
@@ -421,6 +423,73 @@ mod tests {
         ]
     }
 
+    /// A connection whose peer is gone: the lines name it, with the kernel's evidence.
+    #[test]
+    fn half_open_lines() {
+        use crate::facts::TcpInfo;
+        use crate::rules::connection::half_open;
+        let dead = |mut r: Case| {
+            let info = TcpInfo {
+                unacked_bytes: 1229,
+                unacked_segments: Some(3),
+                retransmits: 8,
+                total_retransmits: Some(9),
+                backoff: Some(8),
+                rto_ms: Some(51_200),
+                last_data_recv_ms: Some(53_400),
+                last_ack_recv_ms: Some(53_400),
+                last_data_sent_ms: Some(120),
+            };
+            r.connections.established[0].info = Some(info);
+            let half = half_open(&info, Duration::from_secs(30)).expect("half-open");
+            r.connections.half_open = vec![(r.connections.established[0].clone(), half)];
+            r
+        };
+        let mut plain = dead(report(&live()[..1], &[4222], Owner::Anyone, true));
+        plain.verdict = decide(&plain.connections, None, &[], &plain.policy);
+        assert_eq!(
+            plain.human(),
+            "unhealthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions; no other ESTABLISHED TCP connection to remote port 4222
+  reader: netlink
+  ESTABLISHED 10.244.1.17:51828 -> 10.96.14.2:4222 uid 1000 inode 11; unacked 1.2 KiB (3 segments), 8 retransmits (9 in all), back-off 8, rto 51s, last data received 53s ago, last ACK 53s ago, last data sent 100ms ago; HALF-OPEN: unacknowledged for at least 51s"
+        );
+        let answers = asked(
+            dead(report(&live()[..1], &[4222], Owner::Anyone, false)),
+            &["nats://nats.nats.svc:4222"],
+            vec![Answer::Nats {
+                version: Some("2.10.26".into()),
+            }],
+            WhenServerDown::Pass,
+        );
+        assert_eq!(
+            answers.human(),
+            "unhealthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions; nats://nats.nats.svc:4222 answers (nats-server 2.10.26)"
+        );
+        let down = asked(
+            dead(report(&live()[..1], &[4222], Owner::Anyone, false)),
+            &["nats://nats.nats.svc:4222"],
+            vec![Answer::Refused],
+            WhenServerDown::Pass,
+        );
+        assert_eq!(
+            down.human(),
+            "healthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions, but nats://nats.nats.svc:4222 is not answering (restart would not help): connection refused"
+        );
+        // Another live connection is enough: healthy, and the dead one is still named.
+        let mut one_live = dead(report(&live(), &[4222], Owner::Anyone, false));
+        one_live.verdict = decide(&one_live.connections, None, &[], &one_live.policy);
+        assert_eq!(
+            one_live.human(),
+            "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.3:4222); connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions"
+        );
+        let json: serde_json::Value = serde_json::from_str(&answers.json()).unwrap();
+        assert_eq!(
+            json["connection"]["half_open"][0],
+            serde_json::json!({"local": "10.244.1.17:51828", "remote": "10.96.14.2:4222", "unacked_bytes": 1229, "unacked_for_ms": 51000, "retransmits": 8})
+        );
+        assert_eq!(json["connection"]["live"], 0);
+    }
+
     #[test]
     fn human_lines() {
         let cases = [
@@ -458,7 +527,7 @@ mod tests {
     #[test]
     fn json_object() {
         let text = report(&live(), &[4222], Owner::Pid(42), true).json();
-        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
+        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"live":2,"half_open":[],"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
         assert_eq!(text, expected);
     }
 

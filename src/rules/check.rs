@@ -147,6 +147,7 @@ mod tests {
             state,
             inode,
             uid: 0,
+            info: None,
         }
     }
 
@@ -155,6 +156,7 @@ mod tests {
             ports: ports.to_vec(),
             remotes: remotes.iter().map(|r| r.parse().unwrap()).collect(),
             min_connections: min,
+            half_open_after: None,
             server: false,
             when_server_down: WhenServerDown::Pass,
         }

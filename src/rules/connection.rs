@@ -2,8 +2,9 @@
 //! there are enough of them. Pure: sockets and policy in; nothing here reads a socket.
 
 use super::cidr::Cidr;
-use crate::facts::{Socket, TcpState};
+use crate::facts::{Socket, TcpInfo, TcpState};
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 /// What counts as "this client holds its connection", and what to do when it does not.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,6 +14,9 @@ pub struct Policy {
     /// When not empty, the peer must be in one of these.
     pub remotes: Vec<Cidr>,
     pub min_connections: usize,
+    /// A connection with data unacknowledged this long is half-open and does not count;
+    /// None: not looked at.
+    pub half_open_after: Option<Duration>,
     /// `--server` was given: a missing connection is a fault only if the server answers.
     pub server: bool,
     pub when_server_down: WhenServerDown,
@@ -32,6 +36,8 @@ pub enum WhenServerDown {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Connections {
     pub established: Vec<Socket>,
+    /// The ESTABLISHED ones whose peer is gone (no FIN or RST came): they do not count.
+    pub half_open: Vec<(Socket, HalfOpen)>,
     /// Sockets to the same peers in any other state: SYN_SENT means the client is still
     /// trying; CLOSE_WAIT means the server hung up and the client never noticed.
     pub others: Vec<Socket>,
@@ -65,15 +71,158 @@ pub fn connections(
     for s in mine {
         if s.state == TcpState::Established {
             found.established.push(s.clone());
+            let half = policy
+                .half_open_after
+                .zip(s.info.as_ref())
+                .and_then(|(after, info)| half_open(info, after));
+            if let Some(h) = half {
+                found.half_open.push((s.clone(), h));
+            }
         } else {
             found.others.push(s.clone());
         }
     }
     found.established.sort();
     found.others.sort();
+    found.half_open.sort_by(|a, b| a.0.cmp(&b.0));
     found
 }
 
+/// A connection whose peer is gone without a FIN or RST (a node lost, a partition): sent data
+/// has waited at least this long for an acknowledgement, through this many retransmission
+/// timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HalfOpen {
+    pub unacked_bytes: u32,
+    /// A lower bound: the retransmission timeouts so far, and no ACK at all since.
+    pub unacked_for: Duration,
+    pub retransmits: u32,
+}
+
+/// The half-open rule. Data must be waiting for an ACK (a quiet connection, however long, has
+/// nothing unacknowledged and is never half-open), the retransmission timer must have fired
+/// (data merely in flight is not lost), and for `after` both must hold: the oldest
+/// unacknowledged data has waited through retransmission timeouts adding up to `after`, and no
+/// ACK of any kind has come (tcp_info; /proc has only the timeouts).
+///
+/// Time since the last ACK alone would not do: a connection quiet for an hour that sends one
+/// message and loses it once has had no ACK for an hour, and is alive.
+pub fn half_open(info: &TcpInfo, after: Duration) -> Option<HalfOpen> {
+    if info.unacked_bytes == 0 || info.retransmits == 0 {
+        return None;
+    }
+    let waited = retransmission_time(info.rto_ms?, info.retransmits);
+    let unacked_for = match info.last_ack_recv_ms {
+        Some(ms) => waited.min(Duration::from_millis(u64::from(ms))),
+        None => waited,
+    };
+    (unacked_for >= after).then_some(HalfOpen {
+        unacked_bytes: info.unacked_bytes,
+        unacked_for,
+        retransmits: info.retransmits,
+    })
+}
+
+/// The least time `n` retransmission timeouts in a row take: each waits twice the one before,
+/// so the current timeout halved `n` times was the first; none waits over 120 s
+/// (`TCP_RTO_MAX`, where the doubling stops and this undercounts, which is safe).
+fn retransmission_time(rto_ms: u32, n: u32) -> Duration {
+    let first = u64::from(rto_ms >> n.min(31));
+    let total: u64 = (0..n.min(64))
+        .map(|i| first.saturating_mul(1u64 << i.min(40)).min(120_000))
+        .sum();
+    Duration::from_millis(total)
+}
+
+/// Enough live connections: ESTABLISHED, and not half-open.
 pub fn connected(connections: &Connections, policy: &Policy) -> bool {
-    connections.established.len() >= policy.min_connections
+    live(connections) >= policy.min_connections
+}
+
+pub fn live(connections: &Connections) -> usize {
+    connections.established.len() - connections.half_open.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(unacked: u32, retransmits: u32, rto: u32, last_ack: Option<u32>) -> TcpInfo {
+        TcpInfo {
+            unacked_bytes: unacked,
+            retransmits,
+            rto_ms: Some(rto),
+            last_ack_recv_ms: last_ack,
+            ..TcpInfo::default()
+        }
+    }
+
+    /// Data unacknowledged through timeouts past the threshold, with no ACK since: half-open.
+    /// Nothing unacknowledged (a quiet connection, hours without an ACK), data merely in
+    /// flight, a recent ACK, or too few timeouts: never.
+    #[test]
+    fn the_half_open_rule() {
+        let after = Duration::from_secs(30);
+        // 8 timeouts from 200 ms: 0.2 + 0.4 + ... + 25.6 = 51 s.
+        let dead = info(1229, 8, 51_200, Some(53_000));
+        assert_eq!(
+            half_open(&dead, after),
+            Some(HalfOpen {
+                unacked_bytes: 1229,
+                unacked_for: Duration::from_millis(51_000),
+                retransmits: 8,
+            })
+        );
+        for alive in [
+            info(0, 0, 200, Some(7_200_000)),
+            info(0, 3, 1_600, Some(7_200_000)),
+            info(1229, 0, 200, Some(41_000)),
+            info(1229, 8, 51_200, Some(400)),
+            info(1229, 8, 51_200, Some(29_999)),
+            // Quiet for two hours, then one message lost once: no ACK for hours, but the
+            // data has waited one timeout.
+            info(64, 1, 400, Some(7_200_000)),
+            // 7 timeouts: 25.4 s, not yet 30.
+            info(1229, 7, 25_600, Some(41_000)),
+        ] {
+            assert_eq!(half_open(&alive, after), None, "{alive:?}");
+        }
+    }
+
+    /// /proc has no ACK time: the retransmission timeouts alone are the least time.
+    #[test]
+    fn by_retransmissions_when_proc_is_all_there_is() {
+        assert_eq!(
+            retransmission_time(25_600, 7),
+            Duration::from_millis(25_400)
+        );
+        assert_eq!(
+            retransmission_time(51_200, 8),
+            Duration::from_millis(51_000)
+        );
+        // A route's lower rto_min: the first timeout is what the current one says.
+        assert_eq!(retransmission_time(80, 3), Duration::from_millis(70));
+        // Capped at 120 s each: the current timeout stopped doubling, and this undercounts.
+        assert_eq!(
+            retransmission_time(120_000, 15),
+            Duration::from_millis((0..15).map(|i| (3u64 << i).min(120_000)).sum())
+        );
+        let proc = TcpInfo {
+            unacked_bytes: 64,
+            retransmits: 8,
+            rto_ms: Some(51_200),
+            ..TcpInfo::default()
+        };
+        assert_eq!(
+            half_open(&proc, Duration::from_secs(30)).map(|h| h.unacked_for),
+            Some(Duration::from_millis(51_000))
+        );
+        assert_eq!(half_open(&proc, Duration::from_secs(60)), None);
+        // Without an rto there is no telling.
+        let bare = TcpInfo {
+            rto_ms: None,
+            ..proc
+        };
+        assert_eq!(half_open(&bare, Duration::from_secs(1)), None);
+    }
 }

@@ -6,7 +6,7 @@ pub mod owner;
 mod procnet;
 
 use crate::config::ReaderChoice;
-use crate::facts::{Reader, SocketScan};
+use crate::facts::{Reader, Socket, SocketScan};
 use std::net::Ipv6Addr;
 use std::time::Instant;
 
@@ -23,18 +23,23 @@ pub enum ScanError {
 
 /// Reads TCP sockets (any state) whose remote port is in `ports`, from the network
 /// namespace of `netns_of` (a PID) or our own.
+/// With `info`, netlink also returns each socket's `tcp_info` (the /proc reader always gives
+/// what /proc has).
 pub fn scan(
     ports: &[u16],
     netns_of: Option<u32>,
     choice: ReaderChoice,
+    info: bool,
     deadline: Instant,
 ) -> Result<SocketScan, ScanError> {
-    let mut scan = read(ports, netns_of, choice, deadline)?;
+    let mut scan = read(ports, netns_of, choice, info, deadline)?;
     // A table that changes while it is read can show a socket twice: /proc/net/tcp resumes
     // by position between reads, and a netlink dump between datagrams. Seen in the tests,
-    // under churn; a duplicate would count one connection as two.
-    scan.sockets.sort();
-    scan.sockets.dedup();
+    // under churn; a duplicate would count one connection as two. The same socket read twice
+    // may differ in state or traffic: one entry per connection and inode.
+    let key = |s: &Socket| (s.local, s.remote, s.inode);
+    scan.sockets.sort_by_key(key);
+    scan.sockets.dedup_by(|a, b| key(a) == key(b));
     Ok(scan)
 }
 
@@ -42,12 +47,13 @@ fn read(
     ports: &[u16],
     netns_of: Option<u32>,
     choice: ReaderChoice,
+    info: bool,
     deadline: Instant,
 ) -> Result<SocketScan, ScanError> {
     let netlink_error = match choice {
         ReaderChoice::Proc => None,
         ReaderChoice::Auto | ReaderChoice::Netlink => {
-            match netlink::scan(ports, netns_of, deadline) {
+            match netlink::scan(ports, netns_of, info, deadline) {
                 Ok(sockets) => {
                     return Ok(SocketScan {
                         sockets,
@@ -115,13 +121,25 @@ mod tests {
             .map(|l| l.local_addr().unwrap().port())
             .collect();
         let deadline = Instant::now() + Duration::from_secs(5);
-        let by_netlink = scan(&ports, None, ReaderChoice::Netlink, deadline).unwrap();
-        let by_proc = scan(&ports, None, ReaderChoice::Proc, deadline).unwrap();
+        let by_netlink = scan(&ports, None, ReaderChoice::Netlink, true, deadline).unwrap();
+        let by_proc = scan(&ports, None, ReaderChoice::Proc, true, deadline).unwrap();
         assert_eq!(by_netlink.reader, Reader::Netlink);
         assert_eq!(by_proc.reader, Reader::Proc);
         assert_eq!(by_proc.skipped_lines, 0);
-        let a: BTreeSet<_> = by_netlink.sockets.into_iter().collect();
-        let b: BTreeSet<_> = by_proc.sockets.into_iter().collect();
+        // Both readers give the traffic facts; they differ in what they can give (and the
+        // times move between the reads): the sockets themselves must be the same.
+        assert!(by_netlink.sockets.iter().all(|s| s.info.is_some()));
+        assert!(by_proc.sockets.iter().all(|s| s.info.is_some()));
+        let bare = |v: Vec<Socket>| -> BTreeSet<Socket> {
+            v.into_iter()
+                .map(|mut s| {
+                    s.info = None;
+                    s
+                })
+                .collect()
+        };
+        let a = bare(by_netlink.sockets);
+        let b = bare(by_proc.sockets);
         assert_eq!(a, b);
         // Other tests may have used these ports moments ago (listeners reuse addresses), and
         // their TIME_WAIT sockets match too: count ours by local address.
@@ -158,7 +176,9 @@ mod tests {
         let (accepted, _) = server.accept().unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         for choice in [ReaderChoice::Netlink, ReaderChoice::Proc] {
-            let found = scan(&[port], None, choice, deadline).unwrap().sockets;
+            let found = scan(&[port], None, choice, false, deadline)
+                .unwrap()
+                .sockets;
             let established: Vec<_> = found
                 .iter()
                 .filter(|s| s.state == TcpState::Established)

@@ -14,7 +14,7 @@
 //! - The state mask names the real states only. Bit 13 (`TCP_BOUND_INACTIVE`, Linux 6.7+)
 //!   adds a walk of the bind hash, doubling the cost, and LISTEN sockets have no remote port.
 
-use crate::facts::{Socket, TcpState};
+use crate::facts::{Socket, TcpInfo, TcpState};
 use nix::errno::Errno;
 use nix::sys::socket::{self as sock, sockopt, MsgFlags, NetlinkAddr};
 use nix::sys::time::TimeVal;
@@ -30,6 +30,9 @@ const NLM_F_DUMP: u16 = 0x300;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 const INET_DIAG_REQ_BYTECODE: u16 = 1;
+/// The `tcp_info` attribute of an answer, and its bit in a request's extension mask.
+const INET_DIAG_INFO: u16 = 2;
+const INFO_EXT: u8 = 1 << (INET_DIAG_INFO - 1);
 const INET_DIAG_BC_JMP: u8 = 1;
 const INET_DIAG_BC_D_COND: u8 = 8;
 const NLMSG_HDR_LEN: usize = 16;
@@ -48,18 +51,20 @@ enum Request {
 
 /// Reads the matching sockets of both families. `Err` carries why netlink could not be used,
 /// so the caller can fall back to /proc and say so.
+/// With `info`, each socket comes with its `tcp_info`, in the same request.
 pub fn scan(
     ports: &[u16],
     netns_of: Option<u32>,
+    info: bool,
     deadline: Instant,
 ) -> Result<Vec<Socket>, String> {
     let fd = match netns_of {
         None => open_socket().map_err(|e| format!("socket: {e}"))?,
         Some(pid) => open_socket_in_netns_of(pid)?,
     };
-    match scan_with(&fd, Request::BothFamilies, ports, deadline) {
+    match scan_with(&fd, Request::BothFamilies, ports, info, deadline) {
         // The kernel refused the legacy request itself: ask per family.
-        Err(DumpError::Kernel(_)) => scan_with(&fd, Request::PerFamily, ports, deadline),
+        Err(DumpError::Kernel(_)) => scan_with(&fd, Request::PerFamily, ports, info, deadline),
         result => result,
     }
     .map_err(|e| e.to_string())
@@ -69,6 +74,7 @@ fn scan_with(
     fd: &OwnedFd,
     request: Request,
     ports: &[u16],
+    info: bool,
     deadline: Instant,
 ) -> Result<Vec<Socket>, DumpError> {
     let mut sockets = Vec::new();
@@ -77,7 +83,7 @@ fn scan_with(
         Request::PerFamily => &[(2, libc::AF_INET as u8), (3, libc::AF_INET6 as u8)],
     };
     for &(seq, family) in families {
-        send(fd, &dump_request(request, seq, family, ports)).map_err(DumpError::Io)?;
+        send(fd, &dump_request(request, seq, family, ports, info)).map_err(DumpError::Io)?;
         match receive_dump(fd, seq, deadline, &mut sockets) {
             Ok(()) => {}
             // No IPv6 in this kernel or namespace: nothing to report, as with a missing tcp6.
@@ -118,7 +124,8 @@ fn open_socket_in_netns_of(pid: u32) -> Result<OwnedFd, String> {
 /// nlmsghdr + the request body + the remote-port filter. The bodies differ in layout:
 /// inet_diag_req_v2 is family, protocol, ext, pad, states, sockid; the legacy
 /// inet_diag_req is family, src_len, dst_len, ext, sockid, states, dbs.
-fn dump_request(request: Request, seq: u32, family: u8, ports: &[u16]) -> Vec<u8> {
+fn dump_request(request: Request, seq: u32, family: u8, ports: &[u16], info: bool) -> Vec<u8> {
+    let ext = if info { INFO_EXT } else { 0 };
     let bytecode = port_filter(ports);
     let attr_len = 4 + bytecode.len();
     let (kind, body_len) = match request {
@@ -135,12 +142,12 @@ fn dump_request(request: Request, seq: u32, family: u8, ports: &[u16]) -> Vec<u8
     let sockid = [0u8; 48];
     match request {
         Request::PerFamily => {
-            msg.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, 0, 0]);
+            msg.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, ext, 0]);
             msg.extend_from_slice(&STATES.to_ne_bytes());
             msg.extend_from_slice(&sockid);
         }
         Request::BothFamilies => {
-            msg.extend_from_slice(&[family, 0, 0, 0]);
+            msg.extend_from_slice(&[family, 0, 0, ext]);
             msg.extend_from_slice(&sockid);
             msg.extend_from_slice(&STATES.to_ne_bytes());
             msg.extend_from_slice(&0u32.to_ne_bytes());
@@ -293,7 +300,8 @@ fn parse_messages(mut data: &[u8], seq: u32, out: &mut Vec<Socket>) -> Result<bo
 }
 
 /// inet_diag_msg: family, state, timer, retrans, sockid (ports and addresses in network
-/// order), expires, rqueue, wqueue, uid, inode.
+/// order), expires, rqueue, wqueue, uid, inode; then attributes, `tcp_info` among them when
+/// asked for.
 fn parse_diag_msg(p: &[u8]) -> Option<Socket> {
     if p.len() < INET_DIAG_MSG_LEN {
         return None;
@@ -320,7 +328,47 @@ fn parse_diag_msg(p: &[u8]) -> Option<Socket> {
         state: TcpState::from_kernel(p[1])?,
         uid: u32_at(p, 64),
         inode: u64::from(u32_at(p, 68)),
+        info: attribute(&p[INET_DIAG_MSG_LEN..], INET_DIAG_INFO)
+            .map(|tcp| tcp_info(tcp, u32_at(p, 60))),
     })
+}
+
+/// The payload of the first attribute of `kind` (rtattr: length, type, payload, 4-aligned).
+fn attribute(mut attrs: &[u8], kind: u16) -> Option<&[u8]> {
+    while attrs.len() >= 4 {
+        let len = usize::from(u16::from_ne_bytes([attrs[0], attrs[1]]));
+        let this = u16::from_ne_bytes([attrs[2], attrs[3]]);
+        if len < 4 || len > attrs.len() {
+            return None;
+        }
+        if this == kind {
+            return Some(&attrs[4..len]);
+        }
+        attrs = attrs.get((len + 3) & !3..).unwrap_or(&[]);
+    }
+    None
+}
+
+/// `struct tcp_info` (include/uapi/linux/tcp.h): the fields the half-open rule and `-v` use.
+/// An older kernel's shorter struct leaves the later fields None. `wqueue` is the message's
+/// send queue: bytes not yet acknowledged.
+fn tcp_info(t: &[u8], wqueue: u32) -> TcpInfo {
+    let byte = |at: usize| t.get(at).map(|&b| u32::from(b));
+    let word = |at: usize| {
+        t.get(at..at + 4)
+            .map(|b| u32::from_ne_bytes(b.try_into().unwrap()))
+    };
+    TcpInfo {
+        unacked_bytes: wqueue,
+        unacked_segments: word(24),
+        retransmits: byte(2).unwrap_or(0),
+        total_retransmits: word(100),
+        backoff: byte(4),
+        rto_ms: word(8).map(|us| us / 1000),
+        last_data_sent_ms: word(44),
+        last_data_recv_ms: word(52),
+        last_ack_recv_ms: word(56),
+    }
 }
 
 fn u32_at(data: &[u8], at: usize) -> u32 {
@@ -439,8 +487,8 @@ mod tests {
         ];
         let fd = open_socket().unwrap();
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        let mut both = scan_with(&fd, Request::BothFamilies, &ports, deadline).unwrap();
-        let mut per = scan_with(&fd, Request::PerFamily, &ports, deadline).unwrap();
+        let mut both = scan_with(&fd, Request::BothFamilies, &ports, false, deadline).unwrap();
+        let mut per = scan_with(&fd, Request::PerFamily, &ports, false, deadline).unwrap();
         both.sort();
         per.sort();
         assert_eq!(both, per);
@@ -457,7 +505,7 @@ mod tests {
     fn the_kernel_accepts_the_filter_for_many_ports() {
         let ports: Vec<u16> = (40000..40016).collect();
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        assert!(scan(&ports, None, deadline).is_ok());
+        assert!(scan(&ports, None, true, deadline).is_ok());
     }
 
     #[test]
@@ -465,6 +513,7 @@ mod tests {
         let err = scan(
             &[4222],
             Some(u32::MAX),
+            false,
             Instant::now() + std::time::Duration::from_secs(1),
         )
         .unwrap_err();

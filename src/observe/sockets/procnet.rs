@@ -2,7 +2,7 @@
 //! socket table is ~15 MB of text) and skips, but counts, lines it cannot parse.
 
 use super::{ipv6_from_kernel_words, ScanError};
-use crate::facts::{Socket, TcpState};
+use crate::facts::{Socket, TcpInfo, TcpState};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -70,7 +70,9 @@ fn is_header(line: &[u8]) -> bool {
         .is_some_and(|f| f == b"sl")
 }
 
-// Fields: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+// Fields (net/ipv4/tcp_ipv4.c, `get_tcp4_sock`): sl local_address rem_address st
+// tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode refcount sk rto ato quick cwnd
+// ssthresh; tx_queue, retrnsmt in hex, rto in clock ticks (USER_HZ, 100 a second).
 fn parse_line(line: &[u8], ports: &[u16]) -> Line {
     let mut fields = line
         .split(u8::is_ascii_whitespace)
@@ -92,15 +94,28 @@ fn parse_line(line: &[u8], ports: &[u16]) -> Line {
         return Line::OtherPort;
     }
     let state = fields.next();
-    let uid = fields.nth(3);
+    let queues = fields.next();
+    let retransmits = fields.nth(1);
+    let uid = fields.next();
     let inode = fields.nth(1);
+    let rto = fields.nth(2);
     let parsed = (|| {
+        let tx_queue = queues?.split(|&b| b == b':').next()?;
         Some(Socket {
             local: address(local)?,
             remote: address(remote)?,
             state: TcpState::from_kernel(u8::try_from(hex_u32(state?)?).ok()?)?,
             uid: decimal(uid?)?.try_into().ok()?,
             inode: decimal(inode?)?,
+            info: Some(TcpInfo {
+                unacked_bytes: hex_u32(tx_queue)?,
+                retransmits: hex_u32(retransmits?)?,
+                // Older kernels end the line before rto: it is only missing then.
+                rto_ms: rto
+                    .and_then(decimal)
+                    .and_then(|t| u32::try_from(t * 10).ok()),
+                ..TcpInfo::default()
+            }),
         })
     })();
     match parsed {
@@ -164,10 +179,33 @@ mod tests {
     const MALFORMED: &str =
         include_str!("../../../probe-tests/fixtures/proc-net-tcp-malformed.txt");
 
+    /// The sockets without their traffic facts (checked on their own below).
     fn parse_str(text: &str, ports: &[u16]) -> (Vec<Socket>, usize) {
         let mut out = Vec::new();
         let bad = parse(text.as_bytes(), ports, &mut out).unwrap();
+        for s in &mut out {
+            s.info = None;
+        }
         (out, bad)
+    }
+
+    #[test]
+    fn the_traffic_facts_proc_has() {
+        let mut out = Vec::new();
+        parse(TCP.as_bytes(), &[4222], &mut out).unwrap();
+        let syn = out.iter().find(|s| s.state == TcpState::SynSent).unwrap();
+        assert_eq!(
+            syn.info,
+            Some(TcpInfo {
+                unacked_bytes: 1,
+                retransmits: 2,
+                rto_ms: Some(2000),
+                ..TcpInfo::default()
+            })
+        );
+        // A short line (TIME_WAIT) has no rto: only that is missing.
+        let tw = out.iter().find(|s| s.state == TcpState::TimeWait).unwrap();
+        assert_eq!(tw.info.unwrap().rto_ms, None);
     }
 
     fn sock(local: &str, remote: &str, state: TcpState, uid: u32, inode: u64) -> Socket {
@@ -177,6 +215,7 @@ mod tests {
             state,
             uid,
             inode,
+            info: None,
         }
     }
 
