@@ -6,6 +6,7 @@ mod consumer_rules;
 mod guard;
 mod half_open;
 mod harness;
+mod operator_kit;
 mod outage_drill;
 mod server_aware;
 mod socket_check;

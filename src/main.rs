@@ -11,7 +11,7 @@ use natsprobe::error::Error;
 use natsprobe::exit::Exit;
 use natsprobe::rules::check::Health;
 use natsprobe::{commands, deadline, report};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,31 @@ fn main() -> ExitCode {
                 Err(e) => failure(e, json),
             }
         }
+        Command::Diagnose(args) => {
+            let json = args.json;
+            match args.validate(&env) {
+                Ok(config) => {
+                    // Colour only for a person: a terminal, and never with NO_COLOR set.
+                    let colour = std::io::stdout().is_terminal()
+                        && env("NO_COLOR").is_none_or(|v| v.is_empty());
+                    run_diagnose(config, started, colour)
+                }
+                Err(e) => failure(e, json),
+            }
+        }
+        Command::Install(args) => match commands::install::run(&args.dest) {
+            Ok(done) => Outcome {
+                text: format!(
+                    "installed natsprobe {} to {} ({} bytes, mode 0755)",
+                    cli::VERSION,
+                    done.path.display(),
+                    done.bytes
+                ),
+                to_stderr: false,
+                exit: Exit::Healthy,
+            },
+            Err(e) => failure(e, false),
+        },
     };
     let _ = if outcome.to_stderr {
         writeln!(std::io::stderr(), "{}", outcome.text)
@@ -130,6 +155,26 @@ fn run_check(config: CheckConfig, started: Instant) -> Outcome {
             text: report::render_check(&report, json, verbose),
             to_stderr: false,
             exit: match report.health {
+                Health::Healthy => Exit::Healthy,
+                Health::Unhealthy => Exit::Unhealthy,
+            },
+        },
+        Err(e) => failure(e, json),
+    }
+}
+
+/// `diagnose`: the check with every socket listed, explained; exits as the check would.
+fn run_diagnose(mut config: CheckConfig, started: Instant, colour: bool) -> Outcome {
+    config.verbose = true;
+    let json = config.json;
+    let named = format!("--timeout {}", duration::display(config.timeout));
+    match under_deadline(config.timeout, &named, json, started, |deadline| {
+        commands::diagnose::run(&config, deadline, cli::VERSION)
+    }) {
+        Ok(report) => Outcome {
+            text: report::render_diagnose(&report, json, colour),
+            to_stderr: false,
+            exit: match report.health() {
                 Health::Healthy => Exit::Healthy,
                 Health::Unhealthy => Exit::Unhealthy,
             },

@@ -138,9 +138,18 @@ impl Pods {
     /// `natsprobe check --server URL --stall-after 2s --state-dir DIR --consumer ...` in the
     /// app pod, plus `extra`.
     pub fn check(&self, consumers: &[&str], extra: &[&str]) -> Run {
+        self.run("check", consumers, extra)
+    }
+
+    /// The same as `check`, as `natsprobe diagnose`.
+    pub fn diagnose(&self, consumers: &[&str], extra: &[&str]) -> Run {
+        self.run("diagnose", consumers, extra)
+    }
+
+    fn run(&self, command: &str, consumers: &[&str], extra: &[&str]) -> Run {
         let state = self.state.path().to_string_lossy().to_string();
         let mut args = vec![
-            "check",
+            command,
             "--server",
             self.url.as_str(),
             "--stall-after",

@@ -45,6 +45,20 @@ pub enum Command {
     /// Judge every durable in the account from two looks an interval apart; exit 1 on a fault
     /// seen in both (run it from a CronJob: the failed Job is the alert)
     Guard(GuardArgs),
+    /// Explain what the check sees, for a person at a terminal (kubectl exec): every socket
+    /// with its holder and traffic, every server's answer, each consumer's facts, and what to
+    /// do. Takes the check's options; exits as the check would
+    Diagnose(CheckArgs),
+    /// Copy this executable to DEST (a file, or a directory to put `natsprobe` in), atomically,
+    /// mode 0755: for an initContainer filling a shared emptyDir
+    Install(InstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Where to put the probe: a file path, or an existing directory
+    #[arg(value_name = "DEST")]
+    pub dest: PathBuf,
 }
 
 /// Every flag also reads a `NATSPROBE_*` environment variable; the command line wins.
@@ -478,6 +492,7 @@ pub fn flag(setting: Setting) -> &'static str {
         Setting::Creds => "--creds",
         Setting::Nkey => "--nkey",
         Setting::OwnSubscription => "--own-subscription",
+        Setting::InstallDest => "install DEST",
     }
 }
 

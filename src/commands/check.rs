@@ -18,7 +18,41 @@ use std::time::{Duration, Instant};
 /// formatting the answer.
 const NETWORK_RESERVE: Duration = Duration::from_millis(15);
 
+/// One check's observations and judgements: what `check` reports and `diagnose` explains.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub verdict: verdict::Verdict,
+    pub connections: Connections,
+    pub observations: Observations,
+    pub consumers: Vec<JudgedConsumer>,
+    pub subscriptions: Vec<JudgedSubscription>,
+    /// The servers as shown (never with userinfo).
+    pub servers: Vec<String>,
+}
+
+impl Checked {
+    pub fn input<'a>(&'a self, config: &'a CheckConfig) -> CheckInput<'a> {
+        CheckInput {
+            verdict: self.verdict,
+            policy: &config.policy,
+            connections: &self.connections,
+            observations: &self.observations,
+            servers: &self.servers,
+            consumers_configured: config.consumers.len(),
+            consumers: &self.consumers,
+            subscriptions: &self.subscriptions,
+            verbose: config.verbose,
+        }
+    }
+}
+
 pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error> {
+    let checked = judge(config, deadline)?;
+    Ok(crate::report::check::check(&checked.input(config)))
+}
+
+/// Observes what the rules ask for, judges, and keeps each consumer's sample.
+pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> {
     let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
     let target = PodTarget {
         owner: &config.owner,
@@ -152,18 +186,14 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
         .chain(subscriptions.iter().map(JudgedSubscription::health))
         .collect();
     let verdict = verdict::decide(&connections, server_state, &healths, &config.policy);
-    let servers: Vec<String> = config.servers.iter().map(ToString::to_string).collect();
-    Ok(crate::report::check::check(&CheckInput {
+    Ok(Checked {
         verdict,
-        policy: &config.policy,
-        connections: &connections,
-        observations: &obs,
-        servers: &servers,
-        consumers_configured: config.consumers.len(),
-        consumers: &judged,
-        subscriptions: &subscriptions,
-        verbose: config.verbose,
-    }))
+        connections,
+        observations: obs,
+        consumers: judged,
+        subscriptions,
+        servers: config.servers.iter().map(ToString::to_string).collect(),
+    })
 }
 
 /// The consumers were not asked (no connection to judge them by): for each, the time until

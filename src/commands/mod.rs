@@ -2,4 +2,6 @@
 //! report or an error; none prints or exits (`main` does).
 
 pub mod check;
+pub mod diagnose;
 pub mod guard;
+pub mod install;

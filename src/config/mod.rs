@@ -93,4 +93,5 @@ pub enum Setting {
     Creds,
     Nkey,
     OwnSubscription,
+    InstallDest,
 }

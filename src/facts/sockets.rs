@@ -84,6 +84,9 @@ pub struct Socket {
 pub struct TcpInfo {
     /// Bytes written and not yet acknowledged by the peer (the send queue; `tx_queue`).
     pub unacked_bytes: u32,
+    /// Bytes received and not yet read by the application (the receive queue; `rx_queue`):
+    /// growing, it says the client stopped reading.
+    pub unread_bytes: u32,
     /// Segments in flight and not acknowledged (`tcpi_unacked`).
     pub unacked_segments: Option<u32>,
     /// Retransmission timeouts in a row for the oldest unacknowledged segment

@@ -248,6 +248,12 @@ pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
     owner::holders(inodes)
 }
 
+/// Who holds each of `inodes` (PID and name), as far as this process may read: for
+/// `diagnose`.
+pub fn owners(inodes: &HashSet<u64>) -> HashMap<u64, Process> {
+    owner::owners(inodes)
+}
+
 /// The local clock, ms since the epoch: the one wall-clock reading a run makes.
 pub fn now_ms() -> i64 {
     SystemTime::now()

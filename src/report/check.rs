@@ -161,11 +161,15 @@ pub struct SocketJson {
     /// given by the reader.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpJson>,
+    /// The process holding it (`diagnose` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<ProcessJson>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TcpJson {
     pub unacked_bytes: u32,
+    pub unread_bytes: u32,
     pub unacked_segments: Option<u32>,
     pub retransmits: u32,
     pub total_retransmits: Option<u32>,
@@ -356,6 +360,7 @@ fn socket_json(s: &Socket) -> SocketJson {
         inode: s.inode,
         tcp: s.info.map(|i| TcpJson {
             unacked_bytes: i.unacked_bytes,
+            unread_bytes: i.unread_bytes,
             unacked_segments: i.unacked_segments,
             retransmits: i.retransmits,
             total_retransmits: i.total_retransmits,
@@ -365,6 +370,7 @@ fn socket_json(s: &Socket) -> SocketJson {
             last_ack_recv_ms: i.last_ack_recv_ms,
             last_data_sent_ms: i.last_data_sent_ms,
         }),
+        holder: None,
     }
 }
 

@@ -433,7 +433,7 @@ fn half_open(report: &CheckInput) -> Option<String> {
 }
 
 /// `512 bytes`, `1.2 KiB`, `3.4 MiB`.
-fn bytes(n: u32) -> String {
+pub(crate) fn bytes(n: u32) -> String {
     match n {
         0..=1023 => format!("{n} bytes"),
         1024..=1_048_575 => format!("{:.1} KiB", f64::from(n) / 1024.0),
@@ -550,7 +550,7 @@ fn netns(report: &CheckInput) -> String {
     }
 }
 
-fn peer(s: &Socket) -> String {
+pub(crate) fn peer(s: &Socket) -> String {
     match unmap(s.remote.ip()) {
         std::net::IpAddr::V6(ip) => format!("[{ip}]:{}", s.remote.port()),
         ip => format!("{ip}:{}", s.remote.port()),
@@ -650,11 +650,14 @@ pub fn details(report: &CheckInput) -> Vec<String> {
 }
 
 /// A socket's traffic facts, and which the reader could not give.
-fn traffic(i: &crate::facts::TcpInfo, reader: crate::facts::Reader) -> String {
+pub(crate) fn traffic(i: &crate::facts::TcpInfo, reader: crate::facts::Reader) -> String {
     let ago = |ms: Option<u32>| ms.map(|m| display(std::time::Duration::from_millis(u64::from(m))));
     let mut text = format!("unacked {}", bytes(i.unacked_bytes));
     if let Some(n) = i.unacked_segments {
         let _ = write!(text, " ({n} segments)");
+    }
+    if i.unread_bytes > 0 {
+        let _ = write!(text, ", unread {}", bytes(i.unread_bytes));
     }
     let _ = write!(text, ", {} retransmits", i.retransmits);
     if let Some(n) = i.total_retransmits {

@@ -2,6 +2,7 @@
 //! in, a verdict out. Nothing here reads a socket, a file or a clock, knows a flag, or
 //! serializes; `architecture_rules_stay_pure` below fails the build's tests if it starts to.
 
+pub mod advice;
 pub mod check;
 pub mod cidr;
 pub mod connection;

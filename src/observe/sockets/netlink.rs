@@ -329,7 +329,7 @@ fn parse_diag_msg(p: &[u8]) -> Option<Socket> {
         uid: u32_at(p, 64),
         inode: u64::from(u32_at(p, 68)),
         info: attribute(&p[INET_DIAG_MSG_LEN..], INET_DIAG_INFO)
-            .map(|tcp| tcp_info(tcp, u32_at(p, 60))),
+            .map(|tcp| tcp_info(tcp, u32_at(p, 56), u32_at(p, 60))),
     })
 }
 
@@ -350,9 +350,9 @@ fn attribute(mut attrs: &[u8], kind: u16) -> Option<&[u8]> {
 }
 
 /// `struct tcp_info` (include/uapi/linux/tcp.h): the fields the half-open rule and `-v` use.
-/// An older kernel's shorter struct leaves the later fields None. `wqueue` is the message's
-/// send queue: bytes not yet acknowledged.
-fn tcp_info(t: &[u8], wqueue: u32) -> TcpInfo {
+/// An older kernel's shorter struct leaves the later fields None. `rqueue` and `wqueue` are
+/// the message's queues: bytes received and not yet read, bytes sent and not yet acknowledged.
+fn tcp_info(t: &[u8], rqueue: u32, wqueue: u32) -> TcpInfo {
     let byte = |at: usize| t.get(at).map(|&b| u32::from(b));
     let word = |at: usize| {
         t.get(at..at + 4)
@@ -360,6 +360,7 @@ fn tcp_info(t: &[u8], wqueue: u32) -> TcpInfo {
     };
     TcpInfo {
         unacked_bytes: wqueue,
+        unread_bytes: rqueue,
         unacked_segments: word(24),
         retransmits: byte(2).unwrap_or(0),
         total_retransmits: word(100),

@@ -104,6 +104,30 @@ pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
         .collect()
 }
 
+/// Who holds each of `inodes`: a walk of every /proc/PID/fd this process may read (others are
+/// left out: their sockets show without a holder). For a person reading `diagnose`.
+pub fn owners(inodes: &HashSet<u64>) -> HashMap<u64, Process> {
+    let me = std::process::id();
+    let mut found = HashMap::new();
+    let Ok(proc) = fs::read_dir("/proc") else {
+        return found;
+    };
+    for pid in proc.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        if pid == me || found.len() == inodes.len() {
+            continue;
+        }
+        let Ok(held) = socket_inodes(&[pid]) else {
+            continue;
+        };
+        for inode in held.keys().filter(|i| inodes.contains(i)) {
+            if let Ok(p) = process(pid) {
+                found.entry(*inode).or_insert(p);
+            }
+        }
+    }
+    found
+}
+
 /// How long ago a process started: its start time in clock ticks after boot
 /// (/proc/PID/stat, field 22) against the time since boot (/proc/uptime). Both count from
 /// boot, so a wall-clock change does not matter.

@@ -100,7 +100,8 @@ fn parse_line(line: &[u8], ports: &[u16]) -> Line {
     let inode = fields.nth(1);
     let rto = fields.nth(2);
     let parsed = (|| {
-        let tx_queue = queues?.split(|&b| b == b':').next()?;
+        let mut queues = queues?.split(|&b| b == b':');
+        let (tx_queue, rx_queue) = (queues.next()?, queues.next()?);
         Some(Socket {
             local: address(local)?,
             remote: address(remote)?,
@@ -109,6 +110,7 @@ fn parse_line(line: &[u8], ports: &[u16]) -> Line {
             inode: decimal(inode?)?,
             info: Some(TcpInfo {
                 unacked_bytes: hex_u32(tx_queue)?,
+                unread_bytes: hex_u32(rx_queue)?,
                 retransmits: hex_u32(retransmits?)?,
                 // Older kernels end the line before rto: it is only missing then.
                 rto_ms: rto

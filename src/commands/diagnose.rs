@@ -1,0 +1,70 @@
+//! `diagnose`: the check, explained. The same observations and rules as `check` (so the same
+//! verdict and exit code), plus what a person needs and the probe does not: who holds each
+//! socket, and every server's answer even while the client is connected; then what to do.
+
+use super::check;
+use crate::config::CheckConfig;
+use crate::error::Error;
+use crate::observe::{self, server};
+use crate::report::diagnose::DiagnoseReport;
+use crate::rules::advice::{self, ConsumerFinding, SubscriptionFinding};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Kept back from the deadline for the report.
+const RESERVE: Duration = Duration::from_millis(15);
+
+/// `config` is the check's, with every socket listed (the caller sets `verbose`).
+pub fn run(
+    config: &CheckConfig,
+    deadline: Instant,
+    version: &str,
+) -> Result<DiagnoseReport, Error> {
+    let mut checked = check::judge(config, deadline)?;
+    // The check asks the servers only without a connection; a person wants to know anyway.
+    let asked_for_diagnose = checked.observations.servers.is_empty() && !config.servers.is_empty();
+    if asked_for_diagnose {
+        let network_deadline = server::network_deadline(deadline, RESERVE);
+        checked.observations.servers = observe::servers(&config.servers, network_deadline)?;
+    }
+    let c = &checked.connections;
+    let inodes: HashSet<u64> = c
+        .established
+        .iter()
+        .chain(&c.others)
+        .map(|s| s.inode)
+        .filter(|&i| i != 0)
+        .collect();
+    let holders = observe::owners(&inodes);
+    let consumers: Vec<ConsumerFinding> = checked
+        .consumers
+        .iter()
+        .map(|r| ConsumerFinding {
+            name: &r.seen.name,
+            outcome: &r.outcome,
+        })
+        .collect();
+    let subscriptions: Vec<SubscriptionFinding> = checked
+        .subscriptions
+        .iter()
+        .map(|s| SubscriptionFinding {
+            wanted: &s.wanted,
+            consumer: s.consumer.as_ref(),
+            held: &s.held,
+        })
+        .collect();
+    let advice = advice::advise(
+        &checked.verdict,
+        c,
+        &config.policy,
+        &consumers,
+        &subscriptions,
+    );
+    Ok(crate::report::diagnose::diagnose(
+        &checked.input(config),
+        &holders,
+        asked_for_diagnose,
+        &advice,
+        version,
+    ))
+}
