@@ -892,91 +892,16 @@ fn tls_with_a_ca_and_a_client_certificate() {
         .says(&["answers"]);
 }
 
-/// A JWT as nats-io/jwt v2 writes one: `header.claims.signature`, base64url without padding,
-/// signed by `issuer` with ed25519.
-fn jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: serde_json::Value) -> String {
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use base64::Engine;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let claims = serde_json::json!({
-        "jti": format!("NATSPROBETEST{now}{name}").to_uppercase(),
-        "iat": now,
-        "iss": issuer.public_key(),
-        "name": name,
-        "sub": subject,
-        "nats": nats,
-    });
-    let header = URL_SAFE_NO_PAD.encode(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
-    let signed = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
-    let signature = issuer.sign(signed.as_bytes()).unwrap();
-    format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature))
-}
-
 /// A creds file (operator mode: an operator, an account with JetStream, a user) works from
 /// --creds and NATS_CREDS, and the seed inside it never shows.
 #[test]
 fn a_creds_file_authenticates_and_its_seed_never_shows() {
-    let (operator, account, user) = (
-        nkeys::KeyPair::new_operator(),
-        nkeys::KeyPair::new_account(),
-        nkeys::KeyPair::new_user(),
-    );
-    // Operator mode runs JetStream only with a system account.
-    let system = nkeys::KeyPair::new_account();
-    let operator_jwt = jwt(
-        &operator,
-        &operator.public_key(),
-        "op",
-        serde_json::json!({"type": "operator", "version": 2, "system_account": system.public_key()}),
-    );
-    let system_jwt = jwt(
-        &operator,
-        &system.public_key(),
-        "SYS",
-        serde_json::json!({"type": "account", "version": 2}),
-    );
-    let limits = serde_json::json!({
-        "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": true, "conn": -1, "leaf": -1,
-        "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1,
-    });
-    let account_jwt = jwt(
-        &operator,
-        &account.public_key(),
-        "acc",
-        serde_json::json!({"limits": limits, "type": "account", "version": 2}),
-    );
-    let user_jwt = jwt(
-        &account,
-        &user.public_key(),
-        "u",
-        serde_json::json!({"pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1, "type": "user", "version": 2}),
-    );
-    let seed = user.seed().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("operator.conf");
-    std::fs::write(
-        &config,
-        format!(
-            "operator: \"{operator_jwt}\"\nsystem_account: {sys}\nresolver: MEMORY\nresolver_preload: {{\n  {sys}: \"{system_jwt}\"\n  {acc}: \"{account_jwt}\"\n}}\n",
-            sys = system.public_key(),
-            acc = account.public_key()
-        ),
-    )
-    .unwrap();
-    let creds = dir.path().join("user.creds");
-    std::fs::write(
-        &creds,
-        format!(
-            "-----BEGIN NATS USER JWT-----\n{user_jwt}\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n"
-        ),
-    )
-    .unwrap();
-    let (conf, creds) = (
-        config.to_string_lossy().to_string(),
-        creds.to_string_lossy().to_string(),
+    let op = OperatorMode::new();
+    let (conf, creds, seed, user_jwt) = (
+        op.config.to_string_lossy().to_string(),
+        op.creds.to_string_lossy().to_string(),
+        op.seed.clone(),
+        op.user_jwt.clone(),
     );
     let pods = Pods::with(Version::Pinned, &["-c", &conf], &["-creds", &creds]);
     pods.push("S", "D", &[]);

@@ -3,9 +3,11 @@
 
 mod consumer_check;
 mod consumer_rules;
+mod examples;
 mod guard;
 mod half_open;
 mod harness;
+mod image;
 mod operator_kit;
 mod outage_drill;
 mod server_aware;

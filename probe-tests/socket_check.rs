@@ -3,8 +3,6 @@
 
 use crate::harness::peer::natspeer_named;
 use crate::harness::*;
-use std::ffi::CString;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -578,48 +576,13 @@ fn the_static_binary_runs_alone_in_an_empty_root_with_only_proc() {
     let entries: Vec<_> = std::fs::read_dir(root.path()).unwrap().collect();
     assert_eq!(entries.len(), 2, "the root holds the binary and /proc only");
 
-    let root_c = CString::new(root.path().as_os_str().as_encoded_bytes()).unwrap();
-    let proc_c = CString::new(root.path().join("proc").as_os_str().as_encoded_bytes()).unwrap();
-    let mut cmd = Command::new("/natsprobe");
-    cmd.args(["check", "--port", "4222", "-v"]).env_clear();
-    ns.enter_on_exec(&mut cmd);
-    // SAFETY: only async-signal-safe syscalls on pre-built C strings.
-    unsafe {
-        cmd.pre_exec(move || {
-            let fail = || Err(std::io::Error::last_os_error());
-            if libc::unshare(libc::CLONE_NEWNS) != 0 {
-                return fail();
-            }
-            let none = std::ptr::null();
-            if libc::mount(
-                none,
-                c"/".as_ptr(),
-                none,
-                libc::MS_REC | libc::MS_PRIVATE,
-                none.cast(),
-            ) != 0
-            {
-                return fail();
-            }
-            if libc::mount(
-                c"proc".as_ptr(),
-                proc_c.as_ptr(),
-                c"proc".as_ptr(),
-                0,
-                none.cast(),
-            ) != 0
-            {
-                return fail();
-            }
-            if libc::chroot(root_c.as_ptr()) != 0 || libc::chdir(c"/".as_ptr()) != 0 {
-                return fail();
-            }
-            Ok(())
-        });
-    }
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("run {} in an empty root: {e}", bin.display()));
+    let out = crate::harness::rootfs::run_in_root(
+        root.path(),
+        &ns,
+        "/natsprobe",
+        &["check", "--port", "4222", "-v"],
+        None,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

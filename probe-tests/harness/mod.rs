@@ -3,15 +3,19 @@
 pub mod cluster;
 pub mod drill;
 pub mod flood;
+pub mod image;
 pub mod kubelet;
 pub mod netns;
+pub mod operator;
 pub mod peer;
 pub mod pods;
 pub mod probe;
+pub mod rootfs;
 pub mod server;
 
 pub use flood::Flood;
 pub use netns::{link, link_subnet, NetNs};
+pub use operator::OperatorMode;
 pub use peer::Peer;
 pub use probe::probe;
 pub use server::{NatsServer, Version};
@@ -40,6 +44,22 @@ pub fn static_binary() -> PathBuf {
         built.exists(),
         "the static binary is missing: run probe-tests/run (it builds it), or `cargo build \
          --release --locked --target x86_64-unknown-linux-musl`, or set NATSPROBE_BIN"
+    );
+    built
+}
+
+/// The arm64 static binary: NATSPROBE_BIN_ARM64 when set (probe-tests/run sets it), else the
+/// release build in this checkout's target dir. Run under qemu-user (`Probe::arm64`).
+pub fn static_binary_arm64() -> PathBuf {
+    if let Some(bin) = std::env::var_os("NATSPROBE_BIN_ARM64").filter(|b| !b.is_empty()) {
+        return PathBuf::from(bin);
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/aarch64-unknown-linux-musl/release/natsprobe");
+    assert!(
+        built.exists(),
+        "the arm64 static binary is missing: run probe-tests/run (it builds it), or `cargo \
+         build --release --locked --target aarch64-unknown-linux-musl` after probe-tests/setup"
     );
     built
 }

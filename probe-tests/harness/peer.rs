@@ -62,10 +62,31 @@ impl Peer {
     }
 
     pub fn spawn_as(ns: Option<&NetNs>, exe: &Path, args: &[&str]) -> Peer {
+        Peer::spawn_user(ns, exe, args, None)
+    }
+
+    /// As `spawn_as`, as user (and group) `uid` when given: a pod's non-root client.
+    pub fn spawn_user(ns: Option<&NetNs>, exe: &Path, args: &[&str], uid: Option<u32>) -> Peer {
         let mut cmd = match ns {
             Some(ns) => ns.command(exe),
             None => Command::new(exe),
         };
+        // After the namespace's setns (which needs root): pre_exec closures run in order.
+        if let Some(uid) = uid {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setgroups/setgid/setuid are async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(uid) != 0
+                        || libc::setuid(uid) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -27,6 +27,8 @@ pub struct Probe<'a> {
     env: Vec<(String, String)>,
     uid: Option<u32>,
     binary: PathBuf,
+    /// An emulator that runs the binary (qemu-aarch64 for the arm64 build).
+    runner: Option<&'static str>,
 }
 
 pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
@@ -36,6 +38,7 @@ pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
         env: Vec::new(),
         uid: None,
         binary: binary(),
+        runner: None,
     }
 }
 
@@ -50,13 +53,33 @@ impl<'a> Probe<'a> {
         self
     }
 
+    /// Another copy of the probe (one `natsprobe install` wrote).
+    pub fn binary_at(mut self, path: &std::path::Path) -> Self {
+        self.binary = path.to_path_buf();
+        self
+    }
+
+    /// The arm64 static binary, run under qemu-user.
+    pub fn arm64(mut self) -> Self {
+        self.binary = super::static_binary_arm64();
+        self.runner = Some("qemu-aarch64");
+        self
+    }
+
     pub fn uid(mut self, uid: u32) -> Self {
         self.uid = Some(uid);
         self
     }
 
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.binary);
+        let mut cmd = match self.runner {
+            Some(runner) => {
+                let mut cmd = Command::new(runner);
+                cmd.arg(&self.binary);
+                cmd
+            }
+            None => Command::new(&self.binary),
+        };
         if let Some(ns) = self.ns {
             ns.enter_on_exec(&mut cmd);
         }
