@@ -1,6 +1,7 @@
 //! End-to-end scenarios: the built probe against real nats-server and real nats.go clients,
 //! in network namespaces the tests create. Needs root and what probe-tests/setup installs.
 
+mod alternatives;
 mod consumer_check;
 mod consumer_rules;
 mod examples;

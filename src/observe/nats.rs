@@ -266,6 +266,23 @@ async fn options(
                 }
             }
         });
+    // The first connect without the library's default first "delay": a zero sleep, which the
+    // runtime's millisecond timer rounds up to about 1 ms of a 4 ms run (seen with strace).
+    // Only the first attempt: later ones (a reconnect within a session) keep the library's
+    // back-off. With one URL only: a selected server is the only one tried.
+    if servers.len() == 1 {
+        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        o = o.reconnect_to_server_callback(move |pool, _info| {
+            let first = first.swap(false, std::sync::atomic::Ordering::Relaxed);
+            async move {
+                let server = pool.into_iter().next().filter(|_| first)?;
+                Some(async_nats::ReconnectToServer {
+                    addr: server.addr,
+                    delay: Some(std::time::Duration::ZERO),
+                })
+            }
+        });
+    }
     if let Some(path) = &auth.creds {
         o = o
             .credentials_file(path)
