@@ -10,7 +10,7 @@ use std::time::Duration;
 const S10: Duration = Duration::from_secs(10);
 
 /// The exec probe an operator writes first: any ESTABLISHED socket to remote port 4222.
-fn grep(ns: &NetNs) -> i32 {
+pub fn grep(ns: &NetNs) -> i32 {
     let pattern = "^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:107E 01 ";
     ns.command("/bin/grep")
         .args(["-qE", pattern, "/proc/net/tcp", "/proc/net/tcp6"])
@@ -41,13 +41,12 @@ fn nodes() -> (Arc<NetNs>, Arc<NetNs>, NatsServer) {
 
 /// The grep one-liner and `ss` see the socket and nothing else: they catch a client that gave
 /// up, but they also fail a client that is reconnecting by itself while NATS is down (every
-/// pod restarted during an outage: the restart storm), and a sidecar's connection in the same
-/// pod keeps them green while the client is dead. natsprobe in the same three moments.
+/// pod restarted during an outage: the restart storm), and another connection in the same pod
+/// keeps them green while the client is dead. natsprobe in the same moments.
 #[test]
 fn grep_and_ss_see_the_socket_and_nothing_else() {
     let (app, _nats, mut server) = nodes();
     let url = server.url();
-    // The client that gives up, and one that never does (a reconnecting client).
     let mut quitter = Peer::spawn_as(
         Some(&app),
         &crate::harness::peer::natspeer_named("bento"),
@@ -65,10 +64,20 @@ fn grep_and_ss_see_the_socket_and_nothing_else() {
     assert_eq!(grep(&app), 0);
     assert!(ss(&app));
 
-    // NATS down; a second client that reconnects forever (MaxReconnects(-1)) is also
-    // without a socket: grep and ss fail it, natsprobe --server does not.
+    // The client gives up during an outage; NATS comes back. All three fail the pod.
     server.stop();
     quitter.wait_for("closed", S10);
+    server.resume();
+    assert_eq!(grep(&app), 1, "grep catches a client that gave up");
+    assert!(!ss(&app));
+    probe(&["--server", &url])
+        .ns(&app)
+        .run()
+        .expect(1)
+        .says(&["unhealthy: client holds no connection while"]);
+
+    // A client that reconnects forever (MaxReconnects(-1)), during an outage: it holds no
+    // socket either. grep and ss fail it; natsprobe --server does not.
     let mut patient = Peer::spawn(
         Some(&app),
         &[
@@ -79,9 +88,11 @@ fn grep_and_ss_see_the_socket_and_nothing_else() {
             "-1",
             "-reconnect-wait",
             "100ms",
-            "-retry-on-failed-connect",
         ],
     );
+    patient.wait_for("ready", S10);
+    server.stop();
+    patient.wait_for("disconnected", S10);
     assert_eq!(
         grep(&app),
         1,
@@ -94,10 +105,10 @@ fn grep_and_ss_see_the_socket_and_nothing_else() {
         .expect(0)
         .says(&["restart would not help"]);
 
-    // NATS back: the patient client reconnects; the quitter stays dead. Its socket-only probe
-    // is kept green by the other connection in the pod.
+    // NATS back: the patient client reconnects, the quitter stays dead. The patient's
+    // connection keeps the socket-only probes green; --process tells them apart.
     server.resume();
-    patient.wait_for("connected", S10);
+    patient.wait_for("reconnected", S10);
     assert_eq!(grep(&app), 0, "grep: green, though bento gave up");
     assert!(ss(&app));
     probe(&["--server", &url, "--process", "bento"])

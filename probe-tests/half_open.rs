@@ -145,6 +145,12 @@ fn a_node_lost_without_a_word_leaves_a_half_open_connection() {
     // Still ESTABLISHED to the kernel, and the client has not noticed.
     let established = nodes.established();
     assert_eq!(established.len(), 1, "ss: {established:?}");
+    // So the socket-only probes pass: the grep one-liner reads the same table.
+    assert_eq!(
+        crate::alternatives::grep(&nodes.client),
+        0,
+        "grep passes a dead connection"
+    );
     assert!(!publisher.saw("disconnected"), "{}", publisher.output());
 
     // The Service resolves to a live node: a restart reconnects there.

@@ -4,10 +4,12 @@
 mod alternatives;
 mod consumer_check;
 mod consumer_rules;
+mod environment;
 mod examples;
 mod guard;
 mod half_open;
 mod harness;
+mod hostile;
 mod image;
 mod operator_kit;
 mod outage_drill;

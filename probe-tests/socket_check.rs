@@ -462,6 +462,21 @@ fn exit_codes_for_usage_and_for_what_cannot_be_evaluated() {
         .run()
         .expect(2)
         .says(&["--timeout"]);
+    // A script that asked for JSON gets the error document, even for a flag clap rejects.
+    for run in [
+        probe(&["--port", "0", "--json"]).run(),
+        probe(&["--port", "0"]).env("NATSPROBE_JSON", "true").run(),
+    ] {
+        run.expect(2);
+        assert_eq!(run.json()["verdict"], "error", "{run}");
+        assert!(
+            run.json()["summary"]
+                .as_str()
+                .unwrap()
+                .starts_with("natsprobe: invalid value '0' for '--port <P>'"),
+            "{run}"
+        );
+    }
     probe(&["--help"]).run().expect(0);
     // /proc/PID/fd of another user's process is unreadable without CAP_SYS_PTRACE: exit 3,
     // with the reason.

@@ -69,6 +69,9 @@ static PHASE: AtomicU8 = AtomicU8::new(Phase::Starting as u8);
 static PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 static SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 static TO_STDOUT: AtomicU8 = AtomicU8::new(0);
+/// The memory budget's message (`budget`), made the same way.
+static BUDGET_PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+static BUDGET_SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 
 pub fn set_phase(phase: Phase) {
     PHASE.store(phase as u8, Ordering::SeqCst);
@@ -125,7 +128,39 @@ pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed
     Armed { timer: timer.ok() }
 }
 
+/// Prepares the line `over_budget` writes: `prefix`, the phase, `suffix`.
+pub fn prepare_budget_message(prefix: String, suffix: String) {
+    BUDGET_PREFIX.store(
+        Box::into_raw(Box::new(prefix.into_bytes())),
+        Ordering::SeqCst,
+    );
+    BUDGET_SUFFIX.store(
+        Box::into_raw(Box::new(suffix.into_bytes())),
+        Ordering::SeqCst,
+    );
+}
+
+/// The memory budget ran out (`budget`): the prepared line, naming the phase, and
+/// `Exit::CannotEvaluate`. Called from inside the allocator, so it allocates nothing.
+pub fn over_budget() -> ! {
+    end_with(
+        &BUDGET_PREFIX,
+        &BUDGET_SUFFIX,
+        b"could not evaluate: the memory budget ran out\n",
+    )
+}
+
 extern "C" fn on_alarm(_: libc::c_int) {
+    end_with(
+        &PREFIX,
+        &SUFFIX,
+        b"could not evaluate: the deadline passed\n",
+    )
+}
+
+/// Writes a prepared message (or `fallback` when none was prepared) and `_exit`s with
+/// `Exit::CannotEvaluate`. Async-signal-safe, and allocation-free.
+fn end_with(prefix: &AtomicPtr<Vec<u8>>, suffix: &AtomicPtr<Vec<u8>>, fallback: &[u8]) -> ! {
     let code = i32::from(Exit::CannotEvaluate.code());
     let fd = match TO_STDOUT.load(Ordering::SeqCst) {
         1 => 1,
@@ -137,13 +172,15 @@ extern "C" fn on_alarm(_: libc::c_int) {
     let write = |bytes: &[u8]| {
         let _ = nix::unistd::write(out, bytes);
     };
-    let (prefix, suffix) = (PREFIX.load(Ordering::SeqCst), SUFFIX.load(Ordering::SeqCst));
+    let (prefix, suffix) = (prefix.load(Ordering::SeqCst), suffix.load(Ordering::SeqCst));
     if !prefix.is_null() && !suffix.is_null() {
-        // SAFETY: both pointers came from Box::into_raw in `arm` and are never freed.
+        // SAFETY: both pointers came from Box::into_raw and are never freed.
         let (prefix, suffix) = unsafe { (&*prefix, &*suffix) };
         write(prefix);
         write(phase().text().as_bytes());
         write(suffix);
+    } else {
+        write(fallback);
     }
     // SAFETY: _exit is async-signal-safe; unlike exit(3) it runs no atexit handlers, which
     // could deadlock on a lock the interrupted code holds.

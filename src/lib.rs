@@ -9,9 +9,11 @@
 //! - [`report`]: typed reports, their JSON and their words;
 //! - [`commands`]: each command composing the above.
 //!
-//! Plumbing: [`deadline`] (the run's SIGALRM deadline), [`exit`] (the exit codes) and
-//! [`error`] (runs that end without a verdict).
+//! Plumbing: [`deadline`] (the run's SIGALRM deadline), [`budget`] (its memory budget), [`exit`] (the exit codes) and
+//! [`error`] (runs that end without a verdict). `fuzz` (built only for the fuzzer and the tests)
+//! holds the fuzzing entry points.
 
+pub mod budget;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -19,6 +21,8 @@ pub mod deadline;
 pub mod error;
 pub mod exit;
 pub mod facts;
+#[cfg(any(fuzzing, test))]
+pub mod fuzz;
 pub mod observe;
 pub mod report;
 pub mod rules;

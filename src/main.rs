@@ -10,10 +10,14 @@ use natsprobe::config::{duration, CheckConfig, GuardConfig};
 use natsprobe::error::Error;
 use natsprobe::exit::Exit;
 use natsprobe::rules::check::Health;
-use natsprobe::{commands, deadline, report};
+use natsprobe::{budget, commands, deadline, report};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// Every allocation counted against the run's memory budget (`natsprobe::budget`).
+#[global_allocator]
+static ALLOCATOR: budget::Budget = budget::Budget;
 
 /// Time kept back from `--timeout` to print the answer: the runtime SIGKILLs a probe that
 /// overstays, and a killed probe says nothing.
@@ -43,7 +47,19 @@ fn main() -> ExitCode {
                 let first_line_end = text.find('\n').unwrap_or(text.len());
                 text.insert_str(first_line_end, &format!(" ({note})"));
             }
-            let _ = write!(std::io::stderr(), "{text}");
+            // A script that asked for JSON gets JSON, even for a flag clap rejected: the
+            // first line, without clap's "error: " and usage hints.
+            if cli::wants_json(&args, &|name| std::env::var(name).ok()) {
+                let first = text.lines().next().unwrap_or_default();
+                let message = first.strip_prefix("error: ").unwrap_or(first);
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{}",
+                    report::error(&format!("natsprobe: {message}"), true)
+                );
+            } else {
+                let _ = write!(std::io::stderr(), "{text}");
+            }
             return Exit::Usage.into();
         }
     };
@@ -121,11 +137,26 @@ fn under_deadline<T>(
     named: &str,
     json: bool,
     started: Instant,
+    memory: usize,
     work: impl FnOnce(Instant) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
-    // The deadline's line is made now, by the one formatter, around a marker for the phase.
+    // The deadline's line and the memory budget's are made now, by the one formatter, around
+    // a marker for the phase.
     const MARK: &str = "<<phase>>";
+    let prepared = |message: String| {
+        let text = failure(Error::CannotEvaluate(message), json).text;
+        let (prefix, suffix) = text
+            .split_once(MARK)
+            .expect("the marker survives both formats");
+        (prefix.to_string(), format!("{suffix}\n"))
+    };
+    let (budget_prefix, budget_suffix) = prepared(format!(
+        "more than {} MiB of memory needed while {MARK} (a server sending without end?)",
+        memory >> 20
+    ));
+    deadline::prepare_budget_message(budget_prefix, budget_suffix);
+    budget::set_limit(memory);
     let late = failure(
         Error::CannotEvaluate(format!("{named} passed while {MARK}")),
         json,
@@ -148,9 +179,14 @@ fn under_deadline<T>(
 fn run_check(config: CheckConfig, started: Instant) -> Outcome {
     let (json, verbose) = (config.json, config.verbose);
     let named = format!("--timeout {}", duration::display(config.timeout));
-    match under_deadline(config.timeout, &named, json, started, |deadline| {
-        commands::check::run(&config, deadline)
-    }) {
+    match under_deadline(
+        config.timeout,
+        &named,
+        json,
+        started,
+        budget::CHECK,
+        |deadline| commands::check::run(&config, deadline),
+    ) {
         Ok(report) => Outcome {
             text: report::render_check(&report, json, verbose),
             to_stderr: false,
@@ -168,9 +204,14 @@ fn run_diagnose(mut config: CheckConfig, started: Instant, colour: bool) -> Outc
     config.verbose = true;
     let json = config.json;
     let named = format!("--timeout {}", duration::display(config.timeout));
-    match under_deadline(config.timeout, &named, json, started, |deadline| {
-        commands::diagnose::run(&config, deadline, cli::VERSION)
-    }) {
+    match under_deadline(
+        config.timeout,
+        &named,
+        json,
+        started,
+        budget::CHECK,
+        |deadline| commands::diagnose::run(&config, deadline, cli::VERSION),
+    ) {
         Ok(report) => Outcome {
             text: report::render_diagnose(&report, json, colour),
             to_stderr: false,
@@ -191,7 +232,7 @@ fn run_guard(config: GuardConfig, started: Instant) -> Outcome {
         "the guard's deadline ({}: --interval, twice --timeout, and 1s)",
         duration::display(timeout)
     );
-    match under_deadline(timeout, &named, json, started, |_| {
+    match under_deadline(timeout, &named, json, started, budget::GUARD, |_| {
         commands::guard::run(&config)
     }) {
         Ok(report) => Outcome {

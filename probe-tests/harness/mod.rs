@@ -3,6 +3,7 @@
 pub mod cluster;
 pub mod drill;
 pub mod flood;
+pub mod hostile;
 pub mod image;
 pub mod kubelet;
 pub mod netns;

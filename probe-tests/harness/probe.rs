@@ -29,6 +29,8 @@ pub struct Probe<'a> {
     binary: PathBuf,
     /// An emulator that runs the binary (qemu-aarch64 for the arm64 build).
     runner: Option<&'static str>,
+    /// A seccomp filter that refuses netlink sockets (EPERM), as some profiles do.
+    no_netlink: bool,
 }
 
 pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
@@ -39,6 +41,7 @@ pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
         uid: None,
         binary: binary(),
         runner: None,
+        no_netlink: false,
     }
 }
 
@@ -59,6 +62,12 @@ impl<'a> Probe<'a> {
         self
     }
 
+    /// Netlink sockets refused by a seccomp filter, as a restrictive profile does.
+    pub fn no_netlink(mut self) -> Self {
+        self.no_netlink = true;
+        self
+    }
+
     /// The arm64 static binary, run under qemu-user.
     pub fn arm64(mut self) -> Self {
         self.binary = super::static_binary_arm64();
@@ -72,17 +81,33 @@ impl<'a> Probe<'a> {
     }
 
     pub fn command(&self) -> Command {
-        let mut cmd = match self.runner {
-            Some(runner) => {
-                let mut cmd = Command::new(runner);
-                cmd.arg(&self.binary);
+        let program: Vec<std::ffi::OsString> = match self.runner {
+            Some(runner) => vec![runner.into(), self.binary.clone().into()],
+            None => vec![self.binary.clone().into()],
+        };
+        // Into the namespace by nsenter, which execs the probe, rather than by setns in a
+        // forked copy of this (large, multi-threaded) test process: without a pre_exec step
+        // std spawns with posix_spawn, and the child's peak RSS (wait4) is then the probe's
+        // own, not this process's pages counted before the exec. With a uid to drop, the
+        // forked path remains.
+        let plain = self.uid.is_none() && !self.no_netlink;
+        let mut cmd = match (self.ns, plain) {
+            (Some(ns), true) => {
+                let mut cmd = Command::new("nsenter");
+                cmd.arg(format!("--net=/run/netns/{}", ns.name))
+                    .arg("--")
+                    .args(&program);
                 cmd
             }
-            None => Command::new(&self.binary),
+            _ => {
+                let mut cmd = Command::new(&program[0]);
+                cmd.args(&program[1..]);
+                if let Some(ns) = self.ns {
+                    ns.enter_on_exec(&mut cmd);
+                }
+                cmd
+            }
         };
-        if let Some(ns) = self.ns {
-            ns.enter_on_exec(&mut cmd);
-        }
         // Nothing from the test's own environment may change the probe's behaviour.
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy().to_string();
@@ -93,6 +118,12 @@ impl<'a> Probe<'a> {
         cmd.args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.stdin(Stdio::null());
+        if self.no_netlink {
+            // SAFETY: prctl is async-signal-safe; the filter lives on this closure's stack.
+            unsafe {
+                cmd.pre_exec(refuse_netlink);
+            }
+        }
         // std applies Command::uid before pre_exec closures, and setns needs root: so the
         // privileges are dropped in a closure registered after the namespace's.
         if let Some(uid) = self.uid {
@@ -114,10 +145,38 @@ impl<'a> Probe<'a> {
 
     pub fn run(self) -> Run {
         let started = Instant::now();
-        let out = self
+        let mut child = self
             .command()
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.binary.display()));
+        let drain = |stream: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                if let Some(mut s) = stream {
+                    let _ = s.read_to_end(&mut text);
+                }
+                text
+            })
+        };
+        let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
+        let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
+        // wait4, for the child's own peak RSS (getrusage would mix parallel tests' children).
+        let mut status = 0;
+        // SAFETY: wait4 on our own child; rusage is a plain struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+        assert_eq!(pid, child.id() as i32, "wait4");
+        std::mem::forget(child); // reaped above
+        let elapsed = started.elapsed();
+        let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+        let out = std::process::Output {
+            status: std::os::unix::process::ExitStatusExt::from_raw(status),
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
+        };
+        debug_assert_eq!(out.status.code(), code);
         Run {
             args: self
                 .args
@@ -128,9 +187,49 @@ impl<'a> Probe<'a> {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).to_string(),
             stderr: String::from_utf8_lossy(&out.stderr).to_string(),
-            elapsed: started.elapsed(),
+            elapsed,
+            max_rss_kib: usage.ru_maxrss,
         }
     }
+}
+
+/// Installs a seccomp filter: `socket(AF_NETLINK, ...)` fails with EPERM, everything else is
+/// allowed (x86-64).
+pub fn refuse_netlink() -> std::io::Result<()> {
+    const LD_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const ALLOW: u32 = 0x7fff_0000;
+    const ERRNO: u32 = 0x0005_0000;
+    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let filter = [
+        op(LD_ABS, 0, 0, 4),                    // arch
+        op(JEQ, 0, 4, AUDIT_ARCH_X86_64),       // other arch: allow
+        op(LD_ABS, 0, 0, 0),                    // syscall number
+        op(JEQ, 0, 2, libc::SYS_socket as u32), // not socket(2): allow
+        op(LD_ABS, 0, 0, 16),                   // its first argument (low half)
+        op(JEQ, 1, 0, libc::AF_NETLINK as u32), // AF_NETLINK: refuse
+        op(RET, 0, 0, ALLOW),
+        op(RET, 0, 0, ERRNO | libc::EPERM as u32),
+    ];
+    let program = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: plain prctl calls with a filter that outlives them.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &program as *const libc::sock_fprog,
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// One finished run of the probe.
@@ -141,6 +240,8 @@ pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+    /// The run's peak resident set, KiB.
+    pub max_rss_kib: i64,
 }
 
 impl Run {

@@ -17,6 +17,18 @@ pub fn run_in_root(
     args: &[&str],
     uid: Option<u32>,
 ) -> Output {
+    run_in_root_with(root, ns, program, args, uid, false)
+}
+
+/// As `run_in_root`; with `read_only`, the root is mounted read-only (`readOnlyRootFilesystem`).
+pub fn run_in_root_with(
+    root: &Path,
+    ns: &NetNs,
+    program: &str,
+    args: &[&str],
+    uid: Option<u32>,
+    read_only: bool,
+) -> Output {
     assert!(
         root.join("proc").is_dir(),
         "{} needs an empty proc directory",
@@ -45,6 +57,24 @@ pub fn run_in_root(
             {
                 return fail();
             }
+            if read_only
+                && (libc::mount(
+                    root_c.as_ptr(),
+                    root_c.as_ptr(),
+                    none,
+                    libc::MS_BIND | libc::MS_REC,
+                    none.cast(),
+                ) != 0
+                    || libc::mount(
+                        none,
+                        root_c.as_ptr(),
+                        none,
+                        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
+                        none.cast(),
+                    ) != 0)
+            {
+                return fail();
+            }
             if libc::mount(
                 c"proc".as_ptr(),
                 proc_c.as_ptr(),
@@ -64,6 +94,45 @@ pub fn run_in_root(
                     || libc::setuid(uid) != 0
                 {
                     return fail();
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd.output()
+        .unwrap_or_else(|e| panic!("run {program} in {}: {e}", root.display()))
+}
+
+/// Runs `program` in `root` as it is, with no /proc mounted: `root/proc` is whatever the test
+/// put there (a garbled or unreadable `net/tcp`). With `no_netlink`, netlink sockets are refused
+/// (seccomp), so the probe must read that /proc.
+pub fn run_with_fake_proc(
+    root: &Path,
+    ns: &NetNs,
+    program: &str,
+    args: &[&str],
+    uid: Option<u32>,
+    no_netlink: bool,
+) -> Output {
+    let root_c = CString::new(root.as_os_str().as_encoded_bytes()).unwrap();
+    let mut cmd = Command::new(program);
+    cmd.args(args).env_clear();
+    ns.enter_on_exec(&mut cmd);
+    // SAFETY: chroot, chdir, prctl, setgroups, setgid and setuid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::chroot(root_c.as_ptr()) != 0 || libc::chdir(c"/".as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if no_netlink {
+                super::probe::refuse_netlink()?;
+            }
+            if let Some(uid) = uid {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(uid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
                 }
             }
             Ok(())

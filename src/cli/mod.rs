@@ -785,6 +785,18 @@ pub fn with_default_subcommand(args: impl IntoIterator<Item = OsString>) -> Vec<
     args
 }
 
+/// Whether a command line clap rejected asked for JSON: `--json` among the arguments, or a
+/// true `NATSPROBE_JSON`.
+pub fn wants_json(argv: &[OsString], env: &dyn Fn(&str) -> Option<String>) -> bool {
+    argv.iter().any(|a| a == "--json")
+        || env("NATSPROBE_JSON").is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on" | "y"
+            )
+        })
+}
+
 /// clap's message names the flag. When the bad value came from the flag's environment twin
 /// (a pod spec's `env:`), that is said too, or the operator looks for a flag that is not there.
 pub fn env_source(err: &clap::Error, argv: &[OsString]) -> Option<String> {

@@ -4,7 +4,7 @@
 
 mod auth;
 pub mod duration;
-mod url;
+pub(crate) mod url;
 
 pub use auth::{Auth, Secret};
 pub use url::{

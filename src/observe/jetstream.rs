@@ -243,15 +243,14 @@ pub struct Page<T> {
     pub missing: Vec<String>,
 }
 
+/// A listing names its paging (`total`, `offset`, `limit`) on every page, empty or not: an
+/// answer without it is not a listing, and must not read as an empty account.
 #[derive(Deserialize)]
 struct RawPage<T> {
     error: Option<RawError>,
-    #[serde(default)]
-    total: u64,
-    #[serde(default)]
-    offset: u64,
-    #[serde(default)]
-    limit: u64,
+    total: Option<u64>,
+    offset: Option<u64>,
+    limit: Option<u64>,
     // `null` when empty.
     streams: Option<Vec<T>>,
     consumers: Option<Vec<T>>,
@@ -268,6 +267,11 @@ where
     if let Some(e) = raw.error {
         return Err(api_error(e));
     }
+    let (Some(total), Some(offset), Some(limit)) = (raw.total, raw.offset, raw.limit) else {
+        return Err(ParseError::Malformed(
+            "not a listing: no total, offset, limit".into(),
+        ));
+    };
     let items = raw
         .streams
         .or(raw.consumers)
@@ -287,9 +291,9 @@ where
         _ => {}
     }
     Ok(Page {
-        total: raw.total,
-        offset: raw.offset,
-        limit: raw.limit,
+        total,
+        offset,
+        limit,
         items,
         missing,
     })
@@ -461,6 +465,18 @@ mod tests {
         assert!(!f.push() && !f.push_bound && !f.paused);
         assert_eq!(f.ack_floor.last_active, None);
         assert_eq!(f.num_waiting, 3);
+    }
+
+    #[test]
+    fn an_answer_without_paging_is_not_a_listing() {
+        // Not an empty account: a foreign or hostile answer.
+        for body in [&br#"{"type":"x"}"#[..], br#"{"streams":[]}"#, br#"{}"#] {
+            assert!(parse_stream_list(body).is_err(), "{body:?}");
+            assert!(parse_consumer_list(body).is_err(), "{body:?}");
+        }
+        let empty =
+            parse_stream_list(br#"{"total":0,"offset":0,"limit":256,"streams":null}"#).unwrap();
+        assert_eq!((empty.total, empty.items.len()), (0, 0));
     }
 
     #[test]

@@ -115,6 +115,48 @@ impl Stored {
     }
 }
 
+/// A state file's contents, for `key`: its sample, or why not.
+pub fn decode(text: &[u8], key: &Key) -> Loaded {
+    match serde_json::from_slice::<File>(text) {
+        Ok(f) if f.version == VERSION && f.key == *key => match f.sample.sample() {
+            Some(sample) => Loaded::Sample(sample),
+            None => Loaded::Corrupt("not a sample".into()),
+        },
+        Ok(_) => Loaded::Foreign,
+        Err(_) => Loaded::Corrupt("not a sample".into()),
+    }
+}
+
+enum Kind {
+    /// This user's, and nobody else may write to it.
+    Private,
+    Shared,
+}
+
+/// Creates `path` (0700) if missing, and says whose it is. A symlink (never followed) or a
+/// non-directory is an error.
+fn kind(path: &Path) -> Result<Kind, String> {
+    match fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+    }
+    let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.file_type().is_symlink() {
+        return Err(format!("{} is a symlink; not followed", path.display()));
+    }
+    if !meta.is_dir() {
+        return Err(format!("{} is not a directory", path.display()));
+    }
+    let uid = nix::unistd::geteuid().as_raw();
+    Ok(
+        match meta.uid() == uid && meta.permissions().mode() & 0o022 == 0 {
+            true => Kind::Private,
+            false => Kind::Shared,
+        },
+    )
+}
+
 #[derive(Debug)]
 pub struct StateDir {
     pub path: PathBuf,
@@ -129,28 +171,25 @@ pub fn default_dir(tmpdir: Option<&str>) -> PathBuf {
 
 impl StateDir {
     /// Creates the dir (0700) if needed. A symlink or non-directory is refused; so is a
-    /// default dir (in a shared /tmp) that another user owns or others may write to.
+    /// default dir (in a shared /tmp) that another user owns or others may write to. An
+    /// explicit `--state-dir` that is not this user's private directory (an emptyDir is 0777,
+    /// root's) holds the samples in a private `natsprobe-<uid>` inside it, as /tmp does: a
+    /// sample another user could write could make a healthy consumer look stalled.
     pub fn open(path: PathBuf, explicit: bool) -> Result<StateDir, String> {
-        match fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+        let not_private =
+            |p: &Path| format!("{} is not this user's private directory", p.display());
+        match kind(&path)? {
+            Kind::Private => Ok(StateDir { path }),
+            Kind::Shared if explicit => {
+                let uid = nix::unistd::geteuid();
+                let inner = path.join(format!("natsprobe-{uid}"));
+                match kind(&inner)? {
+                    Kind::Private => Ok(StateDir { path: inner }),
+                    Kind::Shared => Err(not_private(&inner)),
+                }
+            }
+            Kind::Shared => Err(not_private(&path)),
         }
-        let meta = fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if meta.file_type().is_symlink() {
-            return Err(format!("{} is a symlink; not followed", path.display()));
-        }
-        if !meta.is_dir() {
-            return Err(format!("{} is not a directory", path.display()));
-        }
-        let uid = nix::unistd::geteuid().as_raw();
-        if !explicit && (meta.uid() != uid || meta.permissions().mode() & 0o022 != 0) {
-            return Err(format!(
-                "{} is not this user's private directory",
-                path.display()
-            ));
-        }
-        Ok(StateDir { path })
     }
 
     pub fn file(&self, key: &Key) -> PathBuf {
@@ -178,18 +217,35 @@ impl StateDir {
         {
             return Loaded::Corrupt(e.to_string());
         }
-        match serde_json::from_slice::<File>(&text) {
-            Ok(f) if f.version == VERSION && f.key == *key => match f.sample.sample() {
-                Some(sample) => Loaded::Sample(sample),
-                None => Loaded::Corrupt("not a sample".into()),
-            },
-            Ok(_) => Loaded::Foreign,
-            Err(_) => Loaded::Corrupt("not a sample".into()),
+        decode(&text, key)
+    }
+
+    /// Removes temporary files a run left when it was killed between writing and renaming
+    /// (the deadline, SIGKILL): older than a minute, no run is still writing them.
+    fn sweep(&self) {
+        let Ok(entries) = fs::read_dir(&self.path) else {
+            return;
+        };
+        let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if !(name.starts_with(".consumer-") && name.ends_with(".tmp")) {
+                continue;
+            }
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < stale);
+            if old {
+                let _ = fs::remove_file(entry.path());
+            }
         }
     }
 
     /// Replaces the file atomically: a reader sees the old sample or the new, never half.
     pub fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
+        self.sweep();
         let target = self.file(key);
         let tmp = self.path.join(format!(
             ".{}.{}.tmp",
@@ -321,10 +377,39 @@ mod tests {
         assert!(StateDir::open(open.clone(), false)
             .unwrap_err()
             .contains("private"));
-        assert!(
-            StateDir::open(open, true).is_ok(),
-            "an explicit --state-dir may be shared"
-        );
+        // An explicit --state-dir that others may write to (an emptyDir): the samples go in
+        // a private directory inside it.
+        let uid = nix::unistd::geteuid();
+        let dir = StateDir::open(open.clone(), true).unwrap();
+        assert_eq!(dir.path, open.join(format!("natsprobe-{uid}")));
+        let mode = fs::metadata(&dir.path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // ... unless that is taken by something else.
+        fs::remove_dir(&dir.path).unwrap();
+        std::os::unix::fs::symlink(&real, &dir.path).unwrap();
+        assert!(StateDir::open(open, true).unwrap_err().contains("symlink"));
+    }
+
+    /// A temporary file a killed run left is removed once it is a minute old; a fresh one
+    /// (another run writing now) is not.
+    #[test]
+    fn stale_temporary_files_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
+        let stale = dir.path.join(".consumer-00000000000000aa.json.4242.tmp");
+        let fresh = dir.path.join(".consumer-00000000000000bb.json.4343.tmp");
+        fs::write(&stale, b"half").unwrap();
+        fs::write(&fresh, b"half").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+        fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        dir.store(&key("a"), &sample(1)).unwrap();
+        assert!(!stale.exists(), "the stale file stays");
+        assert!(fresh.exists(), "a fresh file was removed");
     }
 
     #[test]

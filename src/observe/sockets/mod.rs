@@ -1,9 +1,9 @@
 //! The one socket reader: TCP sockets whose remote port is one of the given ports, read by
 //! netlink sock_diag (kernel-side filter) or, when that is refused, from /proc/net/tcp{,6}.
 
-mod netlink;
+pub(crate) mod netlink;
 pub mod owner;
-mod procnet;
+pub(crate) mod procnet;
 
 use crate::config::ReaderChoice;
 use crate::facts::{Reader, Socket, SocketScan};
@@ -18,6 +18,12 @@ pub enum ScanError {
     Proc {
         path: String,
         source: std::io::Error,
+    },
+    /// Netlink refused, and the /proc fallback failed too: both reasons.
+    #[error("netlink sock_diag refused ({netlink}), and {proc}")]
+    Neither {
+        netlink: String,
+        proc: Box<ScanError>,
     },
 }
 
@@ -67,7 +73,16 @@ fn read(
             }
         }
     };
-    let (sockets, skipped_lines) = procnet::scan(ports, netns_of)?;
+    let (sockets, skipped_lines) = match (procnet::scan(ports, netns_of), &netlink_error) {
+        (Ok(found), _) => found,
+        (Err(e), Some(netlink)) => {
+            return Err(ScanError::Neither {
+                netlink: netlink.clone(),
+                proc: Box::new(e),
+            })
+        }
+        (Err(e), None) => return Err(e),
+    };
     Ok(SocketScan {
         sockets,
         reader: Reader::Proc,

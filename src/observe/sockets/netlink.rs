@@ -204,7 +204,7 @@ fn send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
 }
 
 #[derive(Debug)]
-enum DumpError {
+pub(crate) enum DumpError {
     Io(io::Error),
     Kernel(i32),
     Timeout,
@@ -253,7 +253,11 @@ fn set_receive_timeout(fd: &OwnedFd, deadline: Instant) -> Result<(), DumpError>
 }
 
 /// Parses one datagram of netlink messages; `Ok(true)` once the dump is complete.
-fn parse_messages(mut data: &[u8], seq: u32, out: &mut Vec<Socket>) -> Result<bool, DumpError> {
+pub(crate) fn parse_messages(
+    mut data: &[u8],
+    seq: u32,
+    out: &mut Vec<Socket>,
+) -> Result<bool, DumpError> {
     while data.len() >= NLMSG_HDR_LEN {
         let len = u32_at(data, 0) as usize;
         let kind = u16::from_ne_bytes([data[4], data[5]]);

@@ -24,7 +24,18 @@ fn scan_dir(base: &str, ports: &[u16]) -> Result<(Vec<Socket>, usize), ScanError
         let result = File::open(&path)
             .and_then(|f| parse(BufReader::with_capacity(64 * 1024, f), ports, &mut sockets));
         match result {
-            Ok(bad) => skipped += bad,
+            // Lines, and none in the kernel's format: this is not the socket table (a
+            // garbled or substituted file), and "no connection" would be a guess.
+            Ok(t) if t.malformed > 0 && t.read == 0 => {
+                return Err(ScanError::Proc {
+                    path,
+                    source: io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{} lines, none in the kernel's format", t.malformed),
+                    ),
+                })
+            }
+            Ok(t) => skipped += t.malformed,
             // No tcp6 means IPv6 is disabled: normal, nothing to read.
             Err(e) if !required && e.kind() == io::ErrorKind::NotFound => {}
             Err(source) => return Err(ScanError::Proc { path, source }),
@@ -33,16 +44,32 @@ fn scan_dir(base: &str, ports: &[u16]) -> Result<(Vec<Socket>, usize), ScanError
     Ok((sockets, skipped))
 }
 
+/// How a table's lines went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Lines in the kernel's format (kept or not).
+    pub read: usize,
+    /// Lines that were not.
+    pub malformed: usize,
+}
+
 /// Parses a /proc/net/tcp or tcp6 table, appending to `out` the sockets whose remote port is
-/// in `ports` (every socket when `ports` is empty). Returns how many lines were malformed.
-pub fn parse(mut input: impl BufRead, ports: &[u16], out: &mut Vec<Socket>) -> io::Result<usize> {
+/// in `ports` (every socket when `ports` is empty).
+pub fn parse(mut input: impl BufRead, ports: &[u16], out: &mut Vec<Socket>) -> io::Result<Tally> {
     let mut line = Vec::with_capacity(256);
-    let mut malformed = 0;
+    let mut tally = Tally::default();
     let mut first = true;
     loop {
         line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            return Ok(malformed);
+        match read_line(&mut input, &mut line)? {
+            LineRead::End => return Ok(tally),
+            // No line of the kernel's is this long: garbage, skipped without being kept.
+            LineRead::TooLong => {
+                tally.malformed += 1;
+                first = false;
+                continue;
+            }
+            LineRead::Line => {}
         }
         if std::mem::take(&mut first) && is_header(&line) {
             continue;
@@ -51,9 +78,64 @@ pub fn parse(mut input: impl BufRead, ports: &[u16], out: &mut Vec<Socket>) -> i
             continue;
         }
         match parse_line(&line, ports) {
-            Line::Keep(socket) => out.push(socket),
-            Line::OtherPort => {}
-            Line::Malformed => malformed += 1,
+            Line::Keep(socket) => {
+                tally.read += 1;
+                out.push(socket)
+            }
+            Line::OtherPort => tally.read += 1,
+            Line::Malformed => tally.malformed += 1,
+        }
+    }
+}
+
+/// The kernel's lines are under 200 bytes (tcp6's longest is about 180).
+const MAX_LINE: usize = 1024;
+
+enum LineRead {
+    Line,
+    TooLong,
+    End,
+}
+
+/// One line into `line`, at most `MAX_LINE` bytes of it kept: a longer one is read to its end
+/// and reported, so a garbled table can neither grow memory nor stop the scan.
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineRead> {
+    let mut read_any = false;
+    let mut too_long = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(match (read_any, too_long) {
+                (false, _) => LineRead::End,
+                (true, true) => LineRead::TooLong,
+                (true, false) => LineRead::Line,
+            });
+        }
+        read_any = true;
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..=i], true),
+            None => (available, false),
+        };
+        let used = chunk.len();
+        if !too_long {
+            if line.len() + used > MAX_LINE {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        input.consume(used);
+        if done {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
         }
     }
 }
@@ -184,11 +266,34 @@ mod tests {
     /// The sockets without their traffic facts (checked on their own below).
     fn parse_str(text: &str, ports: &[u16]) -> (Vec<Socket>, usize) {
         let mut out = Vec::new();
-        let bad = parse(text.as_bytes(), ports, &mut out).unwrap();
+        let bad = parse(text.as_bytes(), ports, &mut out).unwrap().malformed;
         for s in &mut out {
             s.info = None;
         }
         (out, bad)
+    }
+
+    /// A table with lines and none in the kernel's format is no table: an error naming the
+    /// file, never "no connection". Some bad lines among good ones are skipped and counted.
+    #[test]
+    fn a_garbled_table_is_an_error_and_a_few_bad_lines_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().to_str().unwrap();
+        std::fs::write(dir.path().join("tcp"), "garbage\nmore garbage\n\x00\x01\n").unwrap();
+        match scan_dir(base, &[4222]) {
+            Err(ScanError::Proc { path, source }) => {
+                assert!(path.ends_with("/tcp"), "{path}");
+                assert_eq!(source.to_string(), "3 lines, none in the kernel's format");
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(dir.path().join("tcp"), format!("{TCP}garbage\n")).unwrap();
+        let (found, skipped) = scan_dir(base, &[4222]).unwrap();
+        assert_eq!(skipped, 1);
+        assert!(!found.is_empty());
+        // An empty table (no sockets at all) is no error.
+        std::fs::write(dir.path().join("tcp"), "").unwrap();
+        assert_eq!(scan_dir(base, &[4222]).unwrap().0.len(), 0);
     }
 
     #[test]

@@ -1,0 +1,541 @@
+//! A hostile environment: a read-only root with no /tmp, no privileges, a socket table that is
+//! garbled or unreadable while netlink is refused, state dirs that cannot be trusted, a full
+//! disk, secrets in every source against servers that refuse them or are down, and a thousand
+//! runs in a row.
+
+use crate::harness::pods::*;
+use crate::harness::probe::Run;
+use crate::harness::rootfs::{run_in_root_with, run_with_fake_proc};
+use crate::harness::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+const S10: Duration = Duration::from_secs(10);
+
+fn pod() -> (Arc<NetNs>, NatsServer, Peer) {
+    let ns = Arc::new(NetNs::new());
+    let server = NatsServer::start(Some(&ns), Version::Pinned, "127.0.0.1", 4222);
+    let client = Peer::conn(Some(&ns), &server.url(), 60, "2s");
+    (ns, server, client)
+}
+
+/// A file standing in for /proc/net/tcp, readable by anyone unless `mode` says otherwise.
+fn file(dir: &Path, name: &str, text: &str, mode: u32) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    path
+}
+
+/// Garbled or unreadable `/proc/net/tcp` with netlink refused: the probe cannot see the
+/// socket table, says why, and exits 3: never "no connection" (a guess), never a panic.
+#[test]
+fn a_socket_table_it_cannot_read_is_could_not_evaluate() {
+    let (ns, _server, _client) = pod();
+    // Netlink refused (a seccomp profile): the /proc fallback answers, and says why.
+    let run = probe(&["-v"]).ns(&ns).no_netlink().run();
+    run.expect(0).says(&["healthy: 1 ESTABLISHED"]);
+    assert!(
+        run.stdout
+            .contains("reader: proc (netlink refused: socket: Operation not permitted"),
+        "{run}"
+    );
+
+    // A root whose /proc/net/tcp is garbled, or unreadable.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::copy(static_binary(), root.path().join("natsprobe")).unwrap();
+    let net = root.path().join("proc/net");
+    std::fs::create_dir_all(&net).unwrap();
+    let run = |args: &[&str], uid: Option<u32>, no_netlink: bool| {
+        let out = run_with_fake_proc(root.path(), &ns, "/natsprobe", args, uid, no_netlink);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!(
+            "environment | {args:?} | exit {:?} | {text}",
+            out.status.code()
+        );
+        assert!(!text.contains("panicked"), "{text}");
+        (out.status.code(), text)
+    };
+    file(&net, "tcp", "garbage\n\u{1}\u{2}\nnot a table\n", 0o644);
+    let (code, text) = run(&["--reader", "proc"], None, false);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.starts_with("could not evaluate: cannot read the socket table: /proc/net/tcp: 3 lines, none in the kernel's format"), "{text}");
+    // Garbled, with netlink refused: both reasons.
+    let (code, text) = run(&[], None, true);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.starts_with("could not evaluate: cannot read the socket table: netlink sock_diag refused (socket: Operation not permitted"), "{text}");
+    assert!(
+        text.contains("), and /proc/net/tcp: 3 lines, none in the kernel's format"),
+        "{text}"
+    );
+    // Unreadable by the probe's user, netlink refused; and in JSON.
+    file(&net, "tcp", "", 0o000);
+    let (code, text) = run(&[], Some(65534), true);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("/proc/net/tcp: Permission denied"), "{text}");
+    let (code, text) = run(&["--json"], Some(65534), true);
+    assert_eq!(code, Some(3), "{text}");
+    let json: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(json["verdict"], "error", "{text}");
+    // Missing altogether (no /proc at all).
+    std::fs::remove_dir_all(root.path().join("proc")).unwrap();
+    let (code, text) = run(&[], None, true);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(
+        text.contains("/proc/net/tcp: No such file or directory"),
+        "{text}"
+    );
+}
+
+/// `readOnlyRootFilesystem` with no /tmp at all (a scratch image): the consumer check still
+/// judges, says it cannot keep samples, and never fails the pod for it.
+#[test]
+fn a_read_only_root_with_no_tmp_keeps_no_samples_and_still_judges() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let _consumer = pods.consume("S", "D", &[]);
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(static_binary(), root.path().join("natsprobe")).unwrap();
+    std::fs::create_dir(root.path().join("proc")).unwrap();
+    for command in ["check", "diagnose"] {
+        let out = run_in_root_with(
+            root.path(),
+            &pods.app,
+            "/natsprobe",
+            &[command, "--server", &pods.url, "--consumer", "S/D", "-v"],
+            Some(65532),
+            true,
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        println!(
+            "environment | read-only root, {command} | {}",
+            stdout.lines().next().unwrap_or("")
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("consumer S/D") || stdout.contains("S/D"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("cannot create /tmp/natsprobe-65532: "),
+            "says why no sample is kept: {stdout}"
+        );
+    }
+    // The root really is read-only.
+    let out = run_in_root_with(
+        root.path(),
+        &pods.app,
+        "/natsprobe",
+        &["install", "/copy"],
+        Some(0),
+        true,
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Read-only file system"),
+        "{out:?}"
+    );
+}
+
+/// `--state-dir` a symlink, owned by another user, world-writable, or on a full disk: the
+/// consumer is judged all the same (exit 0), `-v` says what became of the samples, and a
+/// world-writable dir gets a private directory inside it.
+#[test]
+fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let _consumer = pods.consume("S", "D", &[]);
+    let base = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let check = |dir: &Path, uid: Option<u32>| -> Run {
+        let d = dir.to_str().unwrap();
+        let mut p = probe(&[
+            "--server",
+            &pods.url,
+            "--consumer",
+            "S/D",
+            "--state-dir",
+            d,
+            "-v",
+        ])
+        .ns(&pods.app);
+        if let Some(uid) = uid {
+            p = p.uid(uid);
+        }
+        let run = p.run();
+        println!(
+            "environment | state dir {d} | {}",
+            run.stdout
+                .lines()
+                .find(|l| l.contains("consumer S/D"))
+                .unwrap_or("")
+        );
+        run.expect(0);
+        run
+    };
+
+    let real = base.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = base.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let run = check(&link, None);
+    assert!(run.stdout.contains("is a symlink; not followed"), "{run}");
+    assert_eq!(
+        std::fs::read_dir(&real).unwrap().count(),
+        0,
+        "written through the link"
+    );
+
+    // Root's, 0755: another user may not write in it.
+    let root_owned = base.path().join("root-owned");
+    std::fs::create_dir(&root_owned).unwrap();
+    std::fs::set_permissions(&root_owned, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = check(&root_owned, Some(65534));
+    assert!(
+        run.stdout.contains("cannot create") && run.stdout.contains("Permission denied"),
+        "{run}"
+    );
+
+    // World-writable, as an emptyDir is: the samples go in a private directory inside.
+    let shared = base.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = check(&shared, Some(65534));
+    assert!(!run.stdout.contains("state not kept"), "{run}");
+    let private = shared.join("natsprobe-65534");
+    let meta = std::fs::metadata(&private).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::read_dir(&private).unwrap().count(),
+        1,
+        "one sample"
+    );
+
+    // A full disk: a 64 KiB tmpfs, filled.
+    let full = base.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&full)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&full);
+    let state = full.join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let _ = std::fs::write(full.join("filler"), vec![0u8; 1 << 20]);
+    let run = check(&state, None);
+    assert!(run.stdout.contains("No space left on device"), "{run}");
+    let leftovers: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
+    assert!(
+        leftovers.is_empty(),
+        "a partial file was left: {leftovers:?}"
+    );
+}
+
+/// No privileges: every command as nobody, with no capabilities, works as it does as root
+/// (netlink sock_diag needs none).
+#[test]
+fn every_command_runs_as_nobody() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let _consumer = pods.consume("S", "D", &[]);
+    let state = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let s = state.path().to_str().unwrap();
+    for args in [
+        vec![
+            "check",
+            "--server",
+            &pods.url,
+            "--consumer",
+            "S/D",
+            "--state-dir",
+            s,
+            "-v",
+        ],
+        vec![
+            "diagnose",
+            "--server",
+            &pods.url,
+            "--consumer",
+            "S/D",
+            "--state-dir",
+            s,
+        ],
+        vec!["guard", "--server", &pods.url, "--interval", "200ms"],
+    ] {
+        let run = probe(&args).ns(&pods.app).uid(65534).run();
+        println!("environment | as nobody | {:?} | {}", args[0], run.line());
+        run.expect(0);
+        if args[0] == "check" {
+            assert!(run.stdout.contains("reader: netlink"), "{run}");
+        }
+    }
+}
+
+/// Secrets, from every source (flags, NATSPROBE_*, the nats CLI's NATS_*, URL userinfo,
+/// files), for every command and output (`-v`, `--json`, `diagnose`, `guard`), against a
+/// server that rejects them and against no server at all: none appears in stdout or stderr.
+#[test]
+fn no_secret_in_any_output_of_any_command() {
+    let password = "pa55-W0rd-s3cret";
+    let token = "t0ken-s3cret-v4lue";
+    let op = OperatorMode::new();
+    let seed = op.seed.clone();
+    let creds = op.creds.to_string_lossy().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let nkey_file = dir.path().join("seed.nk");
+    std::fs::write(&nkey_file, format!("{}\n", nkey_seed())).unwrap();
+    let nkey = nkey_file.to_string_lossy().to_string();
+    let nkey_secret = std::fs::read_to_string(&nkey_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    // A server that wants other credentials than any given here.
+    let mut pods = Pods::with(
+        Version::Pinned,
+        &["--user", "someone", "--pass", "else"],
+        &["-user", "someone", "-password", "else"],
+    );
+    let _client = pods.client("conn", &[]);
+    let url = pods.url.clone();
+    let host = url.trim_start_matches("nats://");
+    let secrets = [
+        password,
+        token,
+        seed.as_str(),
+        &op.user_jwt[..40],
+        nkey_secret.as_str(),
+    ];
+
+    type Source<'a> = (&'a str, Vec<String>, Vec<(&'a str, String)>);
+    let sources: Vec<Source> = vec![
+        (
+            "flags",
+            vec![
+                "--user".into(),
+                "u".into(),
+                "--password".into(),
+                password.into(),
+            ],
+            vec![],
+        ),
+        ("token flag", vec!["--token".into(), token.into()], vec![]),
+        (
+            "NATSPROBE_*",
+            vec![],
+            vec![
+                ("NATSPROBE_USER", "u".into()),
+                ("NATSPROBE_PASSWORD", password.into()),
+            ],
+        ),
+        (
+            "NATS_*",
+            vec![],
+            vec![
+                ("NATS_USER", "u".into()),
+                ("NATS_PASSWORD", password.into()),
+                ("NATS_TOKEN", token.into()),
+            ],
+        ),
+        ("creds file", vec!["--creds".into(), creds.clone()], vec![]),
+        ("NATS_CREDS", vec![], vec![("NATS_CREDS", creds.clone())]),
+        ("nkey file", vec!["--nkey".into(), nkey.clone()], vec![]),
+        ("URL userinfo", vec![], vec![]),
+    ];
+    let mut checked = 0;
+    for down in [false, true] {
+        let server_url = |source: &str| match source {
+            "URL userinfo" => format!("nats://u:{password}@{host}"),
+            _ => url.clone(),
+        };
+        for (source, flags, env) in &sources {
+            let server = server_url(source);
+            let commands: Vec<Vec<String>> = vec![
+                vec![
+                    "check".into(),
+                    "--server".into(),
+                    server.clone(),
+                    "--consumer".into(),
+                    "S/D".into(),
+                    "-v".into(),
+                ],
+                vec![
+                    "check".into(),
+                    "--server".into(),
+                    server.clone(),
+                    "--consumer".into(),
+                    "S/D".into(),
+                    "--json".into(),
+                ],
+                vec![
+                    "diagnose".into(),
+                    "--server".into(),
+                    server.clone(),
+                    "--consumer".into(),
+                    "S/D".into(),
+                ],
+                vec![
+                    "diagnose".into(),
+                    "--server".into(),
+                    server.clone(),
+                    "--json".into(),
+                ],
+                vec![
+                    "guard".into(),
+                    "--server".into(),
+                    server.clone(),
+                    "--interval".into(),
+                    "10ms".into(),
+                    "--timeout".into(),
+                    "1s".into(),
+                ],
+                vec![
+                    "guard".into(),
+                    "--server".into(),
+                    server.clone(),
+                    "--interval".into(),
+                    "10ms".into(),
+                    "--timeout".into(),
+                    "1s".into(),
+                    "--json".into(),
+                ],
+            ];
+            for mut args in commands {
+                args.extend(flags.iter().cloned());
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let mut p = probe(&args).ns(&pods.app);
+                for (k, v) in env {
+                    p = p.env(k, v);
+                }
+                let run = p.run();
+                for secret in secrets {
+                    assert!(
+                        !run.stdout.contains(secret) && !run.stderr.contains(secret),
+                        "{source} ({}): a secret shows\n{run}",
+                        if down {
+                            "server down"
+                        } else {
+                            "server rejects"
+                        }
+                    );
+                }
+                // Something was said: a verdict, or why there is none.
+                assert!(!run.line().is_empty(), "{run}");
+                checked += 1;
+            }
+        }
+        if !down {
+            // Now no server at all.
+            pods.server.stop();
+        }
+    }
+    assert_eq!(checked, 2 * 8 * 6);
+}
+
+/// An nkey seed file's content, as `nk -gen user` writes it.
+fn nkey_seed() -> String {
+    nkeys::KeyPair::new_user().seed().unwrap()
+}
+
+/// A thousand runs in a row against a live pod: no temporary or state file left beyond the
+/// one sample, no connection left open at the server, the state dir bounded.
+#[test]
+fn a_thousand_runs_leave_nothing_behind() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let _consumer = pods.consume("S", "D", &[]);
+    let _producer = pods.producer("s.x", 50);
+    let state = tempfile::tempdir().unwrap();
+    let s = state.path().to_str().unwrap();
+    let connections = || -> usize {
+        let out = pods
+            .nats
+            .command("ss")
+            .args(["-Htn", "state", "established", "( sport = :4222 )"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let before = connections();
+    for i in 0..1000 {
+        let args: &[&str] = match i % 4 {
+            0 => &[
+                "check",
+                "--server",
+                &pods.url,
+                "--consumer",
+                "S/D",
+                "--state-dir",
+                s,
+                "--own-subscription",
+            ],
+            1 => &[
+                "diagnose",
+                "--server",
+                &pods.url,
+                "--consumer",
+                "S/D",
+                "--state-dir",
+                s,
+            ],
+            _ => &[
+                "check",
+                "--server",
+                &pods.url,
+                "--consumer",
+                "S/D",
+                "--state-dir",
+                s,
+            ],
+        };
+        let run = probe(args).ns(&pods.app).run();
+        assert_eq!(run.code, Some(0), "run {i}\n{run}");
+    }
+    let files: Vec<String> = walk(state.path());
+    assert_eq!(files.len(), 1, "one sample file, nothing else: {files:?}");
+    let size = std::fs::metadata(state.path().join(&files[0]))
+        .unwrap()
+        .len();
+    assert!(size < 4096, "the sample is {size} bytes");
+    // The probe's connections closed with it (give the server a moment to see the last).
+    wait_until("the probe's connections to close", S10, || {
+        connections() <= before
+    });
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            for f in walk(&e.path()) {
+                found.push(format!("{}/{f}", e.file_name().to_string_lossy()));
+            }
+        } else {
+            found.push(e.file_name().to_string_lossy().to_string());
+        }
+    }
+    found
+}
