@@ -254,7 +254,7 @@ pub struct CheckArgs {
     )]
     pub remotes: Vec<Cidr>,
 
-    /// Fewest ESTABLISHED connections that count as healthy
+    /// Fewest live connections (ESTABLISHED, not half-open) that count as healthy
     #[arg(
         long,
         value_name = "N",

@@ -390,6 +390,24 @@ mod tests {
         assert!(StateDir::open(open, true).unwrap_err().contains("symlink"));
     }
 
+    /// A state file larger than any sample (64 KiB read at most) is a first sample.
+    #[test]
+    fn an_oversized_file_is_a_first_sample() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
+        let mut body = serde_json::to_vec(&File {
+            version: VERSION,
+            key: key("a"),
+            sample: (&sample(1)).into(),
+        })
+        .unwrap();
+        body.truncate(body.len() - 1);
+        body.extend(std::iter::repeat_n(b' ', 1 << 20));
+        body.push(b'}');
+        fs::write(dir.file(&key("a")), &body).unwrap();
+        assert!(matches!(dir.load(&key("a")), Loaded::Corrupt(_)));
+    }
+
     /// A temporary file a killed run left is removed once it is a minute old; a fresh one
     /// (another run writing now) is not.
     #[test]
