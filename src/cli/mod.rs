@@ -244,7 +244,8 @@ pub struct CheckArgs {
     )]
     pub ports: Vec<u16>,
 
-    /// Only count connections to this address or network, e.g. 10.96.0.0/12 (repeatable)
+    /// Only count connections to this address or network, e.g. 10.96.0.0/12 (repeatable, or
+    /// comma-separated)
     #[arg(
         long = "remote",
         value_name = "ADDR[/LEN]",
@@ -338,8 +339,8 @@ pub struct CheckArgs {
     )]
     pub when_server_down: Option<WhenDownArg>,
 
-    /// This pod's JetStream consumer, STREAM/DURABLE (repeatable): must be bound, and
-    /// progressing when work is waiting. Needs --server (or NATS_URL)
+    /// This pod's JetStream consumer, STREAM/DURABLE (repeatable, or comma-separated): must be
+    /// bound, and progressing when work is waiting. Needs --server (or NATS_URL)
     #[arg(
         long = "consumer",
         value_name = "STREAM/DURABLE",
