@@ -22,6 +22,14 @@ fn pod() -> (Arc<NetNs>, NatsServer, Peer) {
     (ns, server, client)
 }
 
+/// The app pod with a bound push consumer S/D (the check's `--consumer S/D`).
+fn consumer_pod() -> (Pods, Peer) {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let consumer = pods.consume("S", "D", &[]);
+    (pods, consumer)
+}
+
 /// A file standing in for /proc/net/tcp, readable by anyone unless `mode` says otherwise.
 fn file(dir: &Path, name: &str, text: &str, mode: u32) -> std::path::PathBuf {
     let path = dir.join(name);
@@ -99,9 +107,7 @@ fn a_socket_table_it_cannot_read_is_could_not_evaluate() {
 /// judges, says it cannot keep samples, and never fails the pod for it.
 #[test]
 fn a_read_only_root_with_no_tmp_keeps_no_samples_and_still_judges() {
-    let pods = Pods::new(Version::Pinned);
-    pods.push("S", "D", &[]);
-    let _consumer = pods.consume("S", "D", &[]);
+    let (pods, _consumer) = consumer_pod();
     let root = tempfile::tempdir().unwrap();
     std::fs::copy(static_binary(), root.path().join("natsprobe")).unwrap();
     std::fs::create_dir(root.path().join("proc")).unwrap();
@@ -155,9 +161,7 @@ fn a_read_only_root_with_no_tmp_keeps_no_samples_and_still_judges() {
 /// world-writable dir gets a private directory inside it.
 #[test]
 fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
-    let pods = Pods::new(Version::Pinned);
-    pods.push("S", "D", &[]);
-    let _consumer = pods.consume("S", "D", &[]);
+    let (pods, _consumer) = consumer_pod();
     let base = tempfile::tempdir().unwrap();
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let check = |dir: &Path, uid: Option<u32>| -> Run {
@@ -257,9 +261,7 @@ fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
 /// (netlink sock_diag needs none).
 #[test]
 fn every_command_runs_as_nobody() {
-    let pods = Pods::new(Version::Pinned);
-    pods.push("S", "D", &[]);
-    let _consumer = pods.consume("S", "D", &[]);
+    let (pods, _consumer) = consumer_pod();
     let state = tempfile::tempdir().unwrap();
     std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let s = state.path().to_str().unwrap();
@@ -463,9 +465,7 @@ fn nkey_seed() -> String {
 /// one sample, no connection left open at the server, the state dir bounded.
 #[test]
 fn a_thousand_runs_leave_nothing_behind() {
-    let pods = Pods::new(Version::Pinned);
-    pods.push("S", "D", &[]);
-    let _consumer = pods.consume("S", "D", &[]);
+    let (pods, _consumer) = consumer_pod();
     let _producer = pods.producer("s.x", 50);
     let state = tempfile::tempdir().unwrap();
     let s = state.path().to_str().unwrap();

@@ -8,6 +8,7 @@
 //! Service's host (`nats.nats.svc`) by the test server's address, a creds file's path by the
 //! test account's, and an emptyDir's mount path by a directory standing in for it.
 
+use crate::harness::pods::push_consumer;
 use crate::harness::probe::Run;
 use crate::harness::*;
 use serde_json::Value;
@@ -383,17 +384,8 @@ fn cluster() -> Cluster {
         setup(&["-stream", stream, "-subjects", subjects]);
     }
     for (stream, durable) in [("TF_RAW", "latest-kv"), ("ORDERS", "worker")] {
-        let deliver = format!("deliver.{durable}");
-        setup(&[
-            "-stream",
-            stream,
-            "-durable",
-            durable,
-            "-deliver-subject",
-            &deliver,
-            "-deliver-group",
-            durable,
-        ]);
+        let push = push_consumer(stream, durable);
+        setup(&push.iter().map(String::as_str).collect::<Vec<_>>());
     }
     for (stream, durable) in [
         ("TF_RAW", "alarms"),
@@ -514,40 +506,26 @@ fn start_pod<'a>(c: &Cluster, pod: &'a Pod, subnet: u8) -> LivePod<'a> {
             "-reconnect-wait",
             "100ms",
         ];
-        let consumer = probe.and_then(|p| p.arg("--consumer"));
-        let (stream, durable) = consumer
+        let push = probe
+            .and_then(|p| p.arg("--consumer"))
             .map(|c| c.split_once('/').unwrap())
-            .unwrap_or_default();
-        let deliver = format!("deliver.{durable}");
-        let sub = match consumer {
-            Some(_) => {
-                args.extend([
-                    "-stream",
-                    stream,
-                    "-durable",
-                    durable,
-                    "-deliver-subject",
-                    &deliver,
-                    "-deliver-group",
-                    durable,
-                ]);
+            .map(|(stream, durable)| push_consumer(stream, durable));
+        let sub = match &push {
+            Some(flags) => {
+                args.extend(flags.iter().map(String::as_str));
                 "consume"
             }
             None => "conn",
         };
         let mut full = vec![sub];
         full.extend(args);
-        let exe = natspeer_named_for(&container.process);
+        // natspeer under the application's process name (`--process` looks for it).
+        let exe = crate::harness::peer::natspeer_named(&container.process);
         let mut peer = Peer::spawn_user(Some(&live.ns), &exe, &full, container.uid);
         peer.wait_for("ready", S10);
         live.apps.push((container.name.clone(), peer));
     }
     live
-}
-
-/// natspeer under the application's process name (`--process` looks for it).
-fn natspeer_named_for(process: &str) -> PathBuf {
-    crate::harness::peer::natspeer_named(process)
 }
 
 /// Every natsprobe command of every example pod, run as its manifest says: healthy while the
@@ -679,25 +657,10 @@ fn the_guard_cronjob_runs_as_written() {
     let _apps: Vec<Peer> = [("TF_RAW", "latest-kv"), ("ORDERS", "worker")]
         .into_iter()
         .map(|(stream, durable)| {
-            let deliver = format!("deliver.{durable}");
-            let mut p = Peer::spawn(
-                Some(&c.nats),
-                &[
-                    "consume",
-                    "-url",
-                    "nats://127.0.0.1:4222",
-                    "-creds",
-                    &creds,
-                    "-stream",
-                    stream,
-                    "-durable",
-                    durable,
-                    "-deliver-subject",
-                    &deliver,
-                    "-deliver-group",
-                    durable,
-                ],
-            );
+            let push = push_consumer(stream, durable);
+            let mut args = vec!["consume", "-url", "nats://127.0.0.1:4222", "-creds", &creds];
+            args.extend(push.iter().map(String::as_str));
+            let mut p = Peer::spawn(Some(&c.nats), &args);
             p.wait_for("ready", S10);
             p
         })

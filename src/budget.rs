@@ -23,11 +23,6 @@ pub fn set_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::SeqCst);
 }
 
-/// Heap bytes live now.
-pub fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
-}
-
 /// The allocator: the system's, counted.
 pub struct Budget;
 

@@ -98,14 +98,7 @@ impl Armed {
 /// that forbids timer_create), the run goes on without one: the kubelet's own timeout is then
 /// the backstop, as for any exec probe.
 pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed {
-    PREFIX.store(
-        Box::into_raw(Box::new(prefix.into_bytes())),
-        Ordering::SeqCst,
-    );
-    SUFFIX.store(
-        Box::into_raw(Box::new(suffix.into_bytes())),
-        Ordering::SeqCst,
-    );
+    keep(&PREFIX, &SUFFIX, prefix, suffix);
     TO_STDOUT.store(u8::from(json), Ordering::SeqCst);
     let action = SigAction::new(
         SigHandler::Handler(on_alarm),
@@ -130,11 +123,21 @@ pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed
 
 /// Prepares the line `over_budget` writes: `prefix`, the phase, `suffix`.
 pub fn prepare_budget_message(prefix: String, suffix: String) {
-    BUDGET_PREFIX.store(
+    keep(&BUDGET_PREFIX, &BUDGET_SUFFIX, prefix, suffix);
+}
+
+/// Stores a prepared message for `end_with`, leaked: it lives as long as the process.
+fn keep(
+    to_prefix: &AtomicPtr<Vec<u8>>,
+    to_suffix: &AtomicPtr<Vec<u8>>,
+    prefix: String,
+    suffix: String,
+) {
+    to_prefix.store(
         Box::into_raw(Box::new(prefix.into_bytes())),
         Ordering::SeqCst,
     );
-    BUDGET_SUFFIX.store(
+    to_suffix.store(
         Box::into_raw(Box::new(suffix.into_bytes())),
         Ordering::SeqCst,
     );

@@ -157,18 +157,11 @@ fn under_deadline<T>(
     ));
     deadline::prepare_budget_message(budget_prefix, budget_suffix);
     budget::set_limit(memory);
-    let late = failure(
-        Error::CannotEvaluate(format!("{named} passed while {MARK}")),
-        json,
-    );
-    let (prefix, suffix) = late
-        .text
-        .split_once(MARK)
-        .expect("the marker survives both formats");
+    let (prefix, suffix) = prepared(format!("{named} passed while {MARK}"));
     let armed = deadline::arm(
         deadline.saturating_duration_since(Instant::now()),
-        prefix.to_string(),
-        format!("{suffix}\n"),
+        prefix,
+        suffix,
         json,
     );
     let result = work(deadline);

@@ -73,6 +73,21 @@ pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// In a child between fork and exec: drops to user and group `uid`, with no supplementary
+/// groups. Only async-signal-safe calls; register it after any step that needs root (setns).
+pub fn become_user(uid: u32) -> std::io::Result<()> {
+    // SAFETY: setgroups, setgid and setuid are async-signal-safe, with no pointers but null.
+    let failed = unsafe {
+        libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setgid(uid) != 0
+            || libc::setuid(uid) != 0
+    };
+    match failed {
+        true => Err(std::io::Error::last_os_error()),
+        false => Ok(()),
+    }
+}
+
 /// Polls `check` until it returns true, or panics naming `what`.
 #[track_caller]
 pub fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {

@@ -120,17 +120,8 @@ impl Pods {
 
     /// A push consumer process bound to `stream`/`durable` as `push` set it up.
     pub fn consume(&self, stream: &str, durable: &str, extra: &[&str]) -> Peer {
-        let deliver = format!("deliver.{durable}");
-        let mut rest = vec![
-            "-stream",
-            stream,
-            "-durable",
-            durable,
-            "-deliver-subject",
-            &deliver,
-            "-deliver-group",
-            durable,
-        ];
+        let push = push_consumer(stream, durable);
+        let mut rest: Vec<&str> = push.iter().map(String::as_str).collect();
         rest.extend_from_slice(extra);
         self.client("consume", &rest)
     }
@@ -206,6 +197,23 @@ impl Pods {
 
 /// Prints a scenario's verdict line (shown with `cargo test -- --nocapture`): the README's
 /// table of the ADR's rows is these lines.
+/// natspeer's flags for a push consumer as these tests make them: `stream`/`durable`,
+/// delivering to `deliver.<durable>` in deliver group `<durable>` (for `setup` and `consume`).
+pub fn push_consumer(stream: &str, durable: &str) -> Vec<String> {
+    [
+        "-stream",
+        stream,
+        "-durable",
+        durable,
+        "-deliver-subject",
+        &format!("deliver.{durable}"),
+        "-deliver-group",
+        durable,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 pub fn show(row: &str, run: &Run) {
     println!("ADR table | {row} | exit {:?} | {}", run.code, run.line());
 }

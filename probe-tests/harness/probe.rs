@@ -129,15 +129,7 @@ impl<'a> Probe<'a> {
         if let Some(uid) = self.uid {
             // SAFETY: setgroups/setgid/setuid are async-signal-safe.
             unsafe {
-                cmd.pre_exec(move || {
-                    if libc::setgroups(0, std::ptr::null()) != 0
-                        || libc::setgid(uid) != 0
-                        || libc::setuid(uid) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
+                cmd.pre_exec(move || super::become_user(uid));
             }
         }
         cmd

@@ -89,12 +89,7 @@ pub fn run_in_root_with(
                 return fail();
             }
             if let Some(uid) = uid {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(uid) != 0
-                    || libc::setuid(uid) != 0
-                {
-                    return fail();
-                }
+                super::become_user(uid)?;
             }
             Ok(())
         });
@@ -128,12 +123,7 @@ pub fn run_with_fake_proc(
                 super::probe::refuse_netlink()?;
             }
             if let Some(uid) = uid {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(uid) != 0
-                    || libc::setuid(uid) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
+                super::become_user(uid)?;
             }
             Ok(())
         });

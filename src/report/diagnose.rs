@@ -145,10 +145,7 @@ pub fn diagnose(
             lines.push(vec![
                 (
                     Style::Plain,
-                    format!(
-                        "  {}: ",
-                        human::subscription_name(s).trim_start_matches("subscription ")
-                    ),
+                    format!("  {}: ", human::subscription_subject(s)),
                 ),
                 (style, human::subscription_phrase(s)),
             ]);

@@ -156,9 +156,14 @@ pub fn summary(report: &CheckInput) -> String {
 
 /// `subscription deliver.D in queue group D (consumer S/D)`.
 pub fn subscription_name(s: &JudgedSubscription) -> String {
+    format!("subscription {}", subscription_subject(s))
+}
+
+/// `deliver.D in queue group D (consumer S/D)`: what is held, without the word.
+pub fn subscription_subject(s: &JudgedSubscription) -> String {
     match &s.consumer {
-        Some(c) => format!("subscription {} (consumer {c})", s.wanted),
-        None => format!("subscription {}", s.wanted),
+        Some(c) => format!("{} (consumer {c})", s.wanted),
+        None => s.wanted.to_string(),
     }
 }
 

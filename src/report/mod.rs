@@ -647,7 +647,7 @@ What to do
     #[test]
     fn diagnose_a_stalled_consumer() {
         use super::diagnose::diagnose;
-        use crate::facts::{AckPolicy, ConsumerFacts, Sequence, TcpInfo};
+        use crate::facts::{ConsumerFacts, Sequence, TcpInfo};
         use crate::rules::advice::{advise, ConsumerFinding};
         use crate::rules::consumer::{Evidence, Fault};
         let mut live = live();
@@ -666,15 +666,11 @@ What to do
         });
         let ts = 1_780_000_000_000_000_000;
         let facts = ConsumerFacts {
-            stream: "TF_RAW".into(),
             name: "alarms".into(),
-            created: "2026-08-20T00:00:00Z".into(),
             deliver_subject: Some("deliver.alarms".into()),
             deliver_group: Some("alarms".into()),
-            push_bound: true,
             num_pending: 3990,
             num_ack_pending: 10,
-            num_waiting: 0,
             num_redelivered: 2,
             ack_floor: Sequence {
                 consumer_seq: 120,
@@ -686,12 +682,9 @@ What to do
                 stream_seq: 140,
                 last_active: Some(ts - 1_000_000_000),
             },
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: Some(Duration::from_secs(30)),
-            max_deliver: None,
             max_ack_pending: Some(10),
-            paused: false,
             ts: Some(ts),
+            ..crate::rules::consumer::tests::facts(0, 0, 0)
         };
         let stalled = Outcome::Unhealthy(Fault::Stalled {
             stalled: Duration::from_secs(75),

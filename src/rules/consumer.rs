@@ -564,7 +564,7 @@ fn bare(outcome: Outcome, sample: Option<Sample>) -> Judgement {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::facts::{AckPolicy, Sequence, ServerTime};
 
@@ -584,8 +584,8 @@ mod tests {
     }
 
     /// A bound push consumer in a deliver group, max_ack_pending 1, on a stream without
-    /// limits; no ack since the server started.
-    fn facts(pending: u64, ack_pending: u64, floor: u64) -> ConsumerFacts {
+    /// limits; no ack since the server started. (The guard's tests start from it too.)
+    pub(crate) fn facts(pending: u64, ack_pending: u64, floor: u64) -> ConsumerFacts {
         ConsumerFacts {
             stream: "TF_RAW".into(),
             name: "latest-kv".into(),

@@ -192,7 +192,7 @@ pub fn is_idle(v: &Verdict) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::{AckPolicy, ConsumerFacts, Sequence, StreamFacts};
+    use crate::facts::{ConsumerFacts, StreamFacts};
     use crate::rules::consumer::Intervals;
 
     const S: i128 = 1_000_000_000;
@@ -207,32 +207,9 @@ mod tests {
     /// `at_ms` (the server's clock agrees); ack_wait 10 s: the window is the interval, 30 s.
     fn info(pending: u64, ack_pending: u64, floor: u64, at_ms: i64) -> ConsumerFacts {
         ConsumerFacts {
-            stream: "TF_RAW".into(),
-            name: "latest-kv".into(),
-            created: "2026-08-20T00:00:00Z".into(),
-            deliver_subject: Some("deliver.latest-kv".into()),
-            deliver_group: Some("latest-kv".into()),
-            push_bound: true,
-            num_pending: pending,
-            num_ack_pending: ack_pending,
-            num_waiting: 0,
-            num_redelivered: 0,
-            ack_floor: Sequence {
-                consumer_seq: floor,
-                stream_seq: floor,
-                last_active: None,
-            },
-            delivered: Sequence {
-                consumer_seq: floor + ack_pending,
-                stream_seq: floor + ack_pending,
-                last_active: None,
-            },
-            ack_policy: AckPolicy::Explicit,
             ack_wait: Some(Duration::from_secs(10)),
-            max_deliver: None,
-            max_ack_pending: Some(1),
-            paused: false,
             ts: Some(i128::from(at_ms) * 1_000_000),
+            ..crate::rules::consumer::tests::facts(pending, ack_pending, floor)
         }
     }
 
