@@ -17,7 +17,8 @@ pub enum OwnerError {
     Unreadable { path: String, source: io::Error },
 }
 
-/// The socket inodes held open by `pids`, each with the PID holding it. A process that exited
+/// The socket inodes held open by `pids`, each with the PID holding it (of several, the one
+/// that started first: `first_holder`). A process that exited
 /// since it was listed holds no sockets and is skipped: a forking app's short-lived workers
 /// come and go between the listing and this read.
 pub fn socket_inodes(pids: &[u32]) -> Result<HashMap<u64, u32>, OwnerError> {
@@ -36,11 +37,38 @@ pub fn socket_inodes(pids: &[u32]) -> Result<HashMap<u64, u32>, OwnerError> {
                 .ok()
                 .and_then(|t| socket_inode(&t))
             {
-                inodes.entry(inode).or_insert(pid);
+                let holder = inodes.entry(inode).or_insert(pid);
+                *holder = first_holder(*holder, pid);
             }
         }
     }
     Ok(inodes)
+}
+
+/// Of two processes holding one socket, the one that started first: the process that made
+/// the connection, not a worker it forked (which holds the socket between fork and exec). By
+/// PID alone a worker wins once PIDs wrap around.
+fn first_holder(a: u32, b: u32) -> u32 {
+    if a == b {
+        return a;
+    }
+    match (start_ticks(a), start_ticks(b)) {
+        (Some(ta), Some(tb)) if tb < ta => b,
+        (None, Some(_)) => b,
+        _ => a,
+    }
+}
+
+/// A process's start time, clock ticks after boot (/proc/PID/stat, field 22).
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_start_ticks(&stat)
+}
+
+fn stat_start_ticks(stat: &str) -> Option<u64> {
+    // The name (field 2) is in parentheses and may hold spaces and parentheses itself.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// `socket:[12345]` → 12345.
@@ -92,40 +120,39 @@ pub fn processes_named(name: &str) -> Result<Vec<Process>, OwnerError> {
 /// The processes (other than this one) holding any of `inodes`. Walks every /proc/PID/fd
 /// it may read, so it is only done when needed (a stall about to be declared).
 pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
+    holding(inodes).map(|(pid, _)| pid).collect()
+}
+
+/// Every process (other than this one) holding any of `inodes`, with the ones it holds: one
+/// walk of /proc, reading each /proc/PID/fd this process may read.
+fn holding(inodes: &HashSet<u64>) -> impl Iterator<Item = (u32, Vec<u64>)> + '_ {
     let me = std::process::id();
-    let Ok(proc) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    proc.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|&pid| {
-            socket_inodes(&[pid]).is_ok_and(|held| held.keys().any(|i| inodes.contains(i)))
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(move |&pid| pid != me)
+        .filter_map(move |pid| {
+            let held = socket_inodes(&[pid]).ok()?;
+            let mine: Vec<u64> = held.into_keys().filter(|i| inodes.contains(i)).collect();
+            (!mine.is_empty()).then_some((pid, mine))
         })
-        .collect()
 }
 
 /// Who holds each of `inodes`: a walk of every /proc/PID/fd this process may read (others are
 /// left out: their sockets show without a holder). For a person reading `diagnose`.
 pub fn owners(inodes: &HashSet<u64>) -> HashMap<u64, Process> {
-    let me = std::process::id();
-    let mut found = HashMap::new();
-    let Ok(proc) = fs::read_dir("/proc") else {
-        return found;
-    };
-    for pid in proc.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-        if pid == me || found.len() == inodes.len() {
-            continue;
-        }
-        let Ok(held) = socket_inodes(&[pid]) else {
-            continue;
-        };
-        for inode in held.keys().filter(|i| inodes.contains(i)) {
-            if let Ok(p) = process(pid) {
-                found.entry(*inode).or_insert(p);
-            }
+    let mut first: HashMap<u64, u32> = HashMap::new();
+    for (pid, held) in holding(inodes) {
+        for inode in held {
+            let holder = first.entry(inode).or_insert(pid);
+            *holder = first_holder(*holder, pid);
         }
     }
-    found
+    first
+        .into_iter()
+        .filter_map(|(inode, pid)| Some((inode, process(pid).ok()?)))
+        .collect()
 }
 
 /// How long ago a process started: its start time in clock ticks after boot
@@ -139,9 +166,7 @@ pub fn age(pid: u32) -> Option<std::time::Duration> {
 }
 
 fn process_age(stat: &str, uptime: &str, ticks_per_second: u64) -> Option<std::time::Duration> {
-    // The name (field 2) is in parentheses and may hold spaces and parentheses itself.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    let start_ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let start_ticks = stat_start_ticks(stat)?;
     let up: f64 = uptime.split_whitespace().next()?.parse().ok()?;
     let started = start_ticks as f64 / ticks_per_second.max(1) as f64;
     Some(std::time::Duration::from_secs_f64((up - started).max(0.0)))
@@ -173,6 +198,27 @@ fn argv0_is(pid: u32, name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    /// A worker forked after its parent, holding the parent's socket, never takes its place,
+    /// whichever PID is lower (PIDs wrap around).
+    #[test]
+    fn the_first_started_process_holds_a_shared_socket() {
+        let me = std::process::id();
+        // Start times count in clock ticks (10 ms): the worker starts a few ticks later.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let worker = child.id();
+        assert_eq!(first_holder(me, worker), me);
+        assert_eq!(first_holder(worker, me), me);
+        // A holder that exited meanwhile gives way to one that can still be read.
+        assert_eq!(first_holder(u32::MAX, me), me);
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
     use super::*;
     use std::net::{TcpListener, TcpStream};
 
