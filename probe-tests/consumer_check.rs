@@ -704,26 +704,10 @@ fn a_forking_client_is_judged_by_the_process_holding_the_connection() {
 /// neither answer is lost to the other.
 #[test]
 fn a_consumer_the_user_may_not_ask_about_leaves_the_others_judged() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("perms.conf");
-    std::fs::write(
-        &config,
-        r#"authorization {
-  users = [
-    { user: admin, password: admin-pw }
-    { user: app, password: app-pw, permissions: {
-        publish: { allow: ["$JS.API.CONSUMER.INFO.A.>", "$JS.API.STREAM.INFO.A"] }
-        subscribe: { allow: ["_INBOX.>"] } } }
-  ]
-}
-"#,
-    )
-    .unwrap();
-    let conf = config.to_string_lossy().to_string();
-    let pods = Pods::with(
-        Version::Pinned,
-        &["-c", &conf],
-        &["-user", "admin", "-password", "admin-pw"],
+    let pods = Pods::with_limited_user(
+        "app",
+        "app-pw",
+        &["$JS.API.CONSUMER.INFO.A.>", "$JS.API.STREAM.INFO.A"],
     );
     pods.push("A", "x", &[]);
     pods.push("B", "y", &[]);

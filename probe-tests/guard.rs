@@ -252,27 +252,7 @@ fn retention_losses_are_counted_and_named() {
 /// them.
 #[test]
 fn without_advisories_the_guard_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("perms.conf");
-    std::fs::write(
-        &config,
-        r#"authorization {
-  users = [
-    { user: admin, password: admin-pw }
-    { user: guard, password: guard-pw, permissions: {
-        publish: { allow: ["$JS.API.>"] }
-        subscribe: { allow: ["_INBOX.>"] } } }
-  ]
-}
-"#,
-    )
-    .unwrap();
-    let conf = config.to_string_lossy().to_string();
-    let pods = Pods::with(
-        Version::Pinned,
-        &["-c", &conf],
-        &["-user", "admin", "-password", "admin-pw"],
-    );
+    let pods = Pods::with_limited_user("guard", "guard-pw", &["$JS.API.>"]);
     pods.push("S", "D", &[]);
     let _d = pods.consume("S", "D", &[]);
     let run = guard(

@@ -290,22 +290,24 @@ fn busy_servers_and_the_monitoring_port() {
         run.elapsed
     );
     // The monitoring port has no subject filter: every page of 2,000 connections.
-    let monitor = probe(&[
-        "check",
-        "--server",
-        "nats://127.0.0.1:4999",
-        "--port",
-        "4222",
-        "--subscription",
-        "journal.>",
-        "--monitor",
-        "http://127.0.0.1:8222",
-        "--timeout",
-        "3s",
-        "--json",
-    ])
-    .ns(&ns)
-    .run();
+    let via_monitor = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--server",
+            "nats://127.0.0.1:4999",
+            "--port",
+            "4222",
+            "--subscription",
+            "journal.>",
+            "--monitor",
+            "http://127.0.0.1:8222",
+            "--timeout",
+            "3s",
+        ];
+        args.extend_from_slice(extra);
+        probe(&args).ns(&ns).run()
+    };
+    let monitor = via_monitor(&["--json"]);
     monitor.expect(0);
     let sub = &monitor.json()["subscriptions"][0];
     assert_eq!(sub["outcome"], "held", "{monitor}");
@@ -313,21 +315,7 @@ fn busy_servers_and_the_monitoring_port() {
     // Dropped: the monitoring port's last page lists this pod's connection without it.
     app.signal(libc::SIGHUP);
     app.wait_for("unsubscribed", S10);
-    let run = probe(&[
-        "check",
-        "--server",
-        "nats://127.0.0.1:4999",
-        "--port",
-        "4222",
-        "--subscription",
-        "journal.>",
-        "--monitor",
-        "http://127.0.0.1:8222",
-        "--timeout",
-        "3s",
-    ])
-    .ns(&ns)
-    .run();
+    let run = via_monitor(&[]);
     run.expect(1).says(&["holds no such subscription"]);
 }
 

@@ -1,5 +1,6 @@
 //! The exit codes natsprobe promises; the README's table is tested against this enum.
 
+use crate::rules::check::Health;
 use std::process::ExitCode;
 
 /// Every way a run can end. The kubelet treats any non-zero code as a failed probe;
@@ -36,6 +37,16 @@ impl Exit {
             Exit::Unhealthy => "unhealthy",
             Exit::Usage => "usage or configuration error",
             Exit::CannotEvaluate => "could not evaluate",
+        }
+    }
+}
+
+impl From<Health> for Exit {
+    /// A judged run: healthy 0, unhealthy 1.
+    fn from(health: Health) -> Exit {
+        match health {
+            Health::Healthy => Exit::Healthy,
+            Health::Unhealthy => Exit::Unhealthy,
         }
     }
 }

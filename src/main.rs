@@ -9,7 +9,6 @@ use natsprobe::cli::{self, Cli, Command};
 use natsprobe::config::{duration, CheckConfig, GuardConfig};
 use natsprobe::error::Error;
 use natsprobe::exit::Exit;
-use natsprobe::rules::check::Health;
 use natsprobe::{budget, commands, deadline, report};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -183,10 +182,7 @@ fn run_check(config: CheckConfig, started: Instant) -> Outcome {
         Ok(report) => Outcome {
             text: report::render_check(&report, json, verbose),
             to_stderr: false,
-            exit: match report.health {
-                Health::Healthy => Exit::Healthy,
-                Health::Unhealthy => Exit::Unhealthy,
-            },
+            exit: report.health.into(),
         },
         Err(e) => failure(e, json),
     }
@@ -208,10 +204,7 @@ fn run_diagnose(mut config: CheckConfig, started: Instant, colour: bool) -> Outc
         Ok(report) => Outcome {
             text: report::render_diagnose(&report, json, colour),
             to_stderr: false,
-            exit: match report.health() {
-                Health::Healthy => Exit::Healthy,
-                Health::Unhealthy => Exit::Unhealthy,
-            },
+            exit: report.health().into(),
         },
         Err(e) => failure(e, json),
     }

@@ -26,11 +26,45 @@ pub struct Pods {
     pub state: tempfile::TempDir,
     /// Extra flags every client (and setup/publish) needs, e.g. credentials.
     pub client_auth: Vec<String>,
+    /// The server's configuration file, where it has one: kept for a restart to read.
+    config: Option<tempfile::TempDir>,
 }
 
 impl Pods {
     pub fn new(version: Version) -> Pods {
         Pods::with(version, &[], &[])
+    }
+
+    /// A server (the pinned version) with two users: `admin` (password `admin-pw`), who sets
+    /// up and runs every client, and `user`, who may publish only to `publish` and subscribe
+    /// only to its inbox: the probe's user in the permission scenarios.
+    pub fn with_limited_user(user: &str, password: &str, publish: &[&str]) -> Pods {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("users.conf");
+        let allow: Vec<String> = publish.iter().map(|s| format!("\"{s}\"")).collect();
+        std::fs::write(
+            &config,
+            format!(
+                r#"authorization {{
+  users = [
+    {{ user: admin, password: admin-pw }}
+    {{ user: {user}, password: {password}, permissions: {{
+        publish: {{ allow: [{}] }}
+        subscribe: {{ allow: ["_INBOX.>"] }} }} }}
+  ]
+}}
+"#,
+                allow.join(", ")
+            ),
+        )
+        .unwrap();
+        let mut pods = Pods::with(
+            Version::Pinned,
+            &["-c", config.to_str().unwrap()],
+            &["-user", "admin", "-password", "admin-pw"],
+        );
+        pods.config = Some(dir);
+        pods
     }
 
     pub fn with(version: Version, server_args: &[&str], client_auth: &[&str]) -> Pods {
@@ -46,6 +80,7 @@ impl Pods {
             url,
             state: tempfile::tempdir().unwrap(),
             client_auth: client_auth.iter().map(|s| s.to_string()).collect(),
+            config: None,
         }
     }
 
@@ -195,8 +230,6 @@ impl Pods {
     }
 }
 
-/// Prints a scenario's verdict line (shown with `cargo test -- --nocapture`): the README's
-/// table of the ADR's rows is these lines.
 /// natspeer's flags for a push consumer as these tests make them: `stream`/`durable`,
 /// delivering to `deliver.<durable>` in deliver group `<durable>` (for `setup` and `consume`).
 pub fn push_consumer(stream: &str, durable: &str) -> Vec<String> {
@@ -214,6 +247,8 @@ pub fn push_consumer(stream: &str, durable: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// Prints a scenario's verdict line (shown with `cargo test -- --nocapture`): the README's
+/// table of the ADR's rows is these lines.
 pub fn show(row: &str, run: &Run) {
     println!("ADR table | {row} | exit {:?} | {}", run.code, run.line());
 }

@@ -19,6 +19,7 @@
 //! intervals between observations no longer than the window; a gap in observation (the probe
 //! not run, the consumer not observable, the server down) restarts it.
 
+use crate::config::duration;
 use crate::facts::{AckPolicy, ConsumerFacts, Observed, Sample, StreamFacts, Unknown};
 use std::time::Duration;
 
@@ -89,7 +90,7 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
         }
     }
     if let Some(age) = stream.max_age {
-        settings.push(format!("max_age {}", display(age)));
+        settings.push(format!("max_age {}", duration::display(age)));
     }
     let per_subject = match stream.max_msgs_per_subject {
         // Discard new per subject refuses the new message instead of deleting an old one.
@@ -540,18 +541,6 @@ fn verdict(v: Verdict) -> Outcome {
 
 fn ms(millis: i64) -> Duration {
     Duration::from_millis(millis.max(0) as u64)
-}
-
-/// `1m30s`, for the settings named in a judgement.
-fn display(d: Duration) -> String {
-    let s = d.as_secs();
-    match (s / 3600, s % 3600 / 60, s % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, 0) => format!("{m}m"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, 0, 0) => format!("{h}h"),
-        (h, m, _) => format!("{h}h{m}m"),
-    }
 }
 
 fn bare(outcome: Outcome, sample: Option<Sample>) -> Judgement {

@@ -176,11 +176,6 @@ fn fault(o: &Outcome) -> Fault {
     }
 }
 
-/// Whether a verdict fails the guard.
-pub fn is_fault(v: &Verdict) -> bool {
-    matches!(v, Verdict::Fault(_))
-}
-
 /// Whether a healthy verdict is healthy because the consumer works, for summaries.
 pub fn is_idle(v: &Verdict) -> bool {
     matches!(

@@ -25,15 +25,6 @@ pub enum Held {
     NotJudged(Unknown),
 }
 
-impl Held {
-    pub fn is_fault(&self) -> bool {
-        matches!(
-            self,
-            Held::NotByThisConnection { .. } | Held::NoConnection { .. }
-        )
-    }
-}
-
 /// Judges `wanted` against this pod's connections (`ours`, local addresses, IPv4 unmapped)
 /// and what the server listed.
 pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown>) -> Held {
