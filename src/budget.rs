@@ -11,9 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// `check` and `diagnose`: their largest legitimate need is a page of the server's
 /// connection list (about 300 KB); 32 MiB is two orders above it.
 pub const CHECK: usize = 32 << 20;
-/// `guard`: both looks at every durable of the account stay in memory, about 5 KiB each
-/// (7.5 MiB peak RSS for 1,000 measured): 96 MiB is about 18,000 durables.
-pub const GUARD: usize = 96 << 20;
+/// `guard`, before any durable: the pages in flight (16 streams' pages at once, each answer
+/// at most `observe::listing::MAX_ANSWER`, 8 MiB, and what decoding it takes) and the
+/// advisories' counts.
+pub const GUARD: usize = 48 << 20;
+/// `guard`, for each durable it keeps (its first look, then its row): a few hundred bytes are
+/// used; 2 KiB is ample and still bounds a server that invents durables without end.
+pub const GUARD_PER_DURABLE: usize = 2 << 10;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -21,6 +25,14 @@ static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Sets the budget for the rest of the run.
 pub fn set_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::SeqCst);
+}
+
+/// Raises the budget by `bytes`: what the run keeps grows with what it legitimately found
+/// (the guard's durables), so a large account is not mistaken for a hostile server.
+pub fn allow(bytes: usize) {
+    let _ = LIMIT.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| {
+        Some(l.saturating_add(bytes))
+    });
 }
 
 /// The allocator: the system's, counted.

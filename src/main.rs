@@ -92,40 +92,68 @@ fn main() -> ExitCode {
         }
         Command::Install(args) => match commands::install::run(&args.dest) {
             Ok(done) => Outcome {
-                text: format!(
+                text: Text::Line(format!(
                     "installed natsprobe {} to {} ({} bytes, mode 0755)",
                     cli::VERSION,
                     done.path.display(),
                     done.bytes
-                ),
+                )),
                 to_stderr: false,
                 exit: Exit::Healthy,
             },
             Err(e) => failure(e, false),
         },
     };
-    let _ = if outcome.to_stderr {
-        writeln!(std::io::stderr(), "{}", outcome.text)
-    } else {
-        writeln!(std::io::stdout(), "{}", outcome.text)
+    let _ = match (outcome.to_stderr, outcome.text) {
+        (true, Text::Line(text)) => writeln!(std::io::stderr(), "{text}"),
+        (false, Text::Line(text)) => writeln!(std::io::stdout(), "{text}"),
+        (_, Text::Guard { report, json }) => {
+            // Written as it is rendered: a report over 100,000 durables is never one string.
+            let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+            report::write_guard(&report, json, &mut out).and_then(|()| out.flush())
+        }
     };
     outcome.exit.into()
 }
 
 /// What a run prints, where, and how it exits.
 struct Outcome {
-    text: String,
+    text: Text,
     to_stderr: bool,
     exit: Exit,
+}
+
+/// A run's answer: a line (or a few), or the guard's report, written out a row at a time.
+enum Text {
+    Line(String),
+    Guard {
+        report: report::guard::GuardReport,
+        json: bool,
+    },
 }
 
 /// The one place an error becomes words and an exit code. JSON consumers read stdout; a
 /// human line goes where errors go.
 fn failure(e: Error, json: bool) -> Outcome {
     Outcome {
-        text: report::error(&cli::describe(&e), json),
+        text: Text::Line(report::error(&cli::describe(&e), json)),
         to_stderr: !json,
         exit: e.exit(),
+    }
+}
+
+/// A command's memory budget, and how its line names it.
+struct Memory {
+    bytes: usize,
+    named: String,
+}
+
+impl Memory {
+    fn of_check() -> Memory {
+        Memory {
+            bytes: budget::CHECK,
+            named: format!("{} MiB", budget::CHECK >> 20),
+        }
     }
 }
 
@@ -136,7 +164,7 @@ fn under_deadline<T>(
     named: &str,
     json: bool,
     started: Instant,
-    memory: usize,
+    memory: Memory,
     work: impl FnOnce(Instant) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
@@ -144,18 +172,18 @@ fn under_deadline<T>(
     // a marker for the phase.
     const MARK: &str = "<<phase>>";
     let prepared = |message: String| {
-        let text = failure(Error::CannotEvaluate(message), json).text;
+        let text = report::error(&cli::describe(&Error::CannotEvaluate(message)), json);
         let (prefix, suffix) = text
             .split_once(MARK)
             .expect("the marker survives both formats");
         (prefix.to_string(), format!("{suffix}\n"))
     };
     let (budget_prefix, budget_suffix) = prepared(format!(
-        "more than {} MiB of memory needed while {MARK} (a server sending without end?)",
-        memory >> 20
+        "more than {} of memory needed while {MARK} (a server sending without end?)",
+        memory.named
     ));
     deadline::prepare_budget_message(budget_prefix, budget_suffix);
-    budget::set_limit(memory);
+    budget::set_limit(memory.bytes);
     let (prefix, suffix) = prepared(format!("{named} passed while {MARK}"));
     let armed = deadline::arm(
         deadline.saturating_duration_since(Instant::now()),
@@ -176,11 +204,11 @@ fn run_check(config: CheckConfig, started: Instant) -> Outcome {
         &named,
         json,
         started,
-        budget::CHECK,
+        Memory::of_check(),
         |deadline| commands::check::run(&config, deadline),
     ) {
         Ok(report) => Outcome {
-            text: report::render_check(&report, json, verbose),
+            text: Text::Line(report::render_check(&report, json, verbose)),
             to_stderr: false,
             exit: report.health.into(),
         },
@@ -198,11 +226,11 @@ fn run_diagnose(mut config: CheckConfig, started: Instant, colour: bool) -> Outc
         &named,
         json,
         started,
-        budget::CHECK,
+        Memory::of_check(),
         |deadline| commands::diagnose::run(&config, deadline, cli::VERSION),
     ) {
         Ok(report) => Outcome {
-            text: report::render_diagnose(&report, json, colour),
+            text: Text::Line(report::render_diagnose(&report, json, colour)),
             to_stderr: false,
             exit: report.health().into(),
         },
@@ -218,16 +246,21 @@ fn run_guard(config: GuardConfig, started: Instant) -> Outcome {
         "the guard's deadline ({}: --interval, twice --timeout, and 1s)",
         duration::display(timeout)
     );
-    match under_deadline(timeout, &named, json, started, budget::GUARD, |_| {
+    let memory = Memory {
+        bytes: budget::GUARD,
+        named: format!(
+            "{} MiB and {} KiB a durable",
+            budget::GUARD >> 20,
+            budget::GUARD_PER_DURABLE >> 10
+        ),
+    };
+    match under_deadline(timeout, &named, json, started, memory, |_| {
         commands::guard::run(&config)
     }) {
         Ok(report) => Outcome {
-            text: report::render_guard(&report, json),
+            exit: report.health.into(),
+            text: Text::Guard { report, json },
             to_stderr: false,
-            exit: match report.faulted {
-                false => Exit::Healthy,
-                true => Exit::Unhealthy,
-            },
         },
         Err(e) => failure(e, json),
     }

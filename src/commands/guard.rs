@@ -1,18 +1,23 @@
 //! `guard`: the independent witness over every durable in the account (ADR 0003), for a
 //! CronJob whose failed Job is the alert. One connection: the advisories are counted from
-//! before the first look to after the second; each look lists every stream and consumer at
-//! once; the consumer rules judge each durable across both looks; a fault counts only if seen
-//! in both. It alerts and never remediates.
+//! before the first look to the start of the second; each look lists every stream and
+//! consumer a page at a time; the consumer rules judge each durable as soon as its second look
+//! is in; a fault counts only if seen in both. It alerts and never remediates.
+//!
+//! Memory goes by the page, not by the account: between the looks each durable is kept only
+//! as its first judgement and the numbers its row shows, and a judged durable only as its row.
 
+use crate::budget;
 use crate::config::GuardConfig;
 use crate::deadline::{set_phase, Phase};
 use crate::error::Error;
-use crate::facts::{Advisories, ConsumerName, Listing, Observed, Unknown};
+use crate::facts::{Advisories, ConsumerName, Look, Observed, Unknown};
 use crate::observe::nats::{Session, SetupError};
 use crate::observe::{self, advisories, listing, server};
-use crate::report::guard::{GuardReport, GuardRow};
+use crate::report::guard::{self as report, GuardConsumer, GuardReport, Glance, Judged};
+use crate::rules::consumer::Judgement;
 use crate::rules::guard::{self, Seen};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 /// The deadline for a whole guard run: both looks, the interval, and a little to answer.
@@ -21,138 +26,187 @@ pub fn deadline(config: &GuardConfig) -> Duration {
 }
 
 pub fn run(config: &GuardConfig) -> Result<GuardReport, Error> {
-    let (first, second, advisories) =
-        server::on_network_runtime(looks(config)).map_err(Error::CannotEvaluate)??;
-    let interval = Duration::from_millis((second.at_ms - first.at_ms).max(0) as u64);
-    let rows = rows(config, &first, &second, &advisories);
-    Ok(crate::report::guard::guard(&rows, interval, &advisories))
+    server::on_network_runtime(looks(config)).map_err(Error::CannotEvaluate)?
 }
 
-/// The two looks and the advisories between them.
-async fn looks(config: &GuardConfig) -> Result<(Listing, Listing, Advisories), Error> {
-    let unreachable = |why: Unknown| {
-        Error::CannotEvaluate(format!("cannot look at the account's JetStream: {why}"))
-    };
+/// What the guard keeps of a durable between its looks.
+struct FirstLook {
+    judgement: Judgement,
+    glance: Option<Glance>,
+}
+
+/// The two looks, the advisories between them, and every durable judged.
+async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     set_phase(Phase::AskingJetStream);
     let first_deadline = Instant::now() + config.timeout;
-    let session = match Session::connect(
-        &config.servers,
-        &config.auth,
-        "natsprobe-guard",
-        first_deadline,
-    )
-    .await
-    {
-        Err(SetupError::File {
-            setting,
-            path,
-            problem,
-        }) => {
-            return Err(Error::Setting {
-                setting,
-                path: Some(path),
-                problem,
-            })
-        }
-        Err(SetupError::Runtime(m)) => return Err(Error::CannotEvaluate(m)),
-        Ok(Err(why)) => return Err(unreachable(why)),
-        Ok(Ok(session)) => session,
-    };
+    let session = connect(config, first_deadline).await?;
     let watch = advisories::watch(&session).await;
-    // The first look's time is read before the instant the second is timed from: the looks
-    // are at least the interval apart, on both clocks.
+
+    // The first look: each durable judged alone and kept as that judgement.
+    // Its time is read before the instant the second is timed from: the looks are at least
+    // the interval apart, on both clocks.
     let first_ms = observe::now_ms();
     let started = Instant::now();
-    let first = listing::look(&session, &config.expect, first_ms, first_deadline)
-        .await
-        .map_err(unreachable)?;
+    let mut first: HashMap<ConsumerName, FirstLook> = HashMap::new();
+    let first_look = listing::look(&session, &config.expect, first_deadline, &mut |name, o| {
+        budget::allow(budget::GUARD_PER_DURABLE);
+        let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
+        let glance = Glance::of(&o);
+        first.insert(name, FirstLook { judgement, glance });
+    })
+    .await
+    .map_err(unreachable)?;
+
     set_phase(Phase::Waiting);
     tokio::time::sleep_until((started + config.interval).into()).await;
+    // The losses counted over the interval: what the second look's progress is weighed against.
+    let advisories = watch.finish(&session).await;
+
+    // The second look: each durable judged as it comes, and kept as its row.
     set_phase(Phase::AskingJetStream);
     let second_ms = observe::now_ms();
-    let second = listing::look(
-        &session,
-        &config.expect,
+    let judge = Judge {
+        config,
+        advisories: &advisories,
+        first_ms,
         second_ms,
-        Instant::now() + config.timeout,
-    )
+    };
+    let mut rows: Vec<GuardConsumer> = Vec::with_capacity(first.len());
+    let second_deadline = Instant::now() + config.timeout;
+    let second_look = listing::look(&session, &config.expect, second_deadline, &mut |name, o| {
+        let was = match first.remove(&name) {
+            Some(was) => Some(was),
+            None => first_look.unknown_streams.get(&name.stream).map(|why| {
+                let o = Observed::NotJudged(why.clone());
+                let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
+                FirstLook {
+                    judgement,
+                    glance: None,
+                }
+            }),
+        };
+        budget::allow(budget::GUARD_PER_DURABLE);
+        rows.push(judge.row(&name, was.as_ref(), Some(&o)));
+    })
     .await
     .map_err(|why| {
         Error::CannotEvaluate(format!("the second look at the account failed: {why}"))
     })?;
-    let advisories = watch.finish(&session).await;
-    Ok((first, second, advisories))
+
+    // Seen in the first look only: deleted in between, or its stream unlisted in the second.
+    for (name, was) in first {
+        let second = second_look
+            .unknown_streams
+            .get(&name.stream)
+            .map(|why| Observed::NotJudged(why.clone()));
+        rows.push(judge.row(&name, Some(&was), second.as_ref()));
+    }
+    // A stream whose consumers could not be listed in a look is one row, unknown.
+    rows.extend(judge.unlisted_streams(&first_look, &second_look));
+    let interval = Duration::from_millis((second_ms - first_ms).max(0) as u64);
+    Ok(report::guard(rows, interval, &advisories))
 }
 
-/// Every durable either look saw or asked for, and every stream one could not list, judged.
-fn rows(
-    config: &GuardConfig,
-    first: &Listing,
-    second: &Listing,
-    advisories: &Advisories,
-) -> Vec<GuardRow> {
-    let mut names: BTreeSet<ConsumerName> = first
-        .consumers
-        .keys()
-        .chain(second.consumers.keys())
-        .cloned()
-        .collect();
-    // A stream whose consumers could not be listed in a look is one row, unknown.
-    let unlisted: BTreeSet<&String> = first
-        .unknown_streams
-        .keys()
-        .chain(second.unknown_streams.keys())
-        .collect();
-    for stream in &unlisted {
-        names.insert(ConsumerName {
-            stream: (*stream).clone(),
-            durable: "*".into(),
-        });
+async fn connect(config: &GuardConfig, deadline: Instant) -> Result<Session, Error> {
+    match Session::connect(&config.servers, &config.auth, "natsprobe-guard", deadline).await {
+        Err(e) => Err(e.into()),
+        Ok(Err(why)) => Err(unreachable(why)),
+        Ok(Ok(session)) => Ok(session),
     }
-    let ignored = |n: &ConsumerName| {
-        config
+}
+
+fn unreachable(why: Unknown) -> Error {
+    Error::CannotEvaluate(format!("cannot look at the account's JetStream: {why}"))
+}
+
+impl From<SetupError> for Error {
+    fn from(e: SetupError) -> Error {
+        match e {
+            SetupError::File {
+                setting,
+                path,
+                problem,
+            } => Error::Setting {
+                setting,
+                path: Some(path),
+                problem,
+            },
+            SetupError::Runtime(m) => Error::CannotEvaluate(m),
+        }
+    }
+}
+
+/// Judges a durable once both looks of it are in.
+struct Judge<'a> {
+    config: &'a GuardConfig,
+    advisories: &'a Advisories,
+    first_ms: i64,
+    second_ms: i64,
+}
+
+impl Judge<'_> {
+    fn row(
+        &self,
+        name: &ConsumerName,
+        first: Option<&FirstLook>,
+        second: Option<&Observed>,
+    ) -> GuardConsumer {
+        let losses = match self.advisories {
+            Advisories::Counted(counts) => Some(counts.get(name).copied().unwrap_or_default()),
+            Advisories::Unavailable(_) => None,
+        };
+        let ignored = self
+            .config
             .ignore
             .iter()
-            .any(|i| i == n || (i.durable == "*" && i.stream == n.stream))
-    };
-    let observed = |l: &Listing, n: &ConsumerName| -> Option<Observed> {
-        match (l.consumers.get(n), l.unknown_streams.get(&n.stream)) {
-            (Some(o), _) => Some(o.clone()),
-            (None, Some(why)) => Some(Observed::NotJudged(why.clone())),
-            (None, None) if unlisted.contains(&n.stream) && n.durable == "*" => None,
-            (None, None) => None,
-        }
-    };
-    names
-        .into_iter()
-        .map(|name| {
-            let (a, b) = (observed(first, &name), observed(second, &name));
-            let losses = match advisories {
-                Advisories::Counted(counts) => Some(counts.get(&name).copied().unwrap_or_default()),
-                Advisories::Unavailable(_) => None,
-            };
-            let expected = config.expect.contains(&name);
-            let (verdict, judgement) = guard::judge(
-                Seen {
-                    first: a.as_ref(),
-                    second: b.as_ref(),
-                    losses,
-                    expected,
-                    ignored: ignored(&name),
-                },
-                &config.consumer_policy,
-                first.at_ms,
-                second.at_ms,
-            );
-            GuardRow {
-                name,
-                first: a,
-                second: b,
+            .any(|i| i == name || (i.durable == "*" && i.stream == name.stream));
+        let (verdict, judgement) = guard::judge(
+            Seen {
+                first: first.map(|f| &f.judgement),
+                second,
                 losses,
-                expected,
-                verdict,
-                judgement,
-            }
+                ignored,
+            },
+            &self.config.consumer_policy,
+            self.first_ms,
+            self.second_ms,
+        );
+        report::row(Judged {
+            name,
+            looks: [first.and_then(|f| f.glance), second.and_then(Glance::of)],
+            second,
+            losses,
+            expected: self.config.expect.contains(name),
+            verdict: &verdict,
+            judgement: &judgement,
         })
-        .collect()
+    }
+
+    /// One row, `STREAM/*`, for each stream whose consumers a look could not list.
+    fn unlisted_streams(&self, first: &Look, second: &Look) -> Vec<GuardConsumer> {
+        let streams: BTreeSet<&String> = first
+            .unknown_streams
+            .keys()
+            .chain(second.unknown_streams.keys())
+            .collect();
+        streams
+            .into_iter()
+            .map(|stream| {
+                let name = ConsumerName {
+                    stream: stream.clone(),
+                    durable: "*".into(),
+                };
+                let not_judged = |l: &Look| {
+                    l.unknown_streams
+                        .get(stream)
+                        .map(|why| Observed::NotJudged(why.clone()))
+                };
+                let was = not_judged(first).map(|o| FirstLook {
+                    judgement: guard::first_look(&o, &self.config.consumer_policy, self.first_ms),
+                    glance: None,
+                });
+                self.row(&name, was.as_ref(), not_judged(second).as_ref())
+            })
+            .collect()
+    }
 }

@@ -251,18 +251,12 @@ impl Loaded {
     }
 }
 
-/// One look at every consumer in the account: the listings, and the infos of expected
-/// consumers the listings did not name.
+/// What one look at the account learnt besides its consumers, which are handed on one by one
+/// as they come (`observe::listing::look`).
 #[derive(Debug, Clone, Default)]
-pub struct Listing {
-    pub streams: BTreeMap<String, StreamFacts>,
-    /// Each consumer as the server described it; an expected one it does not know is
-    /// `ConsumerMissing` or `StreamMissing`.
-    pub consumers: BTreeMap<ConsumerName, Observed>,
-    /// Streams the server could not report, or whose consumers it could not list, and why.
+pub struct Look {
+    /// Streams whose consumers the server could not list, and why.
     pub unknown_streams: BTreeMap<String, Unknown>,
-    /// Local clock at the look, ms since the epoch.
-    pub at_ms: i64,
 }
 
 /// What the server's consumer advisories said about one consumer during an interval.

@@ -299,6 +299,11 @@ where
     })
 }
 
+/// A page of `$JS.API.STREAM.NAMES`: the streams' names.
+pub fn parse_stream_names(body: &[u8]) -> Result<Page<String>, ParseError> {
+    page(body, Ok)
+}
+
 /// A page of `$JS.API.STREAM.LIST`: each stream's name and facts.
 pub fn parse_stream_list(body: &[u8]) -> Result<Page<(String, StreamFacts)>, ParseError> {
     page(body, stream_facts)

@@ -1,129 +1,210 @@
-//! The guard's look at a whole account: every stream (`$JS.API.STREAM.LIST`, 256 a page) and
-//! every consumer of each (`$JS.API.CONSUMER.LIST.<stream>`, 256 a page): first pages at once,
-//! then the rest at once, all on one connection, never one round trip per consumer in
-//! sequence. Expected consumers the listings do not name are asked for by name (at once).
-//! In a cluster only the meta leader answers a listing, and a consumer whose leader does not
-//! answer in time comes back as `missing`/`offline`: unknown in this look, not absent. An
+//! The guard's look at a whole account, a page at a time: the stream names
+//! (`$JS.API.STREAM.NAMES`, 1024 a page), then every consumer of each stream
+//! (`$JS.API.CONSUMER.LIST.<stream>`, 256 a page), a few streams at once, all on one
+//! connection, never one round trip per consumer. Each consumer is handed on as soon as its
+//! page is in, so a look holds a few pages, not the account.
+//!
+//! Order matters where facts are compared: a page's stream is read *after* the page
+//! (`$JS.API.STREAM.INFO.<stream>`), so the stream's first sequence is never older than the
+//! consumers' ack floors. Read the other way round, retention that deleted a consumer's
+//! unacknowledged messages (and moved its floor) after the stream was read looks like acks.
+//!
+//! Expected consumers the listings do not name are asked for by name. In a cluster only the
+//! meta leader answers a listing, and a consumer whose leader does not answer in time comes
+//! back as `missing`/`offline`: asked again by name, else unknown in this look, not absent. An
 //! election (10008) or a request that timed out is asked again inside the look's deadline.
 
 use super::jetstream::{self, ApiError, ParseError};
-use super::nats::Session;
-use crate::facts::{ConsumerName, Listing, Observed, Unknown};
+use super::nats::{needs_stream, Session};
+use crate::facts::{ConsumerName, Look, Observed, StreamFacts, Unknown};
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// A request's subject and JSON body.
 type Request = (String, String);
 
+/// Streams whose consumers are listed at once: each holds at most one page (256 consumers,
+/// about 0.5 MB of JSON) while it is decoded.
+const STREAMS_AT_ONCE: usize = 16;
+
+/// An answer larger than this is no real page: 256 consumer infos with long names and
+/// metadata come to well under 2 MiB. The hostile case (a server sending without end), named
+/// as such rather than parsed.
+pub const MAX_ANSWER: usize = 8 << 20;
+
 /// Looks at every stream and consumer of the account, and at each of `expected` (a durable
-/// `*` stands for a whole stream, which must exist), as of `at_ms` (the local clock). Err: the account's JetStream could not
-/// be listed at all (unreachable, not enabled, not permitted).
+/// `*` stands for a whole stream, which must exist), handing each consumer to `each` as soon
+/// as it is known. Err: the account's JetStream could not be listed at all (unreachable, not
+/// enabled, not permitted).
 pub async fn look(
     session: &Session,
     expected: &[ConsumerName],
-    at_ms: i64,
     deadline: Instant,
-) -> Result<Listing, Unknown> {
-    let mut listing = Listing {
-        at_ms,
-        ..Listing::default()
+    each: &mut dyn FnMut(ConsumerName, Observed),
+) -> Result<Look, Unknown> {
+    let mut streams: BTreeSet<String> = BTreeSet::new();
+    for page in pages(session, "$JS.API.STREAM.NAMES", deadline).await? {
+        streams.extend(jetstream::parse_stream_names(&page).map_err(unknown)?.items);
+    }
+    let names: Vec<&String> = streams.iter().collect();
+    let next = Cell::new(0);
+    let look = RefCell::new(Look::default());
+    let seen_expected: RefCell<BTreeSet<ConsumerName>> = RefCell::default();
+    let each = RefCell::new(each);
+    let hand_on = |name: ConsumerName, observed: Observed| {
+        if expected.contains(&name) {
+            seen_expected.borrow_mut().insert(name.clone());
+        }
+        (each.borrow_mut())(name, observed);
     };
-    // Streams.
-    for page in pages(session, "$JS.API.STREAM.LIST", deadline, |body| {
-        jetstream::parse_stream_list(body).map(|p| (p.total, p.limit, p.items.len(), p))
-    })
-    .await?
-    {
-        for (name, facts) in page.items {
-            listing.streams.insert(name, facts);
-        }
-        for name in page.missing {
-            listing.unknown_streams.insert(name, Unknown::NotReported);
-        }
-    }
-
-    // Streams the listing names but could not report (their leader did not answer in time):
-    // asked for by name, again through elections, until the deadline; else unknown.
-    let unreported: Vec<String> = listing.unknown_streams.keys().cloned().collect();
-    if !unreported.is_empty() {
-        let requests = unreported
-            .iter()
-            .map(|s| (format!("$JS.API.STREAM.INFO.{s}"), String::new()))
-            .collect();
-        let answers = ask_again(session, requests, deadline).await;
-        for (name, answer) in unreported.into_iter().zip(answers) {
-            if let Ok(Ok(facts)) = answer.map(|body| jetstream::parse_stream_info(&body)) {
-                listing.unknown_streams.remove(&name);
-                listing.streams.insert(name, facts);
-            }
-        }
-    }
-
-    // Consumers of every stream, all streams at once.
-    let names: Vec<String> = listing.streams.keys().cloned().collect();
-    let lists = futures_join(names.iter().map(|stream| {
-        let subject = format!("$JS.API.CONSUMER.LIST.{stream}");
-        async move {
-            let pages = pages(session, &subject, deadline, |body| {
-                jetstream::parse_consumer_list(body).map(|p| (p.total, p.limit, p.items.len(), p))
-            })
-            .await;
-            (stream.clone(), pages)
-        }
-    }))
-    .await;
-    // Consumers a listing names but could not report (their leader did not answer in time):
-    // asked for by name, again through elections, until the deadline; else unknown.
-    let mut unreported: Vec<ConsumerName> = Vec::new();
-    for (stream, pages) in lists {
-        let facts = listing.streams.get(&stream).cloned();
-        match pages {
-            Ok(pages) => {
-                for page in pages {
-                    for consumer in page.items {
-                        let name = ConsumerName {
-                            stream: stream.clone(),
-                            durable: consumer.name.clone(),
-                        };
-                        let observed = Observed::Found {
-                            facts: consumer,
-                            stream: facts.clone(),
-                        };
-                        listing.consumers.insert(name, observed);
-                    }
-                    for durable in page.missing {
-                        let name = ConsumerName {
-                            stream: stream.clone(),
-                            durable,
-                        };
-                        unreported.push(name);
-                    }
+    let worker = || async {
+        while let Some(stream) = names.get(next.replace(next.get() + 1)) {
+            match one_stream(session, stream, deadline, &hand_on).await {
+                Ok(()) => {}
+                // Deleted between the names and its listing: it is simply not there.
+                Err(Unknown::Failed(why)) if why == STREAM_GONE => {}
+                Err(why) => {
+                    look.borrow_mut()
+                        .unknown_streams
+                        .insert(stream.to_string(), why);
                 }
             }
-            // Deleted between the two listings: it is simply not there.
-            Err(Unknown::Failed(why)) if why.contains("10059") => {
-                listing.streams.remove(&stream);
+        }
+    };
+    futures_join((0..STREAMS_AT_ONCE.min(names.len())).map(|_| worker())).await;
+    let look = look.into_inner();
+
+    // Expected consumers the listings did not name: asked by name, so "absent" is the
+    // server's word, not the listing's silence.
+    let unseen: Vec<&ConsumerName> = {
+        let seen = seen_expected.borrow();
+        expected.iter().filter(|n| !seen.contains(n)).collect()
+    };
+    let mut unnamed: Vec<ConsumerName> = Vec::new();
+    for name in unseen {
+        let unknown = look.unknown_streams.get(&name.stream).cloned();
+        let observed = match (name.durable.as_str(), streams.contains(&name.stream), unknown) {
+            // The stream's own row (`STREAM/*`, unknown) stands for it.
+            ("*", _, Some(_)) | ("*", true, None) => continue,
+            (_, _, Some(why)) => Observed::NotJudged(why),
+            ("*", false, None) => Observed::StreamMissing,
+            _ => {
+                unnamed.push(name.clone());
+                continue;
             }
-            Err(why) => {
-                listing.unknown_streams.insert(stream, why);
-            }
+        };
+        hand_on(name.clone(), observed);
+    }
+    if !unnamed.is_empty() {
+        let asked = session.consumers(&unnamed, deadline).await;
+        for (name, observed) in unnamed.into_iter().zip(asked) {
+            hand_on(name, observed);
         }
     }
+    Ok(look)
+}
 
-    if !unreported.is_empty() {
-        let requests = unreported
-            .iter()
-            .map(|n| {
-                let subject = format!("$JS.API.CONSUMER.INFO.{}.{}", n.stream, n.durable);
-                (subject, String::new())
-            })
-            .collect();
-        let answers = ask_again(session, requests, deadline).await;
-        for (name, answer) in unreported.into_iter().zip(answers) {
+/// `Unknown::Failed`'s text for a stream deleted since its name was listed (10059).
+const STREAM_GONE: &str = "stream not found";
+
+/// Every consumer of one stream, a page at a time: the page, then the consumers it could not
+/// report (asked by name), then the stream (read last), then each consumer handed on.
+async fn one_stream(
+    session: &Session,
+    stream: &str,
+    deadline: Instant,
+    hand_on: &dyn Fn(ConsumerName, Observed),
+) -> Result<(), Unknown> {
+    let subject = format!("$JS.API.CONSUMER.LIST.{stream}");
+    let mut offset = 0u64;
+    loop {
+        let body = ask_one(session, (subject.clone(), paged(offset)), deadline).await?;
+        let page = jetstream::parse_consumer_list(&body).map_err(|e| match e {
+            ParseError::Api(ApiError {
+                err_code: ApiError::STREAM_NOT_FOUND,
+                ..
+            }) => Unknown::Failed(STREAM_GONE.into()),
+            other => unknown(other),
+        })?;
+        drop(body);
+        let unreported = unreported(session, stream, &page.missing, deadline).await;
+        let needs_stream = page.items.iter().any(needs_stream)
+            || unreported.iter().any(|(_, o)| match o {
+                Observed::Found { facts, .. } => needs_stream(facts),
+                _ => false,
+            });
+        let stream_facts = match needs_stream {
+            true => stream_info(session, stream, deadline).await,
+            false => None,
+        };
+        let name = |durable: String| ConsumerName {
+            stream: stream.to_string(),
+            durable,
+        };
+        for facts in page.items {
+            let found = Observed::Found {
+                stream: stream_facts.clone(),
+                facts,
+            };
+            hand_on(name(found_name(&found)), found);
+        }
+        for (durable, observed) in unreported {
+            let observed = match observed {
+                Observed::Found { facts, .. } => Observed::Found {
+                    facts,
+                    stream: stream_facts.clone(),
+                },
+                other => other,
+            };
+            hand_on(name(durable), observed);
+        }
+        offset += page.limit;
+        if page.limit == 0 || offset >= page.total {
+            return Ok(());
+        }
+    }
+}
+
+fn found_name(o: &Observed) -> String {
+    match o {
+        Observed::Found { facts, .. } => facts.name.clone(),
+        _ => unreachable!("called on found consumers"),
+    }
+}
+
+/// The stream's facts now; None when it cannot be read (its consumers are judged without it).
+async fn stream_info(session: &Session, stream: &str, deadline: Instant) -> Option<StreamFacts> {
+    let request = (format!("$JS.API.STREAM.INFO.{stream}"), String::new());
+    let body = ask_one(session, request, deadline).await.ok()?;
+    jetstream::parse_stream_info(&body).ok()
+}
+
+/// Consumers a page names but could not report (their leader did not answer in time): asked
+/// for by name, again through elections, until the deadline; else unknown.
+async fn unreported(
+    session: &Session,
+    stream: &str,
+    missing: &[String],
+    deadline: Instant,
+) -> Vec<(String, Observed)> {
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let requests = missing
+        .iter()
+        .map(|d| (format!("$JS.API.CONSUMER.INFO.{stream}.{d}"), String::new()))
+        .collect();
+    let answers = ask_again(session, requests, deadline).await;
+    missing
+        .iter()
+        .cloned()
+        .zip(answers)
+        .map(|(durable, answer)| {
             let observed = match answer.map(|body| jetstream::parse_consumer_info(&body)) {
                 Ok(Ok(facts)) => Observed::Found {
-                    stream: listing.streams.get(&name.stream).cloned(),
                     facts,
+                    stream: None,
                 },
                 Ok(Err(e)) => match super::nats::classify(e) {
                     Observed::NotJudged(_) => Observed::NotJudged(Unknown::NotReported),
@@ -131,76 +212,35 @@ pub async fn look(
                 },
                 Err(_) => Observed::NotJudged(Unknown::NotReported),
             };
-            listing.consumers.insert(name, observed);
-        }
-    }
-
-    // Expected consumers the listings did not name: asked by name, so "absent" is the
-    // server's word, not the listing's silence.
-    let mut unnamed: Vec<ConsumerName> = Vec::new();
-    for name in expected {
-        let stream_known = listing.streams.contains_key(&name.stream);
-        let stream_unknown = listing.unknown_streams.get(&name.stream).cloned();
-        if name.durable == "*" {
-            let observed = match (stream_known, stream_unknown) {
-                (true, _) => continue,
-                (false, Some(why)) => Observed::NotJudged(why),
-                (false, None) => Observed::StreamMissing,
-            };
-            listing.consumers.insert(name.clone(), observed);
-        } else if !listing.consumers.contains_key(name) {
-            match stream_unknown {
-                Some(why) if !stream_known => {
-                    listing
-                        .consumers
-                        .insert(name.clone(), Observed::NotJudged(why));
-                }
-                _ => unnamed.push(name.clone()),
-            }
-        }
-    }
-    if !unnamed.is_empty() {
-        let asked = session.consumers(&unnamed, deadline).await;
-        for (name, observed) in unnamed.into_iter().zip(asked) {
-            let observed = match observed {
-                Observed::Found { facts, .. } => {
-                    let stream = listing.streams.get(&name.stream).cloned();
-                    Observed::Found { facts, stream }
-                }
-                other => other,
-            };
-            listing.consumers.insert(name, observed);
-        }
-    }
-    Ok(listing)
+            (durable, observed)
+        })
+        .collect()
 }
 
-/// Every page of a listing: the first, then the rest at once. `decode` gives (total, limit,
-/// items on the page, page).
-async fn pages<P>(
+fn paged(offset: u64) -> String {
+    format!(r#"{{"offset":{offset}}}"#)
+}
+
+/// Every page of a listing, raw: the first, then the rest at once (stream names: a few pages
+/// even for thousands of streams).
+async fn pages(
     session: &Session,
     subject: &str,
     deadline: Instant,
-    decode: impl Fn(&[u8]) -> Result<(u64, u64, usize, P), ParseError>,
-) -> Result<Vec<P>, Unknown> {
-    let request = |offset: u64| (subject.to_string(), format!(r#"{{"offset":{offset}}}"#));
-    let first = ask_again(session, vec![request(0)], deadline)
-        .await
-        .pop()
-        .expect("one answer per request")?;
-    let (total, limit, _, first) = decode(&first).map_err(unknown)?;
+) -> Result<Vec<Vec<u8>>, Unknown> {
+    let first = ask_one(session, (subject.to_string(), paged(0)), deadline).await?;
+    let head = jetstream::parse_stream_names(&first).map_err(unknown)?;
     let mut pages = vec![first];
-    if limit == 0 || total <= limit {
+    if head.limit == 0 || head.total <= head.limit {
         return Ok(pages);
     }
-    let offsets: Vec<u64> = (1..)
-        .map(|i| i * limit)
-        .take_while(|o| *o < total)
+    let requests = (1..)
+        .map(|i| i * head.limit)
+        .take_while(|o| *o < head.total)
+        .map(|o| (subject.to_string(), paged(o)))
         .collect();
-    let requests = offsets.iter().map(|&o| request(o)).collect();
     for answer in ask_again(session, requests, deadline).await {
-        let (_, _, _, page) = decode(&answer?).map_err(unknown)?;
-        pages.push(page);
+        pages.push(bounded(answer?)?);
     }
     Ok(pages)
 }
@@ -213,6 +253,28 @@ fn unknown(e: ParseError) -> Unknown {
         }) => Unknown::TemporarilyUnavailable,
         other => Unknown::Failed(other.to_string()),
     }
+}
+
+/// An answer no larger than any real page, or why not.
+fn bounded(body: Vec<u8>) -> Result<Vec<u8>, Unknown> {
+    match body.len() > MAX_ANSWER {
+        true => Err(Unknown::Failed(format!(
+            "an answer of {} MiB, larger than any real page ({} MiB at most): a server sending without end?",
+            body.len() >> 20,
+            MAX_ANSWER >> 20
+        ))),
+        false => Ok(body),
+    }
+}
+
+/// One request, asked again through elections and timeouts until the deadline.
+async fn ask_one(session: &Session, request: Request, deadline: Instant) -> Result<Vec<u8>, Unknown> {
+    bounded(
+        ask_again(session, vec![request], deadline)
+            .await
+            .pop()
+            .expect("one answer per request")?,
+    )
 }
 
 /// Asks, and asks again what an election (10008) or a timeout left unanswered, until the
@@ -304,5 +366,12 @@ mod tests {
             i
         })));
         assert_eq!(out, [4, 3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn an_answer_larger_than_any_page_is_named_not_parsed() {
+        assert!(bounded(vec![b' '; MAX_ANSWER]).is_ok());
+        let why = bounded(vec![b' '; MAX_ANSWER + 1]).unwrap_err();
+        assert!(why.to_string().contains("larger than any real page"), "{why}");
     }
 }

@@ -160,7 +160,8 @@ impl Session {
     }
 }
 
-fn needs_stream(facts: &crate::facts::ConsumerFacts) -> bool {
+/// What a stream's retention can do matters only where work waits.
+pub(crate) fn needs_stream(facts: &crate::facts::ConsumerFacts) -> bool {
     let unbound = facts.push() && !facts.push_bound;
     facts.waiting() > 0 && !facts.paused && !unbound
 }

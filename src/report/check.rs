@@ -345,10 +345,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
 }
 
 pub fn health_word(health: Health) -> &'static str {
-    match health {
-        Health::Healthy => "healthy",
-        Health::Unhealthy => "unhealthy",
-    }
+    health.as_str()
 }
 
 fn socket_json(s: &Socket) -> SocketJson {
@@ -427,13 +424,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             Evidence::LastActive => "last_active",
             Evidence::Samples => "samples",
         }),
-        progress: r.progress.map(|p| match p {
-            Progress::Acked => "acked",
-            Progress::Delivered => "delivered",
-            Progress::Unclear => "unclear",
-            Progress::WithoutAck => "without_ack",
-            Progress::None => "none",
-        }),
+        progress: r.progress.map(Progress::as_str),
         retention_deletes_unacked: match &r.seen.observed {
             Observed::Found {
                 stream: Some(s), ..

@@ -1,26 +1,44 @@
 //! The `guard` report: one row per durable (what both looks saw, the losses counted between
 //! them, the verdict and why), one summary line naming every faulted durable, and the typed
-//! JSON document (`schema_version` 1).
+//! JSON document (`schema_version` 1). A row is made as soon as its durable is judged and keeps
+//! only numbers and words (no server answer), and the report is written out as it is
+//! rendered: an account of 100,000 durables never exists as one string.
 
 use super::check::SCHEMA_VERSION;
 use super::human::{display, outcome_phrase};
 use crate::facts::{Advisories, ConsumerName, Losses, Observed};
+use crate::rules::check::Health;
 use crate::rules::consumer::{Fault, Judgement, Outcome, Progress};
 use crate::rules::guard::{GuardFault, Note, Verdict};
+use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
+use std::io::{self, Write};
 use std::time::Duration;
 
-/// One durable as the guard saw it.
-#[derive(Debug, Clone)]
-pub struct GuardRow {
-    pub name: ConsumerName,
-    pub first: Option<Observed>,
-    pub second: Option<Observed>,
-    pub losses: Option<Losses>,
-    pub expected: bool,
-    pub verdict: Verdict,
-    /// The consumer rules' judgement of the second look (or the first, if only that).
-    pub judgement: Judgement,
+/// The numbers of one look at a consumer that its row shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Glance {
+    pub push: bool,
+    pub push_bound: bool,
+    pub num_pending: u64,
+    pub num_ack_pending: u64,
+    pub ack_floor: u64,
+}
+
+impl Glance {
+    /// None when the look did not find the consumer.
+    pub fn of(observed: &Observed) -> Option<Glance> {
+        match observed {
+            Observed::Found { facts, .. } => Some(Glance {
+                push: facts.push(),
+                push_bound: facts.push_bound,
+                num_pending: facts.num_pending,
+                num_ack_pending: facts.num_ack_pending,
+                ack_floor: facts.ack_floor.consumer_seq,
+            }),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -34,45 +52,117 @@ pub struct GuardReport {
     /// Why the advisories were not counted, when they were not.
     pub advisories_unavailable: Option<String>,
     pub consumers: Vec<GuardConsumer>,
+    /// Unhealthy when a durable is faulted in both looks.
     #[serde(skip)]
-    pub faulted: bool,
-    /// The table and the summary line.
-    #[serde(skip)]
-    pub text: String,
+    pub health: Health,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One durable's row: serialized with its `name` (`STREAM/DURABLE`) first, as in schema 1.
+#[derive(Debug, Clone, PartialEq)]
 pub struct GuardConsumer {
-    pub name: String,
-    pub stream: String,
-    pub durable: String,
+    pub stream: Box<str>,
+    pub durable: Box<str>,
     pub expected: bool,
-    /// `push`, `pull`, or null when not found.
+    /// `push`, `pull`, or None when not found.
     pub mode: Option<&'static str>,
     /// Push consumers in each look: bound to a subscriber.
     pub push_bound: [Option<bool>; 2],
     pub num_pending: [Option<u64>; 2],
     pub num_ack_pending: [Option<u64>; 2],
     pub ack_floor: [Option<u64>; 2],
-    /// Counted from the advisories over the interval; null when they could not be.
+    /// Counted from the advisories over the interval; None when they could not be.
     pub losses: Option<LossesJson>,
     /// Since the first look: `acked`, `delivered`, `unclear`, `without_ack`, `none`.
     pub progress: Option<&'static str>,
     pub window_ms: Option<u64>,
     /// `healthy`, `fault`, `unknown` (a look could not say) or `ignored`.
     pub verdict: &'static str,
-    pub reason: String,
+    pub reason: Box<str>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+impl Serialize for GuardConsumer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("GuardConsumer", 14)?;
+        s.serialize_field("name", &format!("{}/{}", self.stream, self.durable))?;
+        s.serialize_field("stream", &self.stream)?;
+        s.serialize_field("durable", &self.durable)?;
+        s.serialize_field("expected", &self.expected)?;
+        s.serialize_field("mode", &self.mode)?;
+        s.serialize_field("push_bound", &self.push_bound)?;
+        s.serialize_field("num_pending", &self.num_pending)?;
+        s.serialize_field("num_ack_pending", &self.num_ack_pending)?;
+        s.serialize_field("ack_floor", &self.ack_floor)?;
+        s.serialize_field("losses", &self.losses)?;
+        s.serialize_field("progress", &self.progress)?;
+        s.serialize_field("window_ms", &self.window_ms)?;
+        s.serialize_field("verdict", &self.verdict)?;
+        s.serialize_field("reason", &self.reason)?;
+        s.end()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LossesJson {
     pub deleted_unacked: u64,
     pub exhausted: u64,
     pub terminated_by_client: u64,
 }
 
-pub fn guard(rows: &[GuardRow], interval: Duration, advisories: &Advisories) -> GuardReport {
-    let consumers: Vec<GuardConsumer> = rows.iter().map(consumer).collect();
+/// Everything the guard knows of one durable once both looks are in.
+pub struct Judged<'a> {
+    pub name: &'a ConsumerName,
+    /// Each look's numbers (None: not found in that look).
+    pub looks: [Option<Glance>; 2],
+    /// The second look's answer, when there was one (the reason may quote its settings).
+    pub second: Option<&'a Observed>,
+    pub losses: Option<Losses>,
+    pub expected: bool,
+    pub verdict: &'a Verdict,
+    /// The consumer rules' judgement of the second look (or the first, if only that).
+    pub judgement: &'a Judgement,
+}
+
+/// The row of one judged durable.
+pub fn row(j: Judged) -> GuardConsumer {
+    let [a, b] = j.looks;
+    let both = |f: fn(&Glance) -> u64| [a.as_ref().map(f), b.as_ref().map(f)];
+    let bound = |g: Option<Glance>| g.filter(|g| g.push).map(|g| g.push_bound);
+    GuardConsumer {
+        stream: j.name.stream.as_str().into(),
+        durable: j.name.durable.as_str().into(),
+        expected: j.expected,
+        mode: b.or(a).map(|g| match g.push {
+            true => "push",
+            false => "pull",
+        }),
+        push_bound: [bound(a), bound(b)],
+        num_pending: both(|g| g.num_pending),
+        num_ack_pending: both(|g| g.num_ack_pending),
+        ack_floor: both(|g| g.ack_floor),
+        losses: j.losses.map(|l| LossesJson {
+            deleted_unacked: l.deleted_unacked,
+            exhausted: l.exhausted,
+            terminated_by_client: l.terminated_by_client,
+        }),
+        progress: j.judgement.progress.map(Progress::as_str),
+        window_ms: j.judgement.window.map(|w| w.duration.as_millis() as u64),
+        verdict: match j.verdict {
+            Verdict::Ignored => "ignored",
+            Verdict::Healthy(_) => "healthy",
+            Verdict::Fault(_) => "fault",
+            Verdict::Unknown { .. } => "unknown",
+        },
+        reason: with_losses(reason(&j), &j).into(),
+    }
+}
+
+/// The report over every row (sorted here by name).
+pub fn guard(
+    mut consumers: Vec<GuardConsumer>,
+    interval: Duration,
+    advisories: &Advisories,
+) -> GuardReport {
+    consumers.sort_unstable_by(|a, b| (&a.stream, &a.durable).cmp(&(&b.stream, &b.durable)));
     let faulted: Vec<&GuardConsumer> = consumers.iter().filter(|c| c.verdict == "fault").collect();
     let count = |v: &str| consumers.iter().filter(|c| c.verdict == v).count();
     let mut extras = Vec::new();
@@ -98,96 +188,65 @@ pub fn guard(rows: &[GuardRow], interval: Duration, advisories: &Advisories) -> 
     };
     let looks = format!("two looks {} apart", display(interval));
     let summary = match faulted.len() {
+        // Nothing listed and nothing expected: a wrong account, credentials or JetStream
+        // domain looks exactly like this, so it is said plainly, not as an all clear.
+        _ if consumers.is_empty() => {
+            format!("no durables in this account (none listed in {looks}, none --expect'ed){extras}")
+        }
         0 => format!("{durables}, no fault in {looks}{extras}"),
         n => {
             // Every faulted durable by name (the table above says why): a CronJob's log, not
             // a kubelet event, so nothing is cut.
-            let named: Vec<String> = faulted.iter().map(|c| c.name.clone()).collect();
+            let named: Vec<String> = faulted
+                .iter()
+                .map(|c| format!("{}/{}", c.stream, c.durable))
+                .collect();
             format!(
                 "{n} of {durables} faulted in both of {looks}{extras}: {}",
                 named.join(", ")
             )
         }
     };
-    let verdict = if faulted.is_empty() {
-        "healthy"
-    } else {
-        "unhealthy"
+    let health = match faulted.is_empty() {
+        true => Health::Healthy,
+        false => Health::Unhealthy,
     };
-    let mut text = table(&consumers);
-    if let Some(why) = &unavailable {
-        text.push_str(&format!("advisories not counted: {why}\n"));
-    }
-    text.push_str(&format!("{verdict}: {summary}"));
     GuardReport {
         schema_version: SCHEMA_VERSION,
         command: "guard",
-        verdict,
+        verdict: health.as_str(),
         summary,
         interval_ms: interval.as_millis() as u64,
         advisories_unavailable: unavailable,
-        faulted: !faulted.is_empty(),
+        health,
         consumers,
-        text,
     }
 }
 
-fn consumer(row: &GuardRow) -> GuardConsumer {
-    let facts = |o: &Option<Observed>| match o {
-        Some(Observed::Found { facts, .. }) => Some(facts.clone()),
-        _ => None,
-    };
-    let (a, b) = (facts(&row.first), facts(&row.second));
-    let both =
-        |f: &dyn Fn(&crate::facts::ConsumerFacts) -> u64| [a.as_ref().map(f), b.as_ref().map(f)];
-    let mode = b.as_ref().or(a.as_ref()).map(|f| match f.push() {
-        true => "push",
-        false => "pull",
-    });
-    let bound = |f: &Option<crate::facts::ConsumerFacts>| {
-        f.as_ref().filter(|f| f.push()).map(|f| f.push_bound)
-    };
-    let observed = row.second.as_ref().or(row.first.as_ref());
-    GuardConsumer {
-        name: row.name.to_string(),
-        stream: row.name.stream.clone(),
-        durable: row.name.durable.clone(),
-        expected: row.expected,
-        mode,
-        push_bound: [bound(&a), bound(&b)],
-        num_pending: both(&|f| f.num_pending),
-        num_ack_pending: both(&|f| f.num_ack_pending),
-        ack_floor: both(&|f| f.ack_floor.consumer_seq),
-        losses: row.losses.map(|l| LossesJson {
-            deleted_unacked: l.deleted_unacked,
-            exhausted: l.exhausted,
-            terminated_by_client: l.terminated_by_client,
-        }),
-        progress: row.judgement.progress.map(|p| match p {
-            Progress::Acked => "acked",
-            Progress::Delivered => "delivered",
-            Progress::Unclear => "unclear",
-            Progress::WithoutAck => "without_ack",
-            Progress::None => "none",
-        }),
-        window_ms: row.judgement.window.map(|w| w.duration.as_millis() as u64),
-        verdict: match row.verdict {
-            Verdict::Ignored => "ignored",
-            Verdict::Healthy(_) => "healthy",
-            Verdict::Fault(_) => "fault",
-            Verdict::Unknown { .. } => "unknown",
-        },
-        reason: with_losses(reason(row, observed), row),
+impl GuardReport {
+    /// The table, the advisories' note and the summary line, written as they are rendered.
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        table(&self.consumers, out)?;
+        if let Some(why) = &self.advisories_unavailable {
+            writeln!(out, "advisories not counted: {why}")?;
+        }
+        writeln!(out, "{}: {}", self.verdict, self.summary)
+    }
+
+    /// The JSON document, written as it is serialized.
+    pub fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer(&mut *out, self).map_err(io::Error::from)?;
+        writeln!(out)
     }
 }
 
 /// The advisories' count after the reason, where it adds to it.
-fn with_losses(reason: String, row: &GuardRow) -> String {
+fn with_losses(reason: String, j: &Judged) -> String {
     let counted = matches!(
-        row.verdict,
+        j.verdict,
         Verdict::Fault(GuardFault::Consumer(_)) | Verdict::Healthy(_)
     );
-    match row.losses {
+    match j.losses {
         Some(l) if counted && l.deleted_unacked + l.exhausted > 0 => format!(
             "{reason}; advisories: {} deleted unacknowledged, {} exhausted max_deliver",
             l.deleted_unacked, l.exhausted
@@ -196,11 +255,11 @@ fn with_losses(reason: String, row: &GuardRow) -> String {
     }
 }
 
-fn reason(row: &GuardRow, observed: Option<&Observed>) -> String {
+fn reason(row: &Judged) -> String {
     let missing = Observed::ConsumerMissing;
-    let observed = observed.unwrap_or(&missing);
-    let phrase = |o: &Outcome| outcome_phrase(o, row.judgement.window, observed, &row.name);
-    match &row.verdict {
+    let observed = row.second.unwrap_or(&missing);
+    let phrase = |o: &Outcome| outcome_phrase(o, row.judgement.window, observed, row.name);
+    match row.verdict {
         Verdict::Ignored => "ignored (--ignore)".into(),
         Verdict::Unknown { first, why } => format!(
             "unknown: the {} look could not say: {why}",
@@ -244,67 +303,72 @@ fn reason(row: &GuardRow, observed: Option<&Observed>) -> String {
     }
 }
 
-/// Columns padded to their widest cell; the reason last, unpadded.
-fn table(consumers: &[GuardConsumer]) -> String {
+const HEADER: [&str; 10] = [
+    "STREAM",
+    "DURABLE",
+    "MODE",
+    "BOUND",
+    "PENDING",
+    "ACK PENDING",
+    "ACK FLOOR",
+    "LOST",
+    "VERDICT",
+    "REASON",
+];
+
+/// One row's cells.
+fn cells(c: &GuardConsumer) -> [String; 10] {
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     // First look → second look.
     let pair = |v: [Option<u64>; 2]| format!("{}→{}", opt(v[0]), opt(v[1]));
-    let mut rows: Vec<Vec<String>> = vec![[
-        "STREAM",
-        "DURABLE",
-        "MODE",
-        "BOUND",
-        "PENDING",
-        "ACK PENDING",
-        "ACK FLOOR",
-        "LOST",
-        "VERDICT",
-        "REASON",
+    let bound = match c.push_bound {
+        [None, None] => "-".to_string(),
+        [a, b] => format!(
+            "{}→{}",
+            a.map_or("-", |v| if v { "yes" } else { "no" }),
+            b.map_or("-", |v| if v { "yes" } else { "no" })
+        ),
+    };
+    let lost = match c.losses {
+        None => "-".to_string(),
+        Some(l) => (l.deleted_unacked + l.exhausted).to_string(),
+    };
+    [
+        c.stream.to_string(),
+        c.durable.to_string(),
+        c.mode.unwrap_or("-").to_string(),
+        bound,
+        pair(c.num_pending),
+        pair(c.num_ack_pending),
+        pair(c.ack_floor),
+        lost,
+        c.verdict.to_string(),
+        c.reason.to_string(),
     ]
-    .map(String::from)
-    .to_vec()];
+}
+
+/// Columns padded to their widest cell; the reason last, unpadded. Two passes over the rows
+/// (widths, then lines), each row's cells made again rather than kept.
+fn table(consumers: &[GuardConsumer], out: &mut dyn Write) -> io::Result<()> {
+    let mut widths = HEADER.map(|h| h.chars().count());
     for c in consumers {
-        let bound = match c.push_bound {
-            [None, None] => "-".to_string(),
-            [a, b] => format!(
-                "{}→{}",
-                a.map_or("-", |v| if v { "yes" } else { "no" }),
-                b.map_or("-", |v| if v { "yes" } else { "no" })
-            ),
-        };
-        let lost = match c.losses {
-            None => "-".to_string(),
-            Some(l) => (l.deleted_unacked + l.exhausted).to_string(),
-        };
-        rows.push(vec![
-            c.stream.clone(),
-            c.durable.clone(),
-            c.mode.unwrap_or("-").to_string(),
-            bound,
-            pair(c.num_pending),
-            pair(c.num_ack_pending),
-            pair(c.ack_floor),
-            lost,
-            c.verdict.to_string(),
-            c.reason.clone(),
-        ]);
+        for (w, cell) in widths.iter_mut().zip(cells(c)) {
+            *w = (*w).max(cell.chars().count());
+        }
     }
-    let columns = rows[0].len();
-    let widths: Vec<usize> = (0..columns)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
+    let line = |row: &[String]| {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
-            if i + 1 == columns {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            match i + 1 == row.len() {
+                true => line.push_str(cell),
+                false => line.push_str(&format!("{cell:<w$}  ", w = widths[i])),
             }
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        line.trim_end().to_string()
+    };
+    writeln!(out, "{}", line(&HEADER.map(String::from)))?;
+    for c in consumers {
+        writeln!(out, "{}", line(&cells(c)))?;
     }
-    out
+    Ok(())
 }

@@ -18,10 +18,7 @@ const MAX_LISTED: usize = 50;
 
 /// The verdict first, then the evidence.
 pub fn line(report: &CheckInput) -> String {
-    let verdict = match report.verdict.health {
-        Health::Healthy => "healthy",
-        Health::Unhealthy => "unhealthy",
-    };
+    let verdict = report.verdict.health.as_str();
     clip(format!("{verdict}: {}", summary(report)))
 }
 

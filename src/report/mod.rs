@@ -31,11 +31,16 @@ pub fn error(message: &str, json: bool) -> String {
     }
 }
 
-/// The text of a `guard`: the JSON document, or the table and its summary line.
-pub fn render_guard(report: &guard::GuardReport, json: bool) -> String {
+/// A `guard`'s answer, the JSON document or the table and its summary line, written to `out`
+/// as it is rendered (the one report too large to make as a string first).
+pub fn write_guard(
+    report: &guard::GuardReport,
+    json: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     match json {
-        true => serde_json::to_string(report).expect("a plain struct serializes"),
-        false => report.text.clone(),
+        true => report.write_json(out),
+        false => report.write_text(out),
     }
 }
 

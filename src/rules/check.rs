@@ -21,6 +21,16 @@ pub enum Health {
     Unhealthy,
 }
 
+impl Health {
+    /// The verdict's word, in lines and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::Healthy => "healthy",
+            Health::Unhealthy => "unhealthy",
+        }
+    }
+}
+
 /// Why the verdict is what it is; the formatter turns this into words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {

@@ -132,6 +132,17 @@ pub enum Progress {
 }
 
 impl Progress {
+    /// A word for scripts (the JSON `progress` field).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Progress::Acked => "acked",
+            Progress::Delivered => "delivered",
+            Progress::Unclear => "unclear",
+            Progress::WithoutAck => "without_ack",
+            Progress::None => "none",
+        }
+    }
+
     /// Whether the consumer may have worked: the stall clock restarts. Where it cannot be
     /// told, it restarts too: a false restart of a healthy pod is the worst outcome.
     fn may_have_worked(self) -> bool {

@@ -8,16 +8,16 @@ use super::consumer::{self, Fault, Healthy, Judgement, Outcome, Policy, Progress
 use crate::facts::{Losses, Observed, Sample, Unknown};
 use std::time::Duration;
 
-/// What was seen of one consumer, in each look and in between.
+/// What was seen of one consumer, in each look and in between. The first look is kept only as
+/// its judgement (`first_look`): the guard holds that, not the server's answer, for every
+/// durable between the looks.
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
     /// None: not in that look's listing (created or deleted in between).
-    pub first: Option<&'a Observed>,
+    pub first: Option<&'a Judgement>,
     pub second: Option<&'a Observed>,
     /// The advisories counted for it over the interval; None when they could not be counted.
     pub losses: Option<Losses>,
-    /// Named by `--expect` (its absence is a fault).
-    pub expected: bool,
     /// Named by `--ignore`: listed as ignored, never judged.
     pub ignored: bool,
 }
@@ -60,22 +60,24 @@ pub enum GuardFault {
     Dropped { exhausted: u64, interval: Duration },
 }
 
+/// The first look at one consumer, at `first_ms`: all the guard keeps of it until the second.
+pub fn first_look(observed: &Observed, policy: &Policy, first_ms: i64) -> Judgement {
+    consumer::judge(observed, None, policy, first_ms)
+}
+
 /// Judges one consumer from its two looks, taken at `first_ms` and `second_ms`.
 pub fn judge(seen: Seen, policy: &Policy, first_ms: i64, second_ms: i64) -> (Verdict, Judgement) {
-    let first = seen
-        .first
-        .map(|o| consumer::judge(o, None, policy, first_ms));
-    let previous: Option<Sample> = first.as_ref().and_then(|j| j.sample.clone());
+    let previous: Option<&Sample> = seen.first.and_then(|j| j.sample.as_ref());
     let second = seen
         .second
-        .map(|o| consumer::judge(o, previous.as_ref(), policy, second_ms));
+        .map(|o| consumer::judge(o, previous, policy, second_ms));
     let verdict = verdict(
         &seen,
-        first.as_ref(),
+        seen.first,
         second.as_ref(),
         Duration::from_millis((second_ms - first_ms).max(0) as u64),
     );
-    let shown = second.or(first).unwrap_or(Judgement {
+    let shown = second.or_else(|| seen.first.cloned()).unwrap_or(Judgement {
         outcome: Outcome::Unhealthy(Fault::ConsumerMissing),
         window: None,
         progress: None,
@@ -95,9 +97,7 @@ fn verdict(
     }
     let (first, second) = match (first, second) {
         (Some(a), Some(b)) => (a, b),
-        (Some(a), None) | (None, Some(a)) => {
-            return in_one_look(a, second.is_none(), seen.expected)
-        }
+        (Some(a), None) | (None, Some(a)) => return in_one_look(a, second.is_none()),
         (None, None) => return Verdict::Healthy(Note::InOneLook { in_first: false }),
     };
     for (is_first, j) in [(true, first), (false, second)] {
@@ -158,13 +158,12 @@ fn verdict(
 /// A consumer in one look only: created or deleted during the interval. Absent (or unbound)
 /// in one look is never a fault; an expected one absent from the listing is asked for by
 /// name in each look, so it is never in one look only.
-fn in_one_look(j: &Judgement, in_first: bool, expected: bool) -> Verdict {
+fn in_one_look(j: &Judgement, in_first: bool) -> Verdict {
     match &j.outcome {
         Outcome::NotJudged(why) => Verdict::Unknown {
             first: in_first,
             why: why.clone(),
         },
-        _ if expected => Verdict::Healthy(Note::InOneLook { in_first }),
         _ => Verdict::Healthy(Note::InOneLook { in_first }),
     }
 }
@@ -215,18 +214,33 @@ mod tests {
         }
     }
 
-    fn seen<'a>(a: Option<&'a Observed>, b: Option<&'a Observed>) -> Seen<'a> {
-        Seen {
+    /// Both looks as the server answered them (the first is judged on its own by `run`).
+    #[derive(Clone, Copy)]
+    struct Looks<'a> {
+        first: Option<&'a Observed>,
+        second: Option<&'a Observed>,
+        losses: Option<Losses>,
+        ignored: bool,
+    }
+
+    fn seen<'a>(a: Option<&'a Observed>, b: Option<&'a Observed>) -> Looks<'a> {
+        Looks {
             first: a,
             second: b,
             losses: Some(Losses::default()),
-            expected: false,
             ignored: false,
         }
     }
 
-    fn run(s: Seen) -> Verdict {
-        judge(s, &POLICY, T0, T0 + INTERVAL_MS).0
+    fn run(s: Looks) -> Verdict {
+        let first = s.first.map(|o| first_look(o, &POLICY, T0));
+        let seen = Seen {
+            first: first.as_ref(),
+            second: s.second,
+            losses: s.losses,
+            ignored: s.ignored,
+        };
+        judge(seen, &POLICY, T0, T0 + INTERVAL_MS).0
     }
 
     /// ADR 0003's Verification table through the guard.
@@ -249,12 +263,10 @@ mod tests {
             run(seen(Some(&a), Some(&b))),
             Verdict::Fault(GuardFault::Consumer(Fault::Stalled { .. }))
         ));
-        // Expected durable absent, in both looks: alert.
+        // Expected durable absent, in both looks (asked for by name): alert.
         let gone = Observed::ConsumerMissing;
-        let mut s = seen(Some(&gone), Some(&gone));
-        s.expected = true;
         assert!(matches!(
-            run(s),
+            run(seen(Some(&gone), Some(&gone))),
             Verdict::Fault(GuardFault::Consumer(Fault::ConsumerMissing))
         ));
         // Serialized under sustained load: backlog 10,974, floor 117,109 → 149,520: OK.
