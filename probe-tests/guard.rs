@@ -453,3 +453,139 @@ fn a_thousand_consumers() {
         run.elapsed
     );
 }
+
+/// Issue 19: a push consumer that never acks, bound, on a `max_bytes 20000`, discard-old
+/// stream under load (1 message/ms): retention deletes its messages unacknowledged, and its
+/// floor moves by exactly as many. The guard once took that for acks in some runs (it read
+/// the streams before their consumers). Now it is a fault in every run, with the loss count
+/// in its row; a consumer acking every message on the same stream is healthy in every run.
+#[test]
+fn a_consumer_losing_messages_is_a_fault_in_every_run_under_load() {
+    let pods = Pods::new(Version::Pinned);
+    let capped = |durable: &str| {
+        let mut args = vec!["-stream", "CAP", "-subjects", "cap.>", "-max-bytes", "20000"];
+        let push = push_consumer("CAP", durable);
+        args.extend(push[2..].iter().map(String::as_str));
+        pods.setup(&args);
+    };
+    capped("lost");
+    capped("acks");
+    let _never = pods.consume("CAP", "lost", &["-ack", "never"]);
+    let _acking = pods.consume("CAP", "acks", &["-report-every", "100000"]);
+    let _producer = pods.producer("cap.x", 1000);
+    std::thread::sleep(Duration::from_millis(500));
+    const RUNS: usize = 30;
+    let mut deleted = Vec::new();
+    for i in 0..RUNS {
+        let run = probe(&[
+            "guard",
+            "--server",
+            pods.url.as_str(),
+            "--interval",
+            "1s",
+            "--json",
+        ])
+        .ns(&pods.app)
+        .run();
+        let lost = row(&run, "CAP/lost");
+        assert_eq!(lost["verdict"], "fault", "run {i}: {run}");
+        let n = lost["losses"]["deleted_unacked"].as_u64().unwrap();
+        assert!(n > 0, "run {i}: the loss count in its row\n{run}");
+        assert!(
+            lost["reason"].as_str().unwrap().starts_with("losing messages"),
+            "run {i}: {run}"
+        );
+        assert_ne!(lost["progress"], "acked", "run {i}: {run}");
+        let acks = row(&run, "CAP/acks");
+        assert_eq!(acks["verdict"], "healthy", "run {i}: {run}");
+        run.expect(1);
+        assert!(
+            run.json()["summary"]
+                .as_str()
+                .unwrap()
+                .ends_with(": CAP/lost"),
+            "run {i}: {run}"
+        );
+        deleted.push(n);
+    }
+    println!(
+        "guard | a losing consumer under load: a fault in {RUNS} of {RUNS} runs, deleted unacknowledged per 1s interval: min {} max {}; the acking one healthy in all",
+        deleted.iter().min().unwrap(),
+        deleted.iter().max().unwrap()
+    );
+}
+
+/// Issue 19: 20,000 durables, above the old budget's ceiling (about 18,000), in bounded memory;
+/// three of them faulted (push, a message waiting, no subscriber) are named, exactly.
+#[test]
+fn twenty_thousand_durables_in_bounded_memory() {
+    // It loads the machine (20,000 consumers created, then listed twice): never beside the
+    // tests that assert milliseconds.
+    let _serial = timing_lock();
+    let pods = Pods::new(Version::Pinned);
+    let mut bulk = Peer::spawn(
+        Some(&pods.nats),
+        &[
+            "bulk",
+            "-url",
+            &pods.url,
+            "-streams",
+            "80",
+            "-consumers",
+            "250",
+            "-faulted",
+            "3",
+        ],
+    );
+    bulk.wait_for("ready", Duration::from_secs(300));
+    let guard = |extra: &[&str]| {
+        let mut args = vec!["guard", "--server", pods.url.as_str(), "--interval", "1s"];
+        args.extend_from_slice(extra);
+        probe(&args).ns(&pods.app).run()
+    };
+    // The table first: a run's peak RSS (wait4) counts what the forked child copied of this
+    // test process, which grows once it parses the other run's 7 MB of JSON.
+    let faulted = guard(&[]);
+    faulted.expect(1);
+    assert!(
+        summary_line(&faulted).ends_with("3 of 20003 durables faulted in both of two looks 1s apart: F/f00, F/f01, F/f02"),
+        "{faulted}"
+    );
+    let healthy = guard(&["--ignore", "F/*", "--json"]);
+    let (healthy_kib, healthy_elapsed) = (healthy.max_rss_kib, healthy.elapsed);
+    healthy.expect(0);
+    let json = healthy.json();
+    let rows = json["consumers"].as_array().unwrap();
+    assert_eq!(rows.len(), 20_003, "{}", json["summary"]);
+    assert_eq!(
+        rows.iter().filter(|c| c["verdict"] == "healthy").count(),
+        20_000,
+        "{}",
+        json["summary"]
+    );
+    for (kib, what) in [(healthy_kib, "healthy"), (faulted.max_rss_kib, "faulted")] {
+        assert!(kib < 64 * 1024, "{what}: peak RSS {kib} KiB");
+    }
+    println!(
+        "guard | 20,000 durables: exit 0 in {healthy_elapsed:?}, {healthy_kib} KiB peak RSS (JSON); 3 faulted named: exit 1 in {:?}, {} KiB (table)",
+        faulted.elapsed, faulted.max_rss_kib
+    );
+}
+
+/// Issue 19: nothing listed and nothing expected is healthy, but said plainly: a wrong
+/// account, credentials or domain must not read as all clear.
+#[test]
+fn an_account_with_no_durables_says_so() {
+    let pods = Pods::new(Version::Pinned);
+    let run = guard(&pods, &[]);
+    run.expect(0);
+    assert!(
+        summary_line(&run).starts_with("healthy: no durables in this account"),
+        "{run}"
+    );
+}
+
+/// The summary: the last line of the table.
+fn summary_line(run: &Run) -> &str {
+    run.stdout.lines().last().unwrap_or_default()
+}

@@ -47,12 +47,13 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     // the interval apart, on both clocks.
     let first_ms = observe::now_ms();
     let started = Instant::now();
-    let mut first: HashMap<ConsumerName, FirstLook> = HashMap::new();
+    // Boxed: the table's slots stay small, and each durable's part is freed as it is judged.
+    let mut first: HashMap<ConsumerName, Box<FirstLook>> = HashMap::new();
     let first_look = listing::look(&session, &config.expect, first_deadline, &mut |name, o| {
         budget::allow(budget::GUARD_PER_DURABLE);
         let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
         let glance = Glance::of(&o);
-        first.insert(name, FirstLook { judgement, glance });
+        first.insert(name, Box::new(FirstLook { judgement, glance }));
     })
     .await
     .map_err(unreachable)?;
@@ -71,7 +72,7 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
         first_ms,
         second_ms,
     };
-    let mut rows: Vec<GuardConsumer> = Vec::with_capacity(first.len());
+    let mut rows: Vec<Box<GuardConsumer>> = Vec::with_capacity(first.len());
     let second_deadline = Instant::now() + config.timeout;
     let second_look = listing::look(&session, &config.expect, second_deadline, &mut |name, o| {
         let was = match first.remove(&name) {
@@ -79,14 +80,14 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
             None => first_look.unknown_streams.get(&name.stream).map(|why| {
                 let o = Observed::NotJudged(why.clone());
                 let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
-                FirstLook {
+                Box::new(FirstLook {
                     judgement,
                     glance: None,
-                }
+                })
             }),
         };
         budget::allow(budget::GUARD_PER_DURABLE);
-        rows.push(judge.row(&name, was.as_ref(), Some(&o)));
+        rows.push(Box::new(judge.row(&name, was.as_deref(), Some(&o))));
     })
     .await
     .map_err(|why| {
@@ -99,10 +100,10 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
             .unknown_streams
             .get(&name.stream)
             .map(|why| Observed::NotJudged(why.clone()));
-        rows.push(judge.row(&name, Some(&was), second.as_ref()));
+        rows.push(Box::new(judge.row(&name, Some(&was), second.as_ref())));
     }
     // A stream whose consumers could not be listed in a look is one row, unknown.
-    rows.extend(judge.unlisted_streams(&first_look, &second_look));
+    rows.extend(judge.unlisted_streams(&first_look, &second_look).map(Box::new));
     let interval = Duration::from_millis((second_ms - first_ms).max(0) as u64);
     Ok(report::guard(rows, interval, &advisories))
 }
@@ -183,7 +184,11 @@ impl Judge<'_> {
     }
 
     /// One row, `STREAM/*`, for each stream whose consumers a look could not list.
-    fn unlisted_streams(&self, first: &Look, second: &Look) -> Vec<GuardConsumer> {
+    fn unlisted_streams<'a>(
+        &'a self,
+        first: &'a Look,
+        second: &'a Look,
+    ) -> impl Iterator<Item = GuardConsumer> + 'a {
         let streams: BTreeSet<&String> = first
             .unknown_streams
             .keys()
@@ -207,6 +212,5 @@ impl Judge<'_> {
                 });
                 self.row(&name, was.as_ref(), not_judged(second).as_ref())
             })
-            .collect()
     }
 }

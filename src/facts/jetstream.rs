@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-/// Nanoseconds since the Unix epoch, on the server's clock.
-pub type ServerTime = i128;
+/// Nanoseconds since the Unix epoch, on the server's clock (an i64 holds them until 2262; a
+/// later or earlier time is no time).
+pub type ServerTime = i64;
 
 /// `STREAM/DURABLE`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -86,7 +87,7 @@ impl ConsumerFacts {
 
     /// `ts - t`, when the server gave both.
     pub fn age(&self, t: Option<ServerTime>) -> Option<Duration> {
-        let ns = u64::try_from((self.ts? - t?).max(0)).ok()?;
+        let ns = u64::try_from(self.ts?.saturating_sub(t?).max(0)).ok()?;
         Some(Duration::from_nanos(ns))
     }
 }

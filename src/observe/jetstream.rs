@@ -411,7 +411,7 @@ pub fn parse_time(text: &str) -> Option<ServerTime> {
     };
     let days = days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
-    Some(i128::from(seconds) * 1_000_000_000 + i128::from(nanos))
+    seconds.checked_mul(1_000_000_000)?.checked_add(nanos)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

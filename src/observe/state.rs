@@ -58,8 +58,8 @@ struct Stored {
     floor_consumer_seq: u64,
     floor_stream_seq: u64,
     delivered_stream_seq: u64,
-    /// Nanoseconds since the epoch on the server's clock, as a string (i128 does not fit JSON
-    /// numbers everywhere).
+    /// Nanoseconds since the epoch on the server's clock, as a string (JSON numbers past 2^53
+    /// lose digits in some readers).
     ack_last_active: Option<String>,
     delivered_last_active: Option<String>,
     waiting: u64,

@@ -51,7 +51,9 @@ pub struct GuardReport {
     pub interval_ms: u64,
     /// Why the advisories were not counted, when they were not.
     pub advisories_unavailable: Option<String>,
-    pub consumers: Vec<GuardConsumer>,
+    /// Boxed: each row is made as its durable is judged, while the first looks of the others
+    /// are let go, never one block for the whole account at once.
+    pub consumers: Vec<Box<GuardConsumer>>,
     /// Unhealthy when a durable is faulted in both looks.
     #[serde(skip)]
     pub health: Health,
@@ -158,12 +160,16 @@ pub fn row(j: Judged) -> GuardConsumer {
 
 /// The report over every row (sorted here by name).
 pub fn guard(
-    mut consumers: Vec<GuardConsumer>,
+    mut consumers: Vec<Box<GuardConsumer>>,
     interval: Duration,
     advisories: &Advisories,
 ) -> GuardReport {
     consumers.sort_unstable_by(|a, b| (&a.stream, &a.durable).cmp(&(&b.stream, &b.durable)));
-    let faulted: Vec<&GuardConsumer> = consumers.iter().filter(|c| c.verdict == "fault").collect();
+    let faulted: Vec<&GuardConsumer> = consumers
+        .iter()
+        .map(|c| &**c)
+        .filter(|c| c.verdict == "fault")
+        .collect();
     let count = |v: &str| consumers.iter().filter(|c| c.verdict == v).count();
     let mut extras = Vec::new();
     for (n, word) in [(count("unknown"), "unknown"), (count("ignored"), "ignored")] {
@@ -349,7 +355,7 @@ fn cells(c: &GuardConsumer) -> [String; 10] {
 
 /// Columns padded to their widest cell; the reason last, unpadded. Two passes over the rows
 /// (widths, then lines), each row's cells made again rather than kept.
-fn table(consumers: &[GuardConsumer], out: &mut dyn Write) -> io::Result<()> {
+fn table(consumers: &[Box<GuardConsumer>], out: &mut dyn Write) -> io::Result<()> {
     let mut widths = HEADER.map(|h| h.chars().count());
     for c in consumers {
         for (w, cell) in widths.iter_mut().zip(cells(c)) {

@@ -568,9 +568,9 @@ pub(crate) mod tests {
     use super::*;
     use crate::facts::{AckPolicy, Sequence, ServerTime};
 
-    const S: i128 = 1_000_000_000;
+    const S: i64 = 1_000_000_000;
     /// The server's clock at "now" in every row: 10 000 s after the epoch.
-    const TS: i128 = 10_000 * S;
+    const TS: i64 = 10_000 * S;
     const NOW_MS: i64 = 10_000_000;
     /// --stall-after 60s; the consumers' ack_wait is 30 s: the window is 60 s.
     const POLICY: Policy = Policy {
@@ -580,7 +580,7 @@ pub(crate) mod tests {
 
     /// `secs` seconds before the server's "now".
     fn ago(secs: f64) -> Option<ServerTime> {
-        Some(TS - (secs * 1e9) as i128)
+        Some(TS - (secs * 1e9) as i64)
     }
 
     /// A bound push consumer in a deliver group, max_ack_pending 1, on a stream without
@@ -652,7 +652,7 @@ pub(crate) mod tests {
             stalled_ms: stalled_secs * 1000,
             pinned_ms: None,
             seen_at_ms: NOW_MS - seen_secs_ago * 1000,
-            seen_ts: Some(TS - i128::from(seen_secs_ago) * S),
+            seen_ts: Some(TS - i64::from(seen_secs_ago) * S),
             gap: false,
         }
     }

@@ -189,7 +189,7 @@ mod tests {
     use crate::facts::{ConsumerFacts, StreamFacts};
     use crate::rules::consumer::Intervals;
 
-    const S: i128 = 1_000_000_000;
+    const S: i64 = 1_000_000_000;
     const T0: i64 = 10_000_000;
     const INTERVAL_MS: i64 = 30_000;
     const POLICY: Policy = Policy {
@@ -202,7 +202,7 @@ mod tests {
     fn info(pending: u64, ack_pending: u64, floor: u64, at_ms: i64) -> ConsumerFacts {
         ConsumerFacts {
             ack_wait: Some(Duration::from_secs(10)),
-            ts: Some(i128::from(at_ms) * 1_000_000),
+            ts: Some(i64::from(at_ms) * 1_000_000),
             ..crate::rules::consumer::tests::facts(pending, ack_pending, floor)
         }
     }
@@ -271,9 +271,9 @@ mod tests {
         ));
         // Serialized under sustained load: backlog 10,974, floor 117,109 → 149,520: OK.
         let mut a = info(6_728, 1, 117_109, T0);
-        a.ack_floor.last_active = Some(i128::from(T0) * 1_000_000 - S);
+        a.ack_floor.last_active = Some(i64::from(T0) * 1_000_000 - S);
         let mut b = info(10_973, 1, 149_520, T0 + INTERVAL_MS);
-        b.ack_floor.last_active = Some(i128::from(T0 + INTERVAL_MS) * 1_000_000 - S / 10);
+        b.ack_floor.last_active = Some(i64::from(T0 + INTERVAL_MS) * 1_000_000 - S / 10);
         let (a, b) = (found(a), found(b));
         assert!(matches!(
             run(seen(Some(&a), Some(&b))),
@@ -323,9 +323,9 @@ mod tests {
             last_seq: 300,
         };
         let mut a = info(0, 1, 100, T0);
-        a.ack_floor.last_active = Some(i128::from(T0) * 1_000_000);
+        a.ack_floor.last_active = Some(i64::from(T0) * 1_000_000);
         let mut b = info(0, 1, 299, T0 + INTERVAL_MS);
-        b.ack_floor.last_active = Some(i128::from(T0 + INTERVAL_MS) * 1_000_000);
+        b.ack_floor.last_active = Some(i64::from(T0 + INTERVAL_MS) * 1_000_000);
         let on = |f: ConsumerFacts| Observed::Found {
             facts: f,
             stream: Some(capped.clone()),
@@ -362,6 +362,54 @@ mod tests {
         assert!(matches!(
             run(s),
             Verdict::Fault(GuardFault::Dropped { exhausted: 2, .. })
+        ));
+    }
+
+    /// Issue 19's measured case: a never-acking consumer whose floor retention moved 3846 →
+    /// 5870, as many as the advisories counted. With its stream read after it (the listing's
+    /// order), the stream begins past the floor: losses, a fault. With the stream read before
+    /// it, the stream's first sequence is older than the floor, which then looks like acks
+    /// inside the stream: why `observe::listing` reads the stream last.
+    #[test]
+    fn the_order_of_reads_decides_whether_losses_look_like_acks() {
+        let capped = |first_seq| StreamFacts {
+            retention: "limits".into(),
+            discard: "old".into(),
+            max_msgs: None,
+            max_bytes: Some(20_000),
+            max_age: None,
+            max_msgs_per_subject: None,
+            discard_new_per_subject: false,
+            first_seq,
+            last_seq: first_seq + 400,
+        };
+        let looked = |floor: u64, at_ms: i64, first_seq: u64| {
+            let mut f = info(392, 1, floor, at_ms);
+            f.ack_floor.stream_seq = floor;
+            f.ack_floor.last_active = Some(i64::from(at_ms) * 1_000_000);
+            Observed::Found {
+                facts: f,
+                stream: Some(capped(first_seq)),
+            }
+        };
+        let losses = Some(Losses {
+            deleted_unacked: 2024,
+            ..Losses::default()
+        });
+        // Not yet held at the front in the first look (else the floor pinned a whole window
+        // is a fault of its own): only the advisories tell.
+        let a = looked(3846, T0, 3846);
+        let after = looked(5870, T0 + INTERVAL_MS, 5875);
+        let mut s = seen(Some(&a), Some(&after));
+        s.losses = losses;
+        let v = run(s);
+        assert!(matches!(v, Verdict::Fault(GuardFault::Losing { deleted: 2024, .. })), "{v:?}");
+        let stale = looked(5870, T0 + INTERVAL_MS, 5600);
+        let mut s = seen(Some(&a), Some(&stale));
+        s.losses = losses;
+        assert!(matches!(
+            run(s),
+            Verdict::Healthy(Note::Judged(Outcome::Healthy(Healthy::Progressing(_))))
         ));
     }
 

@@ -841,23 +841,64 @@ func cmdRequest(c *common, fs *flag.FlagSet, args []string) {
 func cmdBulk(c *common, fs *flag.FlagSet, args []string) {
 	streams := fs.Int("streams", 100, "streams to create")
 	consumers := fs.Int("consumers", 10, "consumers per stream")
+	faulted := fs.Int("faulted", 0, "push consumers on stream F with a message waiting and no subscriber (unbound: a fault)")
+	workers := fs.Int("workers", 4, "streams created at once")
 	parse(fs, args)
 	p := connect(c)
 	js, err := p.nc.JetStream()
 	if err != nil {
 		fatal("jetstream: %v", err)
 	}
-	for i := 0; i < *streams; i++ {
-		name := fmt.Sprintf("B%03d", i)
-		cfg := &nats.StreamConfig{Name: name, Subjects: []string{fmt.Sprintf("b%03d.>", i)}, Storage: nats.MemoryStorage}
-		if _, err := js.AddStream(cfg); err != nil && !errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
-			fatal("add stream %s: %v", name, err)
-		}
-		for j := 0; j < *consumers; j++ {
-			ccfg := &nats.ConsumerConfig{Durable: fmt.Sprintf("c%02d", j), AckPolicy: nats.AckExplicitPolicy}
-			if _, err := js.AddConsumer(name, ccfg); err != nil && !consumerExists(err) {
-				fatal("add consumer %s/%s: %v", name, ccfg.Durable, err)
+	// Streams are created by a few workers at once: 100,000 consumers one round trip at a
+	// time take minutes.
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < *workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				name := fmt.Sprintf("B%03d", i)
+				cfg := &nats.StreamConfig{Name: name, Subjects: []string{fmt.Sprintf("b%03d.>", i)}, Storage: nats.MemoryStorage}
+				if _, err := js.AddStream(cfg); err != nil && !errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
+					fatal("add stream %s: %v", name, err)
+				}
+				for j := 0; j < *consumers; j++ {
+					ccfg := &nats.ConsumerConfig{Durable: fmt.Sprintf("c%02d", j), AckPolicy: nats.AckExplicitPolicy}
+					// A loaded machine (a test suite running alongside) can make the API time
+					// out: asked again, a few times, before giving up.
+					var err error
+					for try := 0; try < 5; try++ {
+						if _, err = js.AddConsumer(name, ccfg); err == nil || consumerExists(err) || !(errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)) {
+							break
+						}
+					}
+					if err != nil && !consumerExists(err) {
+						fatal("add consumer %s/%s: %v", name, ccfg.Durable, err)
+					}
+				}
 			}
+		}()
+	}
+	for i := 0; i < *streams; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if *faulted > 0 {
+		cfg := &nats.StreamConfig{Name: "F", Subjects: []string{"f.>"}, Storage: nats.MemoryStorage}
+		if _, err := js.AddStream(cfg); err != nil && !errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
+			fatal("add stream F: %v", err)
+		}
+		for j := 0; j < *faulted; j++ {
+			d := fmt.Sprintf("f%02d", j)
+			ccfg := &nats.ConsumerConfig{Durable: d, AckPolicy: nats.AckExplicitPolicy, DeliverSubject: "deliver." + d, DeliverGroup: d}
+			if _, err := js.AddConsumer("F", ccfg); err != nil && !consumerExists(err) {
+				fatal("add consumer F/%s: %v", d, err)
+			}
+		}
+		if _, err := js.Publish("f.x", []byte("waiting")); err != nil {
+			fatal("publish f.x: %v", err)
 		}
 	}
 	event("ready")
