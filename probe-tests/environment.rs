@@ -5,7 +5,7 @@
 
 use crate::harness::pods::*;
 use crate::harness::probe::Run;
-use crate::harness::rootfs::{run_in_root_with, run_with_fake_proc};
+use crate::harness::rootfs::{run_in_root_with, run_in_root_with_shm, run_with_fake_proc};
 use crate::harness::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -103,10 +103,79 @@ fn a_socket_table_it_cannot_read_is_could_not_evaluate() {
     );
 }
 
-/// `readOnlyRootFilesystem` with no /tmp at all (a scratch image): the consumer check still
-/// judges, says it cannot keep samples, and never fails the pod for it.
+/// Issue 22: `readOnlyRootFilesystem` with no /tmp and no `emptyDir` (a scratch image), as an
+/// unprivileged user, a push consumer wedged (bound, never acking, 499 waiting). The samples
+/// land in /dev/shm, the tmpfs container runtimes mount writable, and the wedged consumer is
+/// caught; `-v` says where the samples went and why not in the default place.
 #[test]
-fn a_read_only_root_with_no_tmp_keeps_no_samples_and_still_judges() {
+fn a_read_only_root_keeps_samples_in_dev_shm_and_catches_the_wedged_consumer() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    // The app runs as the probe's user, as in one container: the probe finds which process
+    // holds the connection (and how old it is) before it declares a stall.
+    let push = push_consumer("S", "D");
+    let mut rest: Vec<&str> = push.iter().map(String::as_str).collect();
+    rest.extend(["-ack", "never"]);
+    let mut wedged = Peer::spawn_user(
+        Some(&pods.app),
+        crate::harness::peer::natspeer(),
+        &pods.args("consume", &rest),
+        Some(65532),
+    );
+    wedged.wait_for("ready", S10);
+    pods.publish_n("s.x", 499);
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(static_binary(), root.path().join("natsprobe")).unwrap();
+    std::fs::create_dir(root.path().join("proc")).unwrap();
+    std::fs::create_dir_all(root.path().join("dev/shm")).unwrap();
+    // The pod's /dev/shm, kept from run to run as the container's is.
+    let shm = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(shm.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let args = [
+        "check", "--server", &pods.url, "--consumer", "S/D", "--stall-after", "2s", "-v",
+    ];
+    let mut runs = Vec::new();
+    for _ in 0..20 {
+        let out = run_in_root_with_shm(
+            root.path(),
+            &pods.app,
+            "/natsprobe",
+            &args,
+            Some(65532),
+            true,
+            Some(shm.path()),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let code = out.status.code();
+        runs.push((code, stdout));
+        if code == Some(1) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (code, stdout) = runs.last().unwrap();
+    println!(
+        "environment | read-only root, /dev/shm only | {} runs, last: exit {code:?}: {}",
+        runs.len(),
+        stdout.lines().next().unwrap_or("")
+    );
+    assert_eq!(*code, Some(1), "the wedged consumer is caught: {runs:#?}");
+    assert!(stdout.contains("consumer S/D: no progress for"), "{stdout}");
+    assert!(
+        stdout.contains("samples kept in /dev/shm/natsprobe-65532 (passed over: cannot create /tmp/natsprobe-65532: "),
+        "{stdout}"
+    );
+    // Every run before it passed, and the first said it was a first sample a later run compares.
+    assert!(runs[..runs.len() - 1].iter().all(|(c, _)| *c == Some(0)), "{runs:#?}");
+    assert!(runs[0].1.contains("first sample"), "{runs:#?}");
+    assert!(shm.path().join("natsprobe-65532").read_dir().unwrap().count() >= 1);
+}
+
+/// Issue 22: a read-only root with no writable place at all: no run could ever compare, so
+/// a consumer check is a configuration error at once (exit 2), naming the fix; a check with
+/// no consumer keeps no sample and is unaffected.
+#[test]
+fn a_read_only_root_with_no_writable_place_is_a_configuration_error() {
     let (pods, _consumer) = consumer_pod();
     let root = tempfile::tempdir().unwrap();
     std::fs::copy(static_binary(), root.path().join("natsprobe")).unwrap();
@@ -120,26 +189,26 @@ fn a_read_only_root_with_no_tmp_keeps_no_samples_and_still_judges() {
             Some(65532),
             true,
         );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        println!(
-            "environment | read-only root, {command} | {}",
-            stdout.lines().next().unwrap_or("")
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            stdout.contains("consumer S/D") || stdout.contains("S/D"),
-            "{stdout}"
-        );
-        assert!(
-            stdout.contains("cannot create /tmp/natsprobe-65532: "),
-            "says why no sample is kept: {stdout}"
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        println!("environment | read-only root, nowhere to write, {command} | {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{stderr}{:?}", out.stdout);
+        for words in [
+            "natsprobe: --state-dir: no place to keep samples, so no run could compare: mount a writable volume (an emptyDir) and pass it as --state-dir, or set TMPDIR to one (",
+            "cannot create /tmp/natsprobe-65532: No such file or directory; ",
+            "cannot create /dev/shm/natsprobe-65532: No such file or directory)",
+        ] {
+            assert!(stderr.contains(words), "{words:?} in {stderr}");
+        }
     }
+    let out = run_in_root_with(
+        root.path(),
+        &pods.app,
+        "/natsprobe",
+        &["check", "--server", &pods.url],
+        Some(65532),
+        true,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
     // The root really is read-only.
     let out = run_in_root_with(
         root.path(),
@@ -156,15 +225,16 @@ fn a_read_only_root_with_no_tmp_keeps_no_samples_and_still_judges() {
     );
 }
 
-/// `--state-dir` a symlink, owned by another user, world-writable, or on a full disk: the
-/// consumer is judged all the same (exit 0), `-v` says what became of the samples, and a
-/// world-writable dir gets a private directory inside it.
+/// Issue 22: `--state-dir` a symlink, owned by another user, or on a full disk: no run could
+/// ever compare, so it is a configuration error at once (exit 2) that says why and names the
+/// fix, never a silent pass; nothing is written through a symlink nor left half-written. A
+/// world-writable dir (an emptyDir) gets a private directory inside it and works.
 #[test]
-fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
+fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let (pods, _consumer) = consumer_pod();
     let base = tempfile::tempdir().unwrap();
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let check = |dir: &Path, uid: Option<u32>| -> Run {
+    let check = |dir: &Path, uid: Option<u32>, exit: i32| -> Run {
         let d = dir.to_str().unwrap();
         let mut p = probe(&[
             "--server",
@@ -180,14 +250,8 @@ fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
             p = p.uid(uid);
         }
         let run = p.run();
-        println!(
-            "environment | state dir {d} | {}",
-            run.stdout
-                .lines()
-                .find(|l| l.contains("consumer S/D"))
-                .unwrap_or("")
-        );
-        run.expect(0);
+        println!("environment | state dir {d} | exit {:?}: {}", run.code, run.line());
+        run.expect(exit);
         run
     };
 
@@ -195,8 +259,12 @@ fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
     std::fs::create_dir(&real).unwrap();
     let link = base.path().join("link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    let run = check(&link, None);
-    assert!(run.stdout.contains("is a symlink; not followed"), "{run}");
+    let run = check(&link, None, 2);
+    assert!(run.stderr.contains("is a symlink; not followed"), "{run}");
+    assert!(
+        run.stderr.contains("give --state-dir a directory this user can write"),
+        "{run}"
+    );
     assert_eq!(
         std::fs::read_dir(&real).unwrap().count(),
         0,
@@ -207,9 +275,9 @@ fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
     let root_owned = base.path().join("root-owned");
     std::fs::create_dir(&root_owned).unwrap();
     std::fs::set_permissions(&root_owned, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let run = check(&root_owned, Some(65534));
+    let run = check(&root_owned, Some(65534), 2);
     assert!(
-        run.stdout.contains("cannot create") && run.stdout.contains("Permission denied"),
+        run.stderr.contains("cannot create") && run.stderr.contains("Permission denied"),
         "{run}"
     );
 
@@ -217,7 +285,7 @@ fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
     let shared = base.path().join("shared");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let run = check(&shared, Some(65534));
+    let run = check(&shared, Some(65534), 0);
     assert!(!run.stdout.contains("state not kept"), "{run}");
     let private = shared.join("natsprobe-65534");
     let meta = std::fs::metadata(&private).unwrap();
@@ -248,8 +316,16 @@ fn state_dirs_that_cannot_be_trusted_or_written_never_fail_the_pod() {
     std::fs::create_dir(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
     let _ = std::fs::write(full.join("filler"), vec![0u8; 1 << 20]);
-    let run = check(&state, None);
+    let run = check(&state, None, 2);
     assert!(run.stdout.contains("No space left on device"), "{run}");
+    assert!(
+        run.line().starts_with("configuration error: consumer S/D: not judged across runs: samples cannot be kept"),
+        "{run}"
+    );
+    assert!(
+        run.line().contains("give --state-dir a writable volume with room"),
+        "{run}"
+    );
     let leftovers: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
     assert!(
         leftovers.is_empty(),

@@ -47,6 +47,8 @@ impl From<Health> for Exit {
         match health {
             Health::Healthy => Exit::Healthy,
             Health::Unhealthy => Exit::Unhealthy,
+            // Exit 2, as for any setting that turned out wrong when it was used.
+            Health::Misconfigured => Exit::Usage,
         }
     }
 }

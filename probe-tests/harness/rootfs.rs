@@ -29,6 +29,21 @@ pub fn run_in_root_with(
     uid: Option<u32>,
     read_only: bool,
 ) -> Output {
+    run_in_root_with_shm(root, ns, program, args, uid, read_only, None)
+}
+
+/// As `run_in_root_with`; with `shm`, that host directory is bind-mounted writable at
+/// `/dev/shm` (which `root` must hold), as container runtimes mount a tmpfs there even under a
+/// read-only root: the pod's, kept from run to run.
+pub fn run_in_root_with_shm(
+    root: &Path,
+    ns: &NetNs,
+    program: &str,
+    args: &[&str],
+    uid: Option<u32>,
+    read_only: bool,
+    shm: Option<&Path>,
+) -> Output {
     assert!(
         root.join("proc").is_dir(),
         "{} needs an empty proc directory",
@@ -36,6 +51,17 @@ pub fn run_in_root_with(
     );
     let root_c = CString::new(root.as_os_str().as_encoded_bytes()).unwrap();
     let proc_c = CString::new(root.join("proc").as_os_str().as_encoded_bytes()).unwrap();
+    let shm_c = shm.map(|s| {
+        assert!(
+            root.join("dev/shm").is_dir(),
+            "{} needs a dev/shm directory",
+            root.display()
+        );
+        (
+            CString::new(s.as_os_str().as_encoded_bytes()).unwrap(),
+            CString::new(root.join("dev/shm").as_os_str().as_encoded_bytes()).unwrap(),
+        )
+    });
     let mut cmd = Command::new(program);
     cmd.args(args).env_clear();
     ns.enter_on_exec(&mut cmd);
@@ -74,6 +100,11 @@ pub fn run_in_root_with(
                     ) != 0)
             {
                 return fail();
+            }
+            if let Some((from, to)) = &shm_c {
+                if libc::mount(from.as_ptr(), to.as_ptr(), none, libc::MS_BIND, none.cast()) != 0 {
+                    return fail();
+                }
             }
             if libc::mount(
                 c"proc".as_ptr(),

@@ -494,6 +494,7 @@ pub fn flag(setting: Setting) -> &'static str {
         Setting::Nkey => "--nkey",
         Setting::OwnSubscription => "--own-subscription",
         Setting::InstallDest => "install DEST",
+        Setting::StateDir => "--state-dir",
     }
 }
 
@@ -587,10 +588,12 @@ impl CheckArgs {
                 Some(path) => StateDirChoice {
                     path,
                     explicit: true,
+                    fallbacks: Vec::new(),
                 },
                 None => StateDirChoice {
                     path: state::default_dir(env("TMPDIR").as_deref()),
                     explicit: false,
+                    fallbacks: state::fallback_dirs(),
                 },
             },
             auth,

@@ -5,10 +5,11 @@
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Wanted};
-use crate::observe::{self, server, state::StateDir, Observations, Pod, PodTarget};
+use crate::observe::{self, server, state::StateDir, Observations, Pod, PodTarget, StateDirUsed};
 use crate::report::check::{CheckInput, CheckReport, JudgedConsumer, JudgedSubscription};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
+use crate::rules::cause::{self, Cause};
 use crate::rules::{consumer, subscription};
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -68,6 +69,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         client_age: None,
         now_ms: 0,
         connz: None,
+        state_dir: None,
     };
     let connections = connection::connections(
         &obs.pod.scan.sockets,
@@ -89,14 +91,16 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
     let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
     let asked = config.consumers.len() + usize::from(wants_subscriptions);
     if verdict::needs_consumers(&connections, &config.policy, asked) {
+        // No place to keep samples: no run could ever compare. Certain, so said at once,
+        // before the server is asked anything.
+        let opened = observe::state::open(&config.state_dir).map_err(|tried| no_place(config, tried))?;
+        let dir = &opened.dir;
+        obs.state_dir = Some(StateDirUsed {
+            path: dir.path.clone(),
+            skipped: opened.skipped.clone(),
+        });
         let nats = observe::Nats::open(&config.servers, &config.auth, network_deadline)?;
-        let dir = StateDir::open(config.state_dir.path.clone(), config.state_dir.explicit);
-        obs.consumers = nats.consumers(
-            &config.servers,
-            &config.consumers,
-            dir.as_ref(),
-            network_deadline,
-        );
+        obs.consumers = nats.consumers(&config.servers, &config.consumers, dir, network_deadline);
         obs.now_ms = observe::now_ms();
         let judgements: Vec<consumer::Judgement> = obs
             .consumers
@@ -146,6 +150,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
                     held: subscription::judge(&w, &ours, &connz),
                     wanted: w,
                     consumer,
+                    standing: None,
                 })
                 .collect();
             obs.connz = Some(connz);
@@ -156,13 +161,11 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         if verdict::needs_client_age(&outcomes) {
             obs.client_age = Some(client_age(&obs.pod, &connections));
         }
-        if let Ok(dir) = &dir {
-            let server = observe::state::server_key(&config.servers);
-            for (seen, j) in obs.consumers.iter_mut().zip(&judgements) {
-                if let Some(sample) = &j.sample {
-                    let key = observe::state::Key::new(&server, &seen.name);
-                    seen.state_problem = dir.store(&key, sample).err();
-                }
+        let server = observe::state::server_key(&config.servers);
+        for (seen, j) in obs.consumers.iter_mut().zip(&judgements) {
+            if let Some(sample) = &j.sample {
+                let key = observe::state::Key::new(&server, &seen.name);
+                seen.state_problem = dir.store(&key, sample).err();
             }
         }
         judged = obs
@@ -174,8 +177,17 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
                 outcome: verdict::excuse_young_client(j.outcome, j.window, obs.client_age),
                 window: j.window,
                 progress: j.progress,
+                standing: None,
             })
             .collect();
+        let carry = Carry {
+            dir,
+            server: &server,
+            now_ms: obs.now_ms,
+            policy: &config.consumer_policy,
+        };
+        carry.consumers(&mut judged);
+        carry.subscriptions(&mut subscriptions);
     }
     if judged.is_empty() && !config.consumers.is_empty() {
         mark_unobserved(config);
@@ -196,13 +208,96 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
     })
 }
 
+/// "No place to keep samples", naming every place tried and the fix: exit 2.
+fn no_place(config: &CheckConfig, tried: Vec<(std::path::PathBuf, String)>) -> Error {
+    let tried: Vec<String> = tried.into_iter().map(|(_, why)| why).collect();
+    // The fix first: the kubelet's event may cut the line.
+    let fix = match config.state_dir.explicit {
+        true => "give --state-dir a directory this user can write (an emptyDir)",
+        false => "mount a writable volume (an emptyDir) and pass it as --state-dir, or set TMPDIR to one",
+    };
+    Error::Setting {
+        setting: Setting::StateDir,
+        path: None,
+        problem: format!(
+            "no place to keep samples, so no run could compare: {fix} ({})",
+            tried.join("; ")
+        ),
+    }
+}
+
+/// Carries each check's cause from the last run to this one (`rules::cause`), keeping it in
+/// the state dir beside the samples: a cause of the configuration becomes an error once it
+/// has lasted longer than the window; one that went away is cleared.
+struct Carry<'a> {
+    dir: &'a StateDir,
+    server: &'a str,
+    now_ms: i64,
+    policy: &'a consumer::Policy,
+}
+
+impl Carry<'_> {
+    fn consumers(&self, judged: &mut [JudgedConsumer]) {
+        for r in judged {
+            let cause = match (&r.seen.state_problem, &r.outcome) {
+                (Some(_), _) => Some(Cause::NoStateDir),
+                (None, consumer::Outcome::NotJudged(why)) => Some(Cause::of(why)),
+                (None, consumer::Outcome::Healthy(consumer::Healthy::Unmeasured(
+                    consumer::Unmeasured::Interval(_),
+                ))) => Some(Cause::TooFarApart),
+                (None, consumer::Outcome::Healthy(consumer::Healthy::ClientAgeUnknown { .. })) => {
+                    Some(Cause::ClientAgeUnreadable)
+                }
+                _ => None,
+            };
+            let window = r.window.unwrap_or(consumer::window(self.policy, None));
+            let key = observe::state::Key::new(self.server, &r.seen.name);
+            r.standing = self.carry(&key, cause, window.duration);
+        }
+    }
+
+    fn subscriptions(&self, judged: &mut [JudgedSubscription]) {
+        let window = consumer::window(self.policy, None).duration;
+        for s in judged {
+            let cause = match &s.held {
+                subscription::Held::NotJudged(why) => Some(Cause::of(why)),
+                _ => None,
+            };
+            let key = observe::state::Key::subscription(
+                self.server,
+                &s.wanted.subject,
+                s.wanted.queue.as_deref(),
+            );
+            s.standing = self.carry(&key, cause, window);
+        }
+    }
+
+    fn carry(
+        &self,
+        key: &observe::state::Key,
+        cause: Option<Cause>,
+        window: Duration,
+    ) -> Option<cause::Standing> {
+        // Only a cause that may persist was kept; nothing else needs reading.
+        let prev = cause
+            .filter(|c| cause::class(*c) == cause::Class::ConfigurationIfItPersists)
+            .and_then(|_| self.dir.load_cause(key));
+        let (keep, standing) = cause::carry(prev.as_ref(), cause, self.now_ms, window);
+        // Best effort: a cause that cannot be kept starts again next run (a disk that cannot
+        // keep it cannot keep the samples either, which is an error of its own).
+        let _ = self.dir.store_cause(key, keep.as_ref());
+        standing
+    }
+}
+
 /// The consumers were not asked (no connection to judge them by): for each, the time until
 /// the next observation is a gap, never stall time. Best effort: a state dir that cannot be
 /// used only loses the mark.
 fn mark_unobserved(config: &CheckConfig) {
-    let Ok(dir) = StateDir::open(config.state_dir.path.clone(), config.state_dir.explicit) else {
+    let Ok(opened) = observe::state::open(&config.state_dir) else {
         return;
     };
+    let dir = opened.dir;
     let server = observe::state::server_key(&config.servers);
     for name in &config.consumers {
         let key = observe::state::Key::new(&server, name);

@@ -42,6 +42,8 @@ pub struct StateDirChoice {
     pub path: PathBuf,
     /// Chosen by the user (`--state-dir`), rather than the per-user default under $TMPDIR.
     pub explicit: bool,
+    /// Where to go instead when the default cannot be used (never for `--state-dir`).
+    pub fallbacks: Vec<PathBuf>,
 }
 
 /// A validated `check`.
@@ -94,4 +96,6 @@ pub enum Setting {
     Nkey,
     OwnSubscription,
     InstallDest,
+    /// `--state-dir`, or the default places for samples when none was given.
+    StateDir,
 }

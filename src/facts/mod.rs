@@ -9,6 +9,17 @@ pub use sockets::*;
 
 use std::fmt;
 
+/// A cause that kept a check from running, as the last run left it (`rules::cause`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persisting {
+    /// `rules::cause::Cause::as_str`.
+    pub cause: String,
+    /// Local clock, ms since the epoch: the first run of the stretch that saw it.
+    pub since_ms: i64,
+    /// The last run that saw it.
+    pub last_ms: i64,
+}
+
 /// A process whose sockets count (`--pid`, `--process`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {

@@ -36,6 +36,16 @@ pub struct Observations {
     pub now_ms: i64,
     /// The server's connection list, when a subscription had to be matched.
     pub connz: Option<Result<crate::facts::Connz, crate::facts::Unknown>>,
+    /// Where the samples were kept, and the places passed over with why; None when no
+    /// sample was needed.
+    pub state_dir: Option<StateDirUsed>,
+}
+
+/// The state dir a run used (`state::open`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateDirUsed {
+    pub path: std::path::PathBuf,
+    pub skipped: Vec<(std::path::PathBuf, String)>,
 }
 
 /// This pod's side: whose sockets count, and the socket table.
@@ -55,9 +65,8 @@ pub struct Pod {
 pub struct ConsumerSeen {
     pub name: ConsumerName,
     pub observed: Observed,
-    /// None when the state dir could not be used.
     pub previous: Option<Loaded>,
-    /// Why samples cannot be kept, when they cannot.
+    /// Why this run's sample could not be kept, when it could not.
     pub state_problem: Option<String>,
 }
 
@@ -164,7 +173,7 @@ impl Nats {
         &self,
         urls: &[ServerUrl],
         names: &[ConsumerName],
-        state: Result<&state::StateDir, &String>,
+        state: &state::StateDir,
         deadline: Instant,
     ) -> Vec<ConsumerSeen> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
@@ -181,8 +190,8 @@ impl Nats {
             .iter()
             .zip(observed)
             .map(|(name, observed)| ConsumerSeen {
-                previous: state.ok().map(|d| d.load(&state::Key::new(&server, name))),
-                state_problem: state.err().cloned(),
+                previous: Some(state.load(&state::Key::new(&server, name))),
+                state_problem: None,
                 name: name.clone(),
                 observed,
             })

@@ -4,8 +4,8 @@
 //! sample, never a fault, and a state dir that cannot be used makes every run a first sample
 //! (and says so): the probe still answers.
 
-use crate::config::ServerUrl;
-use crate::facts::{ConsumerName, Loaded, Sample};
+use crate::config::{ServerUrl, StateDirChoice};
+use crate::facts::{ConsumerName, Loaded, Persisting, Sample};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -34,6 +34,26 @@ impl Key {
             durable: name.durable.clone(),
         }
     }
+
+    /// A subscription's key (`--own-subscription`, `--subscription`): no stream, and a
+    /// durable name no consumer can have (NATS names hold no spaces).
+    pub fn subscription(server: &str, subject: &str, queue: Option<&str>) -> Key {
+        Key {
+            server: server.to_string(),
+            stream: String::new(),
+            durable: format!("subscription {subject} {}", queue.unwrap_or("")),
+        }
+    }
+}
+
+/// A cause kept between runs (`rules::cause`), in its own file beside the consumer's sample.
+#[derive(Serialize, Deserialize)]
+struct CauseFile {
+    version: u32,
+    key: Key,
+    cause: String,
+    since_ms: i64,
+    last_ms: i64,
 }
 
 /// The servers part of a key: the URLs as shown, so a sample never holds a credential.
@@ -139,9 +159,10 @@ fn kind(path: &Path) -> Result<Kind, String> {
     match fs::DirBuilder::new().mode(0o700).create(path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+        Err(e) => return Err(format!("cannot create {}: {}", path.display(), text(&e))),
     }
-    let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta =
+        fs::symlink_metadata(path).map_err(|e| format!("{}: {}", path.display(), text(&e)))?;
     if meta.file_type().is_symlink() {
         return Err(format!("{} is a symlink; not followed", path.display()));
     }
@@ -169,6 +190,33 @@ pub fn default_dir(tmpdir: Option<&str>) -> PathBuf {
     Path::new(base).join(format!("natsprobe-{uid}"))
 }
 
+/// Where samples go without `--state-dir` when the default cannot be used: `/dev/shm`, the
+/// tmpfs container runtimes mount writable even under `readOnlyRootFilesystem: true`.
+pub fn fallback_dirs() -> Vec<PathBuf> {
+    let uid = nix::unistd::geteuid();
+    vec![Path::new("/dev/shm").join(format!("natsprobe-{uid}"))]
+}
+
+/// The state dir a run uses, and the places it passed over, each with why.
+#[derive(Debug)]
+pub struct Opened {
+    pub dir: StateDir,
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Opens the first usable place of `choice`: `--state-dir` alone, else the default and then
+/// the fallbacks. Err: every place tried, each with why it cannot be used.
+pub fn open(choice: &StateDirChoice) -> Result<Opened, Vec<(PathBuf, String)>> {
+    let mut skipped = Vec::new();
+    for path in std::iter::once(&choice.path).chain(&choice.fallbacks) {
+        match StateDir::open(path.clone(), choice.explicit) {
+            Ok(dir) => return Ok(Opened { dir, skipped }),
+            Err(why) => skipped.push((path.clone(), why)),
+        }
+    }
+    Err(skipped)
+}
+
 impl StateDir {
     /// Creates the dir (0700) if needed. A symlink or non-directory is refused; so is a
     /// default dir (in a shared /tmp) that another user owns or others may write to. An
@@ -190,6 +238,62 @@ impl StateDir {
             }
             Kind::Shared => Err(not_private(&path)),
         }
+        .and_then(StateDir::writable)
+    }
+
+    /// A directory this user may not write in (a read-only mount, a dir made read-only) keeps
+    /// no sample: found now, not at the first store.
+    fn writable(self) -> Result<StateDir, String> {
+        use nix::unistd::{access, AccessFlags};
+        match access(&self.path, AccessFlags::W_OK | AccessFlags::X_OK) {
+            Ok(()) => Ok(self),
+            Err(e) => Err(format!("cannot write in {}: {}", self.path.display(), e.desc())),
+        }
+    }
+
+    fn cause_file(&self, key: &Key) -> PathBuf {
+        self.path.join(format!("cause-{:016x}.json", fnv1a(key)))
+    }
+
+    /// The cause the last run kept for `key`, if any (an unreadable or foreign file: none).
+    pub fn load_cause(&self, key: &Key) -> Option<Persisting> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.cause_file(key))
+            .ok()?;
+        let mut text = Vec::new();
+        Read::by_ref(&mut &file).take(MAX_FILE).read_to_end(&mut text).ok()?;
+        match serde_json::from_slice::<CauseFile>(&text).ok()? {
+            f if f.version == VERSION && f.key == *key => Some(Persisting {
+                cause: f.cause,
+                since_ms: f.since_ms,
+                last_ms: f.last_ms,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Keeps `cause` for `key`, or clears what was kept (None).
+    pub fn store_cause(&self, key: &Key, cause: Option<&Persisting>) -> Result<(), String> {
+        let target = self.cause_file(key);
+        let Some(c) = cause else {
+            return match fs::remove_file(&target) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    Err(format!("cannot remove {}: {}", target.display(), text(&e)))
+                }
+                _ => Ok(()),
+            };
+        };
+        let body = serde_json::to_vec(&CauseFile {
+            version: VERSION,
+            key: key.clone(),
+            cause: c.cause.clone(),
+            since_ms: c.since_ms,
+            last_ms: c.last_ms,
+        })
+        .map_err(|e| e.to_string())?;
+        self.replace(&target, &body)
     }
 
     pub fn file(&self, key: &Key) -> PathBuf {
@@ -230,7 +334,7 @@ impl StateDir {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if !(name.starts_with(".consumer-") && name.ends_with(".tmp")) {
+            if !(name.starts_with('.') && name.ends_with(".tmp")) {
                 continue;
             }
             let old = entry
@@ -246,32 +350,44 @@ impl StateDir {
     /// Replaces the file atomically: a reader sees the old sample or the new, never half.
     pub fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
         self.sweep();
-        let target = self.file(key);
-        let tmp = self.path.join(format!(
-            ".{}.{}.tmp",
-            target.file_name().unwrap().to_string_lossy(),
-            std::process::id()
-        ));
         let body = serde_json::to_vec(&File {
             version: VERSION,
             key: key.clone(),
             sample: sample.into(),
         })
         .map_err(|e| e.to_string())?;
+        self.replace(&self.file(key), &body)
+    }
+
+    /// Writes `body` to a temporary file and renames it over `target`.
+    fn replace(&self, target: &Path, body: &[u8]) -> Result<(), String> {
+        let tmp = self.path.join(format!(
+            ".{}.{}.tmp",
+            target.file_name().unwrap().to_string_lossy(),
+            std::process::id()
+        ));
         let written = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
-            .and_then(|mut f| f.write_all(&body));
+            .and_then(|mut f| f.write_all(body));
         // rename(2) replaces a symlink at the target, it does not write through it.
-        let result = written.and_then(|()| fs::rename(&tmp, &target));
+        let result = written.and_then(|()| fs::rename(&tmp, target));
         if let Err(e) = result {
             let _ = fs::remove_file(&tmp);
-            return Err(format!("cannot write {}: {e}", target.display()));
+            return Err(format!("cannot write {}: {}", target.display(), text(&e)));
         }
         Ok(())
+    }
+}
+
+/// An I/O error's words without std's "(os error N)": these land in a one-line reason.
+fn text(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => nix::errno::Errno::from_raw(code).desc().to_string(),
+        None => e.to_string(),
     }
 }
 

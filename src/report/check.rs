@@ -4,6 +4,7 @@
 use super::human;
 use crate::facts::{ConsumerFacts, ConsumerName, Observed, Socket, StreamFacts, Wanted};
 use crate::observe::{ConsumerSeen, Observations};
+use crate::rules::cause::{Class, Standing};
 use crate::rules::check::{ConsumerHealth, Health, Verdict};
 use crate::rules::connection::{live, Connections, Policy, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress, Window};
@@ -41,16 +42,23 @@ pub struct JudgedConsumer {
     pub window: Option<Window>,
     /// How it moved since the previous sample; None without one.
     pub progress: Option<Progress>,
+    /// Why it could not be judged (or compared), and for how long; None when it was.
+    pub standing: Option<Standing>,
 }
 
 impl JudgedConsumer {
     pub fn health(&self) -> ConsumerHealth {
         match self.outcome {
-            Outcome::Healthy(_) => ConsumerHealth::Healthy,
             Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
+            _ if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
+            Outcome::Healthy(_) => ConsumerHealth::Healthy,
             Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
         }
     }
+}
+
+fn misconfigured(standing: Option<Standing>) -> bool {
+    standing.is_some_and(|s| s.is_configuration_error())
 }
 
 /// One subscription this pod's connection must hold, and whether it does.
@@ -60,12 +68,15 @@ pub struct JudgedSubscription {
     /// The consumer whose deliver subscription it is (`--own-subscription`).
     pub consumer: Option<ConsumerName>,
     pub held: Held,
+    /// Why it could not be judged, and for how long; None when it was.
+    pub standing: Option<Standing>,
 }
 
 impl JudgedSubscription {
     pub fn health(&self) -> ConsumerHealth {
         match &self.held {
             Held::Yes { .. } => ConsumerHealth::Healthy,
+            Held::NotJudged(_) if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
             Held::NotJudged(_) => ConsumerHealth::NotJudged,
             _ => ConsumerHealth::Unhealthy,
         }
@@ -76,7 +87,7 @@ impl JudgedSubscription {
 pub struct CheckReport {
     pub schema_version: u32,
     pub command: &'static str,
-    /// `healthy` or `unhealthy`.
+    /// `healthy`, `unhealthy` or `configuration_error`.
     pub verdict: &'static str,
     /// The human line without its verdict word.
     pub summary: String,
@@ -87,6 +98,9 @@ pub struct CheckReport {
     /// `--subscription`); absent when none was asked for.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subscriptions: Vec<SubscriptionSection>,
+    /// Where the samples were kept, and the places passed over; absent when none was needed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<StateDirSection>,
     #[serde(skip)]
     pub health: Health,
     /// The one line for the kubelet's events.
@@ -98,13 +112,22 @@ pub struct CheckReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct StateDirSection {
+    pub path: String,
+    /// Each place passed over before it, with why (`[path, why]`).
+    pub passed_over: Vec<[String; 2]>,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct SubscriptionSection {
     pub subject: String,
     pub queue: Option<String>,
     /// The consumer whose deliver subscription it is, for `--own-subscription`.
     pub consumer: Option<String>,
-    /// `healthy`, `unhealthy` or `not_judged`.
+    /// `healthy`, `unhealthy`, `not_judged` or `configuration_error`.
     pub verdict: &'static str,
+    /// Why it could not be judged, and its class; null when it was.
+    pub cannot_judge: Option<StandingJson>,
     /// `held`, `not_by_this_connection`, `no_connection`, or the not-judged kind.
     pub outcome: &'static str,
     /// This pod's connection that holds it, or that is listed without it.
@@ -200,11 +223,13 @@ pub struct ConsumerSection {
     pub name: String,
     pub stream: String,
     pub durable: String,
-    /// `healthy`, `unhealthy` or `not_judged`.
+    /// `healthy`, `unhealthy`, `not_judged` or `configuration_error`.
     pub verdict: &'static str,
     /// Why it was not judged: `unreachable`, `not_permitted`, `timeout`,
     /// `jetstream_unavailable` or `failed`.
     pub not_judged: Option<&'static str>,
+    /// Why it could not be judged or compared, and its class; null when it was.
+    pub cannot_judge: Option<StandingJson>,
     pub summary: String,
     pub window_ms: Option<u64>,
     pub window_raised_for_ack_wait_ms: Option<u64>,
@@ -338,9 +363,50 @@ pub fn check(input: &CheckInput) -> CheckReport {
             .iter()
             .map(|s| subscription_section(s, input))
             .collect(),
+        state_dir: input
+            .observations
+            .state_dir
+            .as_ref()
+            .map(|d| StateDirSection {
+                path: d.path.display().to_string(),
+                passed_over: d
+                    .skipped
+                    .iter()
+                    .map(|(p, why)| [p.display().to_string(), why.clone()])
+                    .collect(),
+            }),
         health: input.verdict.health,
         line: human::line(input),
         details: human::details(input),
+    }
+}
+
+/// Why a check could not run (or compare), and whether that passes or is the configuration.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StandingJson {
+    /// `rules::cause::Cause::as_str`: `credentials`, `not_permitted`, `cannot_match`,
+    /// `too_far_apart`, `no_state_dir`, `unreachable`, `timeout`, `jetstream_unavailable`,
+    /// `failed`.
+    pub cause: &'static str,
+    /// `transient` (cannot judge now) or `configuration` (can never judge as configured).
+    pub class: &'static str,
+    /// Seen run after run for this long.
+    pub lasted_ms: u64,
+    pub window_ms: u64,
+    /// A configuration error now (exit 2).
+    pub error: bool,
+}
+
+fn standing_json(s: Standing) -> StandingJson {
+    StandingJson {
+        cause: s.cause.as_str(),
+        class: match s.class {
+            Class::Transient => "transient",
+            Class::ConfigurationAtOnce | Class::ConfigurationIfItPersists => "configuration",
+        },
+        lasted_ms: millis(s.lasted),
+        window_ms: millis(s.window),
+        error: s.is_configuration_error(),
     }
 }
 
@@ -407,15 +473,12 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         name: r.seen.name.to_string(),
         stream: r.seen.name.stream.clone(),
         durable: r.seen.name.durable.clone(),
-        verdict: match r.health() {
-            ConsumerHealth::Healthy => "healthy",
-            ConsumerHealth::Unhealthy => "unhealthy",
-            ConsumerHealth::NotJudged => "not_judged",
-        },
+        verdict: r.health().as_str(),
         not_judged: match &r.outcome {
             Outcome::NotJudged(why) => Some(why.kind()),
             _ => None,
         },
+        cannot_judge: r.standing.map(standing_json),
         summary: human::consumer_phrase(r),
         window_ms: r.window.map(|w| millis(w.duration)),
         window_raised_for_ack_wait_ms: r.window.and_then(|w| w.raised_for_ack_wait).map(millis),
@@ -451,11 +514,8 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         subject: s.wanted.subject.clone(),
         queue: s.wanted.queue.clone(),
         consumer: s.consumer.as_ref().map(ToString::to_string),
-        verdict: match s.health() {
-            ConsumerHealth::Healthy => "healthy",
-            ConsumerHealth::Unhealthy => "unhealthy",
-            ConsumerHealth::NotJudged => "not_judged",
-        },
+        verdict: s.health().as_str(),
+        cannot_judge: s.standing.map(standing_json),
         outcome,
         connection,
         summary: human::subscription_phrase(s),

@@ -6,6 +6,7 @@ use super::check::{check, CheckInput, CheckReport, JudgedConsumer, ProcessJson};
 use super::human::{self, bytes, display, peer, traffic};
 use crate::facts::{Observed, Process, Socket};
 use crate::rules::advice::Advice;
+use crate::rules::cause::Class;
 use crate::rules::check::Health;
 use crate::rules::consumer::{Outcome, Progress};
 use serde::Serialize;
@@ -139,7 +140,8 @@ pub fn diagnose(
         for s in input.subscriptions {
             let style = match s.health() {
                 crate::rules::check::ConsumerHealth::Healthy => Style::Good,
-                crate::rules::check::ConsumerHealth::Unhealthy => Style::Bad,
+                crate::rules::check::ConsumerHealth::Unhealthy
+                | crate::rules::check::ConsumerHealth::Misconfigured => Style::Bad,
                 crate::rules::check::ConsumerHealth::NotJudged => Style::Warn,
             };
             lines.push(vec![
@@ -163,10 +165,13 @@ pub fn diagnose(
         }
     }
 
+    could_not_run(input, &mut lines);
+
     lines.push(vec![]);
     let (word, style, code) = match input.verdict.health {
         Health::Healthy => ("healthy", Style::Good, 0),
         Health::Unhealthy => ("unhealthy", Style::Bad, 1),
+        Health::Misconfigured => ("configuration error", Style::Bad, 2),
     };
     lines.push(vec![
         (Style::Heading, "Verdict: ".into()),
@@ -313,6 +318,55 @@ fn servers(input: &CheckInput, asked_for_diagnose: bool, lines: &mut Vec<Line>) 
             Style::Dim,
             "  (asked for this report: check asks only when the client holds no connection)".into(),
         )]);
+    }
+}
+
+/// Every requested check that could not run (or compare), with its cause's class: transient
+/// (cannot judge now) or the configuration (can never judge as configured); and where the
+/// samples are kept.
+fn could_not_run(input: &CheckInput, lines: &mut Vec<Line>) {
+    let stood = input
+        .consumers
+        .iter()
+        .map(|r| (format!("consumer {}", r.seen.name), r.standing))
+        .chain(
+            input
+                .subscriptions
+                .iter()
+                .map(|s| (human::subscription_name(s), s.standing)),
+        );
+    let mut rows = Vec::new();
+    for (name, standing) in stood {
+        let Some(s) = standing else { continue };
+        let (style, class) = match (s.class, s.is_configuration_error()) {
+            (Class::Transient, _) => (Style::Warn, "transient: cannot judge now, the next run will".to_string()),
+            (_, true) => (Style::Bad, "the configuration: a configuration error now (exit 2)".to_string()),
+            (_, false) => (
+                Style::Warn,
+                format!(
+                    "the configuration, if it lasts: seen for {}, an error past the window {}",
+                    display(s.lasted),
+                    display(s.window)
+                ),
+            ),
+        };
+        rows.push(vec![
+            (Style::Plain, format!("  {name}: {} — ", s.cause.as_str())),
+            (style, class),
+        ]);
+    }
+    let state = human::state_dir(input);
+    if rows.is_empty() && state.is_none() {
+        return;
+    }
+    lines.push(vec![]);
+    lines.push(vec![(Style::Heading, "Checks that could not run".into())]);
+    if rows.is_empty() {
+        lines.push(vec![(Style::Plain, "  none".into())]);
+    }
+    lines.extend(rows);
+    if let Some(state) = state {
+        lines.push(vec![(Style::Dim, format!("  {state}"))]);
     }
 }
 

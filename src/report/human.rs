@@ -3,6 +3,7 @@
 
 use super::check::{CheckInput, JudgedConsumer, JudgedSubscription};
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Socket};
+use crate::rules::cause::{Cause, Class, Standing};
 use crate::rules::check::{ConsumerHealth, Health, Reason};
 use crate::rules::connection::live;
 use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
@@ -18,7 +19,10 @@ const MAX_LISTED: usize = 50;
 
 /// The verdict first, then the evidence.
 pub fn line(report: &CheckInput) -> String {
-    let verdict = report.verdict.health.as_str();
+    let verdict = match report.verdict.health {
+        Health::Misconfigured => "configuration error",
+        other => other.as_str(),
+    };
     clip(format!("{verdict}: {}", summary(report)))
 }
 
@@ -53,11 +57,12 @@ pub fn summary(report: &CheckInput) -> String {
             }
             text
         }
-        Reason::ConsumerFault | Reason::ConsumerNotJudged => {
+        Reason::ConsumerFault | Reason::ConsumerNotJudged | Reason::Misconfigured => {
             // The consumers that fail the verdict (or could not be judged) first: they are
             // why the line exists; the connection that is fine comes after.
             let wanted = match report.verdict.reason {
                 Reason::ConsumerFault => ConsumerHealth::Unhealthy,
+                Reason::Misconfigured => ConsumerHealth::Misconfigured,
                 _ => ConsumerHealth::NotJudged,
             };
             let mut parts: Vec<String> = report
@@ -138,7 +143,7 @@ pub fn summary(report: &CheckInput) -> String {
             let urls = list(&urls, 3).replace(", ", " and ");
             let why = why_not_answering(report);
             match report.verdict.health {
-                Health::Healthy => format!(
+                Health::Healthy | Health::Misconfigured => format!(
                     "{}, but {urls} {verb} not answering (restart would not help): {why}",
                     held(report)
                 ),
@@ -178,13 +183,75 @@ pub fn subscription_phrase(s: &JudgedSubscription) -> String {
                 list(&ours, 2)
             )
         }
-        Held::NotJudged(why) => format!("not judged: {why}"),
+        Held::NotJudged(why) => format!(
+            "not judged: {why}{}",
+            standing_phrase(s.standing, Checked::Subscription)
+        ),
     }
 }
 
 /// What one consumer's judgement says, without its name.
 pub fn consumer_phrase(r: &JudgedConsumer) -> String {
-    outcome_phrase(&r.outcome, r.window, &r.seen.observed, &r.seen.name)
+    let standing = standing_phrase(r.standing, Checked::Consumer);
+    match (r.standing, &r.seen.state_problem) {
+        // Whatever this run saw, no later run can compare with it.
+        (Some(s), Some(problem)) if s.cause == Cause::NoStateDir => {
+            format!("not judged across runs: samples cannot be kept ({problem}){standing}")
+        }
+        _ => format!(
+            "{}{standing}",
+            outcome_phrase(&r.outcome, r.window, &r.seen.observed, &r.seen.name)
+        ),
+    }
+}
+
+/// Which kind of check a cause kept from running.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Checked {
+    Consumer,
+    Subscription,
+}
+
+/// After a check that could not run: how long its cause has lasted and, for the
+/// configuration's causes, what fixes it. Nothing for a transient cause.
+fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
+    let Some(s) = standing else {
+        return String::new();
+    };
+    match s.class {
+        Class::Transient => String::new(),
+        Class::ConfigurationAtOnce => format!(": {}", fix(s, checked)),
+        Class::ConfigurationIfItPersists if s.is_configuration_error() => format!(
+            "; for {}, longer than the window {}: {}",
+            display(s.lasted),
+            display(s.window),
+            fix(s, checked)
+        ),
+        Class::ConfigurationIfItPersists => format!(
+            " (seen for {}; a configuration error, exit 2, if it lasts longer than the window {})",
+            display(s.lasted),
+            display(s.window)
+        ),
+    }
+}
+
+/// What fixes a cause of the configuration (the README's troubleshooting table).
+fn fix(s: Standing, checked: Checked) -> String {
+    match (s.cause, checked) {
+        (Cause::Credentials, _) => "give the probe credentials the server accepts (--creds, --user and --password, --token or --nkey, or their NATS_* variables)".into(),
+        (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.>, or drop the --consumer".into(),
+        (Cause::NotPermitted, Checked::Subscription) => "allow the probe's user to request $SYS.REQ.ACCOUNT.PING.CONNZ, or give --monitor".into(),
+        (Cause::CannotMatch, _) => "the server sees this pod through NAT, a proxy or a sidecar: drop --own-subscription and --subscription for this pod, or keep the NATS port out of the mesh".into(),
+        (Cause::TooFarApart, _) => format!(
+            "run the probe at least once a window (periodSeconds below {}), or raise --stall-after",
+            display(s.window)
+        ),
+        (Cause::NoStateDir, _) => "give --state-dir a writable volume with room (an emptyDir)".into(),
+        (Cause::ClientAgeUnreadable, _) => "run the probe as the app's user (it reads /proc/PID/fd to find the process holding the connection), or give --pid".into(),
+        (Cause::Unreachable | Cause::Timeout | Cause::JetStreamUnavailable | Cause::Failed, _) => {
+            "wait: it passes".into()
+        }
+    }
 }
 
 /// What a consumer outcome says, without the consumer's name; shared by `check` and `guard`.
@@ -640,6 +707,9 @@ pub fn details(report: &CheckInput) -> Vec<String> {
     if report.consumers_configured > 0 && report.consumers.is_empty() {
         out.push("  consumers not asked about: no connection to judge them by".into());
     }
+    if let Some(line) = state_dir(report) {
+        out.push(format!("  {line}"));
+    }
     // When asked, every URL has its answer, in order.
     let answers = &report.observations.servers;
     for (i, url) in report.servers.iter().enumerate() {
@@ -649,6 +719,17 @@ pub fn details(report: &CheckInput) -> Vec<String> {
         });
     }
     out
+}
+
+/// `samples kept in /dev/shm/natsprobe-1000 (not in /tmp/natsprobe-1000: cannot create ...)`.
+pub fn state_dir(report: &CheckInput) -> Option<String> {
+    let used = report.observations.state_dir.as_ref()?;
+    let mut line = format!("samples kept in {}", used.path.display());
+    if !used.skipped.is_empty() {
+        let why: Vec<&str> = used.skipped.iter().map(|(_, why)| why.as_str()).collect();
+        let _ = write!(line, " (passed over: {})", why.join("; "));
+    }
+    Some(line)
 }
 
 /// A socket's traffic facts, and which the reader could not give.

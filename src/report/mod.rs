@@ -176,6 +176,7 @@ mod tests {
                 client_age: None,
                 now_ms: 0,
                 connz: None,
+                state_dir: None,
             },
             servers: vec![],
             consumers: vec![],
@@ -209,6 +210,7 @@ mod tests {
                     outcome,
                     window,
                     progress: None,
+                    standing: None,
                 }
             })
             .collect();

@@ -19,6 +19,8 @@ pub enum ServerState {
 pub enum Health {
     Healthy,
     Unhealthy,
+    /// A requested check can never run as configured (`rules::cause`): exit 2.
+    Misconfigured,
 }
 
 impl Health {
@@ -27,6 +29,7 @@ impl Health {
         match self {
             Health::Healthy => "healthy",
             Health::Unhealthy => "unhealthy",
+            Health::Misconfigured => "configuration_error",
         }
     }
 }
@@ -46,6 +49,8 @@ pub enum Reason {
     ConsumerFault,
     /// Connected, and a `--consumer` could not be judged (the server could not say).
     ConsumerNotJudged,
+    /// Connected, and a `--consumer` or subscription can never be judged as configured.
+    Misconfigured,
 }
 
 /// One `--consumer`'s outcome, as the overall verdict needs it.
@@ -54,6 +59,21 @@ pub enum ConsumerHealth {
     Healthy,
     Unhealthy,
     NotJudged,
+    /// Not judged, or judged without a sample to compare, for a cause of the configuration
+    /// that is now an error (`rules::cause::Standing::is_configuration_error`).
+    Misconfigured,
+}
+
+impl ConsumerHealth {
+    /// A word for scripts (each consumer's and subscription's JSON `verdict`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsumerHealth::Healthy => "healthy",
+            ConsumerHealth::Unhealthy => "unhealthy",
+            ConsumerHealth::NotJudged => "not_judged",
+            ConsumerHealth::Misconfigured => "configuration_error",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +105,8 @@ pub fn decide(
     let (health, reason) = if connected(connections, policy) {
         if consumers.contains(&ConsumerHealth::Unhealthy) {
             (Unhealthy, Reason::ConsumerFault)
+        } else if consumers.contains(&ConsumerHealth::Misconfigured) {
+            (Misconfigured, Reason::Misconfigured)
         } else if consumers.contains(&ConsumerHealth::NotJudged) {
             (down, Reason::ConsumerNotJudged)
         } else {

@@ -3,6 +3,7 @@
 //! serializes; `architecture_rules_stay_pure` below fails the build's tests if it starts to.
 
 pub mod advice;
+pub mod cause;
 pub mod check;
 pub mod cidr;
 pub mod connection;
