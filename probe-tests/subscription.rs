@@ -319,14 +319,13 @@ fn busy_servers_and_the_monitoring_port() {
     run.expect(1).says(&["holds no such subscription"]);
 }
 
-/// Behind NAT the server sees another address for this pod: the check says it cannot match,
-/// never guesses, and follows --when-server-down.
-#[test]
-fn behind_nat_it_cannot_match() {
+/// An app pod whose traffic leaves rewritten to 10.200.0.99 (SNAT), with a client holding
+/// `journal.>`; the server's URL.
+fn behind_nat() -> (NetNs, NatsServer, Peer, String) {
     let nats = NetNs::new();
     let app = NetNs::new();
     let (gateway, _) = link(&nats, &app);
-    let _server =
+    let server =
         NatsServer::start_with(Some(&Arc::new(nats)), Version::Pinned, gateway, 4222, &[]);
     let url = format!("nats://{gateway}:4222");
     // Everything leaving the app pod is rewritten to 10.200.0.99 (an address of its own).
@@ -351,6 +350,14 @@ fn behind_nat_it_cannot_match() {
         &["conn", "-url", &url, "-subscribe", "journal.>"],
     );
     client.wait_for("ready", S10);
+    (app, server, client, url)
+}
+
+/// Behind NAT the server sees another address for this pod: the check says it cannot match,
+/// never guesses, and follows --when-server-down.
+#[test]
+fn behind_nat_it_cannot_match() {
+    let (app, _server, _client, url) = behind_nat();
     let run = probe(&["check", "--server", &url, "--subscription", "journal.>"])
         .ns(&app)
         .run();
@@ -370,6 +377,40 @@ fn behind_nat_it_cannot_match() {
     .run()
     .expect(1)
     .says(&["(--when-server-down fail)"]);
+}
+
+/// Issue 22: behind NAT the subscription can never be matched: once that has lasted longer
+/// than the window it is a configuration error (exit 2) naming the fix, not a pass for ever.
+#[test]
+fn behind_nat_for_longer_than_the_window_is_a_configuration_error() {
+    let (app, _server, _client, url) = behind_nat();
+    let state = tempfile::tempdir().unwrap();
+    let args = [
+        "check",
+        "--server",
+        &url,
+        "--subscription",
+        "journal.>",
+        "--stall-after",
+        "2s",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let started = std::time::Instant::now();
+    let run = loop {
+        let run = probe(&args).ns(&app).run();
+        if run.code == Some(2) || started.elapsed() > Duration::from_secs(6) {
+            break run;
+        }
+        run.expect(0).says(&["(seen for "]);
+        std::thread::sleep(Duration::from_millis(400));
+    };
+    run.expect(2).says(&[
+        "configuration error: subscription journal.> not judged: cannot match this pod's connection at the server",
+        ", longer than the window 2s: drop --own-subscription and --subscription",
+    ]);
+    assert!(started.elapsed() > Duration::from_secs(2), "{run}");
+    println!("subscription | behind NAT, persisting: {}", run.line());
 }
 
 /// A pull consumer has no subscription to match: a configuration error.

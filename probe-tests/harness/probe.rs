@@ -33,6 +33,27 @@ pub struct Probe<'a> {
     no_netlink: bool,
 }
 
+/// The calling test's own TMPDIR for the probe: named after the test's thread (libtest names
+/// it after the test), made once, readable and writable by the unprivileged users tests run
+/// the probe as (each gets a private `natsprobe-<uid>` inside, as in /tmp).
+pub fn test_tmpdir() -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .replace("::", "-");
+    let dir = std::env::temp_dir()
+        .join(format!("natsprobe-tests-{}", std::process::id()))
+        .join(name);
+    if !dir.is_dir() {
+        std::fs::create_dir_all(&dir).unwrap();
+        for d in [dir.parent().unwrap(), dir.as_path()] {
+            let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o1777));
+        }
+    }
+    dir
+}
+
 pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
     Probe {
         args: args.iter().map(OsString::from).collect(),
@@ -115,6 +136,9 @@ impl<'a> Probe<'a> {
                 cmd.env_remove(&key);
             }
         }
+        // Each test its own default state dir: samples and kept causes (issue 22) of one
+        // test never meet another's that ask the same server about the same consumer.
+        cmd.env("TMPDIR", test_tmpdir());
         cmd.args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.stdin(Stdio::null());

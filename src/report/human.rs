@@ -239,9 +239,9 @@ fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
 fn fix(s: Standing, checked: Checked) -> String {
     match (s.cause, checked) {
         (Cause::Credentials, _) => "give the probe credentials the server accepts (--creds, --user and --password, --token or --nkey, or their NATS_* variables)".into(),
-        (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.>, or drop the --consumer".into(),
+        (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.>".into(),
         (Cause::NotPermitted, Checked::Subscription) => "allow the probe's user to request $SYS.REQ.ACCOUNT.PING.CONNZ, or give --monitor".into(),
-        (Cause::CannotMatch, _) => "the server sees this pod through NAT, a proxy or a sidecar: drop --own-subscription and --subscription for this pod, or keep the NATS port out of the mesh".into(),
+        (Cause::CannotMatch, _) => "drop --own-subscription and --subscription for this pod (the guard still watches its consumers)".into(),
         (Cause::TooFarApart, _) => format!(
             "run the probe at least once a window (periodSeconds below {}), or raise --stall-after",
             display(s.window)
