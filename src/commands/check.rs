@@ -89,10 +89,16 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
     let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
     let asked = config.consumers.len() + usize::from(wants_subscriptions);
     if verdict::needs_consumers(&connections, &config.policy, asked) {
-        let nats = observe::Nats::open(&config.servers, &config.auth, network_deadline)?;
+        let nats = observe::Nats::open(
+            &config.servers,
+            &config.auth,
+            &config.js_api,
+            network_deadline,
+        )?;
         let dir = StateDir::open(config.state_dir.path.clone(), config.state_dir.explicit);
         obs.consumers = nats.consumers(
             &config.servers,
+            &config.js_api,
             &config.consumers,
             dir.as_ref(),
             network_deadline,
@@ -157,7 +163,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
             obs.client_age = Some(client_age(&obs.pod, &connections));
         }
         if let Ok(dir) = &dir {
-            let server = observe::state::server_key(&config.servers);
+            let server = observe::state::server_key(&config.servers, &config.js_api);
             for (seen, j) in obs.consumers.iter_mut().zip(&judgements) {
                 if let Some(sample) = &j.sample {
                     let key = observe::state::Key::new(&server, &seen.name);
@@ -203,7 +209,7 @@ fn mark_unobserved(config: &CheckConfig) {
     let Ok(dir) = StateDir::open(config.state_dir.path.clone(), config.state_dir.explicit) else {
         return;
     };
-    let server = observe::state::server_key(&config.servers);
+    let server = observe::state::server_key(&config.servers, &config.js_api);
     for name in &config.consumers {
         let key = observe::state::Key::new(&server, name);
         if let Loaded::Sample(prev) = dir.load(&key) {

@@ -38,6 +38,7 @@ async fn looks(config: &GuardConfig) -> Result<(Listing, Listing, Advisories), E
     let session = match Session::connect(
         &config.servers,
         &config.auth,
+        &config.js_api,
         "natsprobe-guard",
         first_deadline,
     )

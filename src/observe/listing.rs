@@ -29,7 +29,7 @@ pub async fn look(
         ..Listing::default()
     };
     // Streams.
-    for page in pages(session, "$JS.API.STREAM.LIST", deadline, |body| {
+    for page in pages(session, &session.api("STREAM.LIST"), deadline, |body| {
         jetstream::parse_stream_list(body).map(|p| (p.total, p.limit, p.items.len(), p))
     })
     .await?
@@ -48,7 +48,7 @@ pub async fn look(
     if !unreported.is_empty() {
         let requests = unreported
             .iter()
-            .map(|s| (format!("$JS.API.STREAM.INFO.{s}"), String::new()))
+            .map(|s| (session.api(&format!("STREAM.INFO.{s}")), String::new()))
             .collect();
         let answers = ask_again(session, requests, deadline).await;
         for (name, answer) in unreported.into_iter().zip(answers) {
@@ -62,7 +62,7 @@ pub async fn look(
     // Consumers of every stream, all streams at once.
     let names: Vec<String> = listing.streams.keys().cloned().collect();
     let lists = futures_join(names.iter().map(|stream| {
-        let subject = format!("$JS.API.CONSUMER.LIST.{stream}");
+        let subject = session.api(&format!("CONSUMER.LIST.{stream}"));
         async move {
             let pages = pages(session, &subject, deadline, |body| {
                 jetstream::parse_consumer_list(body).map(|p| (p.total, p.limit, p.items.len(), p))
@@ -114,7 +114,7 @@ pub async fn look(
         let requests = unreported
             .iter()
             .map(|n| {
-                let subject = format!("$JS.API.CONSUMER.INFO.{}.{}", n.stream, n.durable);
+                let subject = session.api(&format!("CONSUMER.INFO.{}.{}", n.stream, n.durable));
                 (subject, String::new())
             })
             .collect();

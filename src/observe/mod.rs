@@ -12,7 +12,7 @@ pub mod server;
 pub mod sockets;
 pub mod state;
 
-use crate::config::{Auth, Owner, ReaderChoice, ServerUrl, Setting};
+use crate::config::{Auth, JsApi, Owner, ReaderChoice, ServerUrl, Setting};
 use crate::error::Error;
 use crate::facts::{ConsumerName, Loaded, Observed, Process, ServerAnswer, SocketScan};
 use sockets::owner::{self, OwnerError};
@@ -134,12 +134,17 @@ pub struct Nats {
 impl Nats {
     /// Connects by `deadline`. An unreachable server is no error here: every observation
     /// through it is then "not judged" with the reason.
-    pub fn open(urls: &[ServerUrl], auth: &Auth, deadline: Instant) -> Result<Nats, Error> {
+    pub fn open(
+        urls: &[ServerUrl],
+        auth: &Auth,
+        api: &JsApi,
+        deadline: Instant,
+    ) -> Result<Nats, Error> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
         let runtime = server::network_runtime().map_err(Error::CannotEvaluate)?;
         let name = connz::probe_name();
         let session = runtime
-            .block_on(nats::Session::connect(urls, auth, &name, deadline))
+            .block_on(nats::Session::connect(urls, auth, api, &name, deadline))
             .map_err(|e| match e {
                 nats::SetupError::File {
                     setting,
@@ -163,6 +168,7 @@ impl Nats {
     pub fn consumers(
         &self,
         urls: &[ServerUrl],
+        api: &JsApi,
         names: &[ConsumerName],
         state: Result<&state::StateDir, &String>,
         deadline: Instant,
@@ -176,7 +182,7 @@ impl Nats {
                 .collect(),
         };
         crate::deadline::set_phase(crate::deadline::Phase::ComparingSamples);
-        let server = state::server_key(urls);
+        let server = state::server_key(urls, api);
         names
             .iter()
             .zip(observed)
