@@ -39,6 +39,7 @@ impl Checked {
             observations: &self.observations,
             servers: &self.servers,
             consumers_configured: config.consumers.len(),
+            js_api: &config.js_api,
             consumers: &self.consumers,
             subscriptions: &self.subscriptions,
             verbose: config.verbose,
@@ -68,6 +69,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         client_age: None,
         now_ms: 0,
         connz: None,
+        server_domain: None,
     };
     let connections = connection::connections(
         &obs.pod.scan.sockets,
@@ -104,6 +106,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
             network_deadline,
         );
         obs.now_ms = observe::now_ms();
+        obs.server_domain = nats.server_domain();
         let judgements: Vec<consumer::Judgement> = obs
             .consumers
             .iter()

@@ -36,6 +36,9 @@ pub struct Observations {
     pub now_ms: i64,
     /// The server's connection list, when a subscription had to be matched.
     pub connz: Option<Result<crate::facts::Connz, crate::facts::Unknown>>,
+    /// The JetStream domain the connected server announced in its INFO (when JetStream was
+    /// asked, and it has one): a leaf node's own domain, which is not its hub's.
+    pub server_domain: Option<String>,
 }
 
 /// This pod's side: whose sockets count, and the socket table.
@@ -162,6 +165,12 @@ impl Nats {
             session,
             name,
         })
+    }
+
+    /// The JetStream domain the connected server announced, if any.
+    pub fn server_domain(&self) -> Option<String> {
+        let session = self.session.as_ref().ok()?;
+        session.server_domain()
     }
 
     /// Every consumer at once, and each one's previous sample from the state dir.

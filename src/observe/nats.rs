@@ -88,6 +88,12 @@ impl Session {
         self.api.subject(call)
     }
 
+    /// The JetStream domain the connected server announced in its INFO (nats-server sends
+    /// `domain` when its JetStream has one).
+    pub fn server_domain(&self) -> Option<String> {
+        self.client.server_info().domain.filter(|d| !d.is_empty())
+    }
+
     /// Where the JetStream API is.
     pub fn js_api(&self) -> &JsApi {
         &self.api

@@ -26,6 +26,8 @@ pub struct CheckInput<'a> {
     pub servers: &'a [String],
     /// How many consumers were configured (they are not asked without a connection).
     pub consumers_configured: usize,
+    /// Where the consumers were asked for.
+    pub js_api: &'a crate::config::JsApi,
     pub consumers: &'a [JudgedConsumer],
     /// The subscriptions this pod's connection must hold, judged.
     pub subscriptions: &'a [JudgedSubscription],
@@ -87,6 +89,10 @@ pub struct CheckReport {
     /// `--subscription`); absent when none was asked for.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subscriptions: Vec<SubscriptionSection>,
+    /// Where the consumers were asked: present when a domain or prefix was given, or the
+    /// server announced a JetStream domain of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jetstream: Option<JetStreamSection>,
     #[serde(skip)]
     pub health: Health,
     /// The one line for the kubelet's events.
@@ -95,6 +101,16 @@ pub struct CheckReport {
     /// The `-v` lines under it.
     #[serde(skip)]
     pub details: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JetStreamSection {
+    /// The API subject prefix every request went to (`$JS.hub.API`).
+    pub api: String,
+    /// `--js-domain`, when given.
+    pub domain: Option<String>,
+    /// The domain the connected server announced (a leaf node's own).
+    pub server_domain: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -338,6 +354,13 @@ pub fn check(input: &CheckInput) -> CheckReport {
             .iter()
             .map(|s| subscription_section(s, input))
             .collect(),
+        jetstream: (!input.js_api.is_local() || input.observations.server_domain.is_some()).then(
+            || JetStreamSection {
+                api: input.js_api.base(),
+                domain: input.js_api.named_domain().map(str::to_string),
+                server_domain: input.observations.server_domain.clone(),
+            },
+        ),
         health: input.verdict.health,
         line: human::line(input),
         details: human::details(input),

@@ -86,6 +86,9 @@ pub fn summary(report: &CheckInput) -> String {
                         _ => format!("{}: {}", subscription_name(s), subscription_phrase(s)),
                     }),
             );
+            if let Some(asked) = where_asked(report) {
+                parts.push(asked);
+            }
             let fail =
                 wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
             let policy = if fail {
@@ -151,6 +154,30 @@ pub fn summary(report: &CheckInput) -> String {
                 ),
             }
         }
+    }
+}
+
+/// Where JetStream was asked, when a consumer or its stream was not found there (or nothing
+/// answered): behind a leaf node the likely cause is a stream in another domain. None when
+/// nothing points that way (no domain given, and the server announced none).
+pub fn where_asked(report: &CheckInput) -> Option<String> {
+    use crate::facts::Unknown;
+    let lost = report.consumers.iter().any(|r| {
+        matches!(
+            r.outcome,
+            Outcome::Unhealthy(Fault::StreamMissing | Fault::ConsumerMissing)
+                | Outcome::NotJudged(Unknown::NoResponders)
+        )
+    });
+    if !lost {
+        return None;
+    }
+    match (report.js_api.is_local(), &report.observations.server_domain) {
+        (false, _) => Some(format!("asked {}", report.js_api)),
+        (true, Some(domain)) => Some(format!(
+            "asked the server's own JetStream domain {domain}: a stream in another domain (a leaf node's hub) needs --js-domain"
+        )),
+        (true, None) => None,
     }
 }
 

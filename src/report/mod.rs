@@ -89,6 +89,7 @@ mod tests {
         servers: Vec<String>,
         consumers: Vec<JudgedConsumer>,
         verbose: bool,
+        js_api: crate::config::JsApi,
     }
 
     impl Case {
@@ -100,6 +101,7 @@ mod tests {
                 observations: &self.obs,
                 servers: &self.servers,
                 consumers_configured: self.consumers.len(),
+                js_api: &self.js_api,
                 consumers: &self.consumers,
                 subscriptions: &[],
                 verbose: self.verbose,
@@ -171,10 +173,12 @@ mod tests {
                 client_age: None,
                 now_ms: 0,
                 connz: None,
+                server_domain: None,
             },
             servers: vec![],
             consumers: vec![],
             verbose,
+            js_api: crate::config::JsApi::Local,
         }
     }
 
@@ -210,6 +214,50 @@ mod tests {
         let healths: Vec<_> = r.consumers.iter().map(|c| c.health()).collect();
         r.verdict = decide(&r.connections, None, &healths, &r.policy);
         r
+    }
+
+    /// A stream not found: where JetStream was asked, when a domain was named or the server
+    /// announced one (a leaf node's own), so the operator sees the likely cause.
+    #[test]
+    fn a_missing_stream_says_which_jetstream_was_asked() {
+        let missing = || {
+            let live = report(&live()[..1], &[4222], Owner::Anyone, false);
+            let nf = Observed::NotJudged(Unknown::Failed("x".into()));
+            with_consumers(
+                live,
+                vec![(
+                    "TF_RAW/kv",
+                    nf,
+                    Outcome::Unhealthy(crate::rules::consumer::Fault::StreamMissing),
+                    None,
+                )],
+                WhenServerDown::Pass,
+            )
+        };
+        assert_eq!(
+            missing().human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; 1 ESTABLISHED TCP connection to remote port 4222",
+            "no domain anywhere: the line as before"
+        );
+        let mut leaf = missing();
+        leaf.obs.server_domain = Some("leaf".into());
+        assert_eq!(
+            leaf.human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; asked the server's own JetStream domain leaf: a stream in another domain (a leaf node's hub) needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+        );
+        assert!(
+            leaf.json()
+                .contains(r#""jetstream":{"api":"$JS.API","domain":null,"server_domain":"leaf"}"#),
+            "{}",
+            leaf.json()
+        );
+        let mut hub = missing();
+        hub.js_api = crate::config::JsApi::domain("hub").unwrap();
+        assert_eq!(
+            hub.human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; asked JetStream domain hub ($JS.hub.API); 1 ESTABLISHED TCP connection to remote port 4222"
+        );
+        assert!(!missing().json().contains("\"jetstream\""));
     }
 
     #[test]
@@ -595,6 +643,7 @@ mod tests {
             observations: &r.obs,
             servers: &r.servers,
             consumers_configured: 0,
+            js_api: &crate::config::JsApi::Local,
             consumers: &[],
             subscriptions: &[],
             verbose: true,
@@ -736,6 +785,7 @@ What to do
             observations: &obs,
             servers: &r.servers,
             consumers_configured: 1,
+            js_api: &crate::config::JsApi::Local,
             consumers: &r.consumers,
             subscriptions: &[],
             verbose: true,
@@ -761,6 +811,7 @@ Servers
   (asked for this report: check asks only when the client holds no connection)
 
 Consumers
+  asked in the server's own JetStream ($JS.API; no --js-domain given)
   TF_RAW/alarms
     push to deliver.alarms, queue group alarms, bound
     3990 pending, 10 awaiting ack, 2 redelivered
