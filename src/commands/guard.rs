@@ -21,15 +21,23 @@ pub fn deadline(config: &GuardConfig) -> Duration {
 }
 
 pub fn run(config: &GuardConfig) -> Result<GuardReport, Error> {
-    let (first, second, advisories) =
+    let (first, second, advisories, jetstream) =
         server::on_network_runtime(looks(config)).map_err(Error::CannotEvaluate)??;
     let interval = Duration::from_millis((second.at_ms - first.at_ms).max(0) as u64);
     let rows = rows(config, &first, &second, &advisories);
-    Ok(crate::report::guard::guard(&rows, interval, &advisories))
+    Ok(crate::report::guard::guard(
+        &rows,
+        interval,
+        &advisories,
+        jetstream.as_deref(),
+    ))
 }
 
-/// The two looks and the advisories between them.
-async fn looks(config: &GuardConfig) -> Result<(Listing, Listing, Advisories), Error> {
+/// The two looks, the advisories between them, and which JetStream was judged when it has a
+/// domain or was named.
+async fn looks(
+    config: &GuardConfig,
+) -> Result<(Listing, Listing, Advisories, Option<String>), Error> {
     let unreachable = |why: Unknown| {
         Error::CannotEvaluate(format!("cannot look at the account's JetStream: {why}"))
     };
@@ -59,7 +67,13 @@ async fn looks(config: &GuardConfig) -> Result<(Listing, Listing, Advisories), E
         Ok(Err(why)) => return Err(unreachable(why)),
         Ok(Ok(session)) => session,
     };
-    let watch = advisories::watch(&session).await;
+    let jetstream = match config.js_api.is_local() {
+        true => session
+            .server_domain()
+            .map(|d| format!("JetStream domain {d} (the server's own; --js-domain names another)")),
+        false => Some(config.js_api.to_string()),
+    };
+    let watch = advisories::watch(&session, first_deadline).await;
     // The first look's time is read before the instant the second is timed from: the looks
     // are at least the interval apart, on both clocks.
     let first_ms = observe::now_ms();
@@ -82,7 +96,7 @@ async fn looks(config: &GuardConfig) -> Result<(Listing, Listing, Advisories), E
         Error::CannotEvaluate(format!("the second look at the account failed: {why}"))
     })?;
     let advisories = watch.finish(&session).await;
-    Ok((first, second, advisories))
+    Ok((first, second, advisories, jetstream))
 }
 
 /// Every durable either look saw or asked for, and every stream one could not list, judged.

@@ -315,6 +315,9 @@ pub struct Advisory {
     pub stream: String,
     pub consumer: String,
     pub kind: AdvisoryKind,
+    /// The JetStream domain of the server that published it (`domain`, absent without one):
+    /// across a leaf node connection the account hears every domain's advisories.
+    pub domain: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -325,6 +328,9 @@ pub enum AdvisoryKind {
     Terminated { reason: String },
     /// `io.nats.jetstream.advisory.v1.max_deliver`: a message exhausted its deliveries.
     MaxDeliveries,
+    /// `io.nats.jetstream.advisory.v1.api_audit`: an API request was answered (published for
+    /// every answer while someone listens, jetstream_api.go `sendJetStreamAPIAuditAdvisory`).
+    ApiAudit,
 }
 
 #[derive(Deserialize)]
@@ -337,6 +343,8 @@ struct RawAdvisory {
     consumer: String,
     #[serde(default)]
     reason: String,
+    #[serde(default)]
+    domain: String,
 }
 
 pub fn parse_advisory(body: &[u8]) -> Option<Advisory> {
@@ -346,12 +354,14 @@ pub fn parse_advisory(body: &[u8]) -> Option<Advisory> {
             AdvisoryKind::Terminated { reason: raw.reason }
         }
         "io.nats.jetstream.advisory.v1.max_deliver" => AdvisoryKind::MaxDeliveries,
+        "io.nats.jetstream.advisory.v1.api_audit" => AdvisoryKind::ApiAudit,
         _ => return None,
     };
     Some(Advisory {
         stream: raw.stream,
         consumer: raw.consumer,
         kind,
+        domain: Some(raw.domain).filter(|d| !d.is_empty()),
     })
 }
 
@@ -570,13 +580,19 @@ mod tests {
                 consumer: "W".into(),
                 kind: AdvisoryKind::Terminated {
                     reason: "Unacknowledged message was deleted".into()
-                }
+                },
+                domain: None,
             })
         );
-        let max = br#"{"type":"io.nats.jetstream.advisory.v1.max_deliver","id":"x","timestamp":"2026-12-01T08:00:00Z","stream":"S","consumer":"D","stream_seq":3,"deliveries":2}"#;
+        // Recorded from nats-server 2.10.26: a hub's advisory, heard on a leaf node.
+        let max = br#"{"type":"io.nats.jetstream.advisory.v1.max_deliver","id":"sUU2xukc3R1t9yC5Bc3Y2x","timestamp":"2026-12-02T00:56:43.844777339Z","stream":"MD","consumer":"md","stream_seq":1,"deliveries":1,"domain":"hub"}"#;
+        let max = parse_advisory(max).unwrap();
+        assert_eq!(max.kind, AdvisoryKind::MaxDeliveries);
+        assert_eq!(max.domain.as_deref(), Some("hub"));
+        let audit = br#"{"type":"io.nats.jetstream.advisory.v1.api_audit","id":"x","timestamp":"2026-12-02T00:56:43Z","server":"hub","client":{},"subject":"$JS.API.INFO","response":"{}","domain":"hub"}"#;
         assert_eq!(
-            parse_advisory(max).map(|a| a.kind),
-            Some(AdvisoryKind::MaxDeliveries)
+            parse_advisory(audit).map(|a| a.kind),
+            Some(AdvisoryKind::ApiAudit)
         );
         assert_eq!(parse_advisory(b"{}"), None);
         assert_eq!(parse_advisory(b"not json"), None);
@@ -609,4 +625,29 @@ mod tests {
             assert_eq!(parse_time(bad), None, "{bad}");
         }
     }
+}
+
+/// The `domain` of an account info answer (`$JS.API.INFO`): the JetStream domain that
+/// answered. Ok(None): it has none.
+pub fn parse_account_domain(body: &[u8]) -> Result<Option<String>, ParseError> {
+    #[derive(Deserialize)]
+    struct Raw {
+        error: Option<RawError>,
+        #[serde(rename = "type", default)]
+        kind: String,
+        #[serde(default)]
+        domain: String,
+    }
+    let raw: Raw =
+        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    if let Some(e) = raw.error {
+        return Err(api_error(e));
+    }
+    if raw.kind != "io.nats.jetstream.api.v1.account_info_response" {
+        return Err(ParseError::Malformed(format!(
+            "not an account info: {}",
+            raw.kind
+        )));
+    }
+    Ok(Some(raw.domain).filter(|d| !d.is_empty()))
 }

@@ -33,6 +33,10 @@ pub struct GuardReport {
     pub interval_ms: u64,
     /// Why the advisories were not counted, when they were not.
     pub advisories_unavailable: Option<String>,
+    /// The JetStream judged, when it has a domain or was named (`--js-domain`,
+    /// `--js-api-prefix`); absent for a server's own JetStream without a domain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jetstream: Option<String>,
     pub consumers: Vec<GuardConsumer>,
     #[serde(skip)]
     pub faulted: bool,
@@ -71,7 +75,13 @@ pub struct LossesJson {
     pub terminated_by_client: u64,
 }
 
-pub fn guard(rows: &[GuardRow], interval: Duration, advisories: &Advisories) -> GuardReport {
+/// `jetstream`: where the durables were listed, when it is worth saying (a domain).
+pub fn guard(
+    rows: &[GuardRow],
+    interval: Duration,
+    advisories: &Advisories,
+    jetstream: Option<&str>,
+) -> GuardReport {
     let consumers: Vec<GuardConsumer> = rows.iter().map(consumer).collect();
     let faulted: Vec<&GuardConsumer> = consumers.iter().filter(|c| c.verdict == "fault").collect();
     let count = |v: &str| consumers.iter().filter(|c| c.verdict == v).count();
@@ -92,10 +102,13 @@ pub fn guard(rows: &[GuardRow], interval: Duration, advisories: &Advisories) -> 
         true => String::new(),
         false => format!(" ({})", extras.join(", ")),
     };
-    let durables = match consumers.len() {
+    let mut durables = match consumers.len() {
         1 => "1 durable".to_string(),
         n => format!("{n} durables"),
     };
+    if let Some(place) = jetstream {
+        durables.push_str(&format!(" in {place}"));
+    }
     let looks = format!("two looks {} apart", display(interval));
     let summary = match faulted.len() {
         0 => format!("{durables}, no fault in {looks}{extras}"),
@@ -126,6 +139,7 @@ pub fn guard(rows: &[GuardRow], interval: Duration, advisories: &Advisories) -> 
         summary,
         interval_ms: interval.as_millis() as u64,
         advisories_unavailable: unavailable,
+        jetstream: jetstream.map(str::to_string),
         faulted: !faulted.is_empty(),
         consumers,
         text,
