@@ -257,11 +257,6 @@ mod tests {
             }
         );
     }
-}
-
-#[cfg(test)]
-mod domain_tests {
-    use super::*;
 
     #[test]
     fn only_the_judged_domains_advisories_count() {

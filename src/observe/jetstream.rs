@@ -430,6 +430,31 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The `domain` of an account info answer (`$JS.API.INFO`): the JetStream domain that
+/// answered. Ok(None): it has none.
+pub fn parse_account_domain(body: &[u8]) -> Result<Option<String>, ParseError> {
+    #[derive(Deserialize)]
+    struct Raw {
+        error: Option<RawError>,
+        #[serde(rename = "type", default)]
+        kind: String,
+        #[serde(default)]
+        domain: String,
+    }
+    let raw: Raw =
+        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    if let Some(e) = raw.error {
+        return Err(api_error(e));
+    }
+    if raw.kind != "io.nats.jetstream.api.v1.account_info_response" {
+        return Err(ParseError::Malformed(format!(
+            "not an account info: {}",
+            raw.kind
+        )));
+    }
+    Ok(Some(raw.domain).filter(|d| !d.is_empty()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,29 +650,4 @@ mod tests {
             assert_eq!(parse_time(bad), None, "{bad}");
         }
     }
-}
-
-/// The `domain` of an account info answer (`$JS.API.INFO`): the JetStream domain that
-/// answered. Ok(None): it has none.
-pub fn parse_account_domain(body: &[u8]) -> Result<Option<String>, ParseError> {
-    #[derive(Deserialize)]
-    struct Raw {
-        error: Option<RawError>,
-        #[serde(rename = "type", default)]
-        kind: String,
-        #[serde(default)]
-        domain: String,
-    }
-    let raw: Raw =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
-    if let Some(e) = raw.error {
-        return Err(api_error(e));
-    }
-    if raw.kind != "io.nats.jetstream.api.v1.account_info_response" {
-        return Err(ParseError::Malformed(format!(
-            "not an account info: {}",
-            raw.kind
-        )));
-    }
-    Ok(Some(raw.domain).filter(|d| !d.is_empty()))
 }
