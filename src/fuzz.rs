@@ -44,6 +44,7 @@ pub fn jetstream(data: &[u8]) {
 pub fn connz(data: &[u8]) {
     let _ = connz::parse_envelope(data, true);
     let _ = connz::parse_envelope(data, false);
+    let _ = connz::parse_leafz(data);
     let _ = connz::parse_connz(data);
 }
 

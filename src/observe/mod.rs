@@ -234,7 +234,7 @@ impl Nats {
             (Ok(connz), _) => Ok(connz),
             (Err(_), Some(url)) => self
                 .runtime
-                .block_on(connz::from_monitor(url, wanted, &self.name, deadline)),
+                .block_on(connz::from_monitor(url, wanted, ours, &self.name, deadline)),
             (Err(why), None) => Err(why),
         }
     }

@@ -534,6 +534,7 @@ fn words(a: &Advice, input: &CheckInput) -> String {
                 Unknown::CannotMatch(_) => "the server sees this pod from another address (NAT, a proxy, a service-mesh sidecar): the subscription cannot be matched from here; drop --own-subscription/--subscription for this pod".to_string(),
                 Unknown::Deadline | Unknown::JetStreamTimeout => "JetStream did not answer in time: raise --timeout, or look at the server's load".to_string(),
                 Unknown::NoResponders | Unknown::TemporarilyUnavailable | Unknown::NotReported => "JetStream is not available now (disabled for the account, or electing a leader): the next run asks again".to_string(),
+                Unknown::OutOfSight(_) => "ask the server the pod connects to: --server (or --monitor) with the leaf node's own address, the one the application uses".to_string(),
                 Unknown::Failed(_) => "run again with -v and read the server's answer".to_string(),
             };
             format!("The probe could not judge {what} ({why}): {todo}.")
