@@ -234,7 +234,7 @@ fn a_pod_on_a_leaf_node_with_its_own_domain() {
     let mut t = HubAndLeaf::start(Leaf::Domain, "");
     let (nats, app) = (t.nats.clone(), t.app.clone());
     let scene = Scene::new(&nats, &app, t.hub_url(), t.leaf_url(), Some("hub"));
-    every_judgement(&scene, &mut |during| t.restart_leaf(|| during()));
+    every_judgement(&scene, &mut |during| t.restart_leaf(during));
 }
 
 /// A leaf node without JetStream: it only carries the hub's.
@@ -243,7 +243,7 @@ fn a_pod_on_a_leaf_node_without_jetstream() {
     let mut t = HubAndLeaf::start(Leaf::NoJetStream, "");
     let (nats, app) = (t.nats.clone(), t.app.clone());
     let scene = Scene::new(&nats, &app, t.hub_url(), t.leaf_url(), Some("hub"));
-    every_judgement(&scene, &mut |during| t.restart_leaf(|| during()));
+    every_judgement(&scene, &mut |during| t.restart_leaf(during));
 }
 
 /// Two clusters joined by gateways: the stream is placed in A, the pod connects to B. One
@@ -407,9 +407,10 @@ fn a_leaf_without_jetstream_without_the_domain_is_not_judged() {
         probe(&args).ns(&t.app).run()
     };
     let without = run(&[]);
-    without
-        .expect(0)
-        .says(&["consumer TF_RAW/kv not judged: JetStream is not answering"]);
+    without.expect(0).says(&[
+        "consumer TF_RAW/kv not judged: JetStream is not answering",
+        "the server has no JetStream of its own: a stream behind a leaf node needs --js-domain",
+    ]);
     println!("topology | no leaf JetStream, no flag | {}", without.line());
     run(&["--when-server-down", "fail"]).expect(1);
     run(&["--js-domain", "hub"]).expect(0);

@@ -70,6 +70,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         now_ms: 0,
         connz: None,
         server_domain: None,
+        server_jetstream: false,
     };
     let connections = connection::connections(
         &obs.pod.scan.sockets,
@@ -107,6 +108,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         );
         obs.now_ms = observe::now_ms();
         obs.server_domain = nats.server_domain();
+        obs.server_jetstream = nats.server_jetstream();
         let judgements: Vec<consumer::Judgement> = obs
             .consumers
             .iter()

@@ -39,6 +39,9 @@ pub struct Observations {
     /// The JetStream domain the connected server announced in its INFO (when JetStream was
     /// asked, and it has one): a leaf node's own domain, which is not its hub's.
     pub server_domain: Option<String>,
+    /// Whether that server announced JetStream of its own (a leaf node may carry only its
+    /// hub's).
+    pub server_jetstream: bool,
 }
 
 /// This pod's side: whose sockets count, and the socket table.
@@ -171,6 +174,13 @@ impl Nats {
     pub fn server_domain(&self) -> Option<String> {
         let session = self.session.as_ref().ok()?;
         session.server_domain()
+    }
+
+    /// Whether the connected server announced JetStream of its own.
+    pub fn server_jetstream(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_ok_and(|s| s.client.server_info().jetstream)
     }
 
     /// Every consumer at once, and each one's previous sample from the state dir.

@@ -172,11 +172,16 @@ pub fn where_asked(report: &CheckInput) -> Option<String> {
     if !lost {
         return None;
     }
-    match (report.js_api.is_local(), &report.observations.server_domain) {
+    let obs = report.observations;
+    match (report.js_api.is_local(), &obs.server_domain) {
         (false, _) => Some(format!("asked {}", report.js_api)),
         (true, Some(domain)) => Some(format!(
             "asked the server's own JetStream domain {domain}: a stream in another domain (a leaf node's hub) needs --js-domain"
         )),
+        (true, None) if !obs.server_jetstream => Some(
+            "the server has no JetStream of its own: a stream behind a leaf node needs --js-domain"
+                .into(),
+        ),
         (true, None) => None,
     }
 }

@@ -174,6 +174,7 @@ mod tests {
                 now_ms: 0,
                 connz: None,
                 server_domain: None,
+                server_jetstream: true,
             },
             servers: vec![],
             consumers: vec![],
@@ -258,6 +259,24 @@ mod tests {
             "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; asked JetStream domain hub ($JS.hub.API); 1 ESTABLISHED TCP connection to remote port 4222"
         );
         assert!(!missing().json().contains("\"jetstream\""));
+        // A leaf node without JetStream: nothing answers $JS.API there.
+        let live = report(&live()[..1], &[4222], Owner::Anyone, false);
+        let nf = Observed::NotJudged(Unknown::NoResponders);
+        let mut bare = with_consumers(
+            live,
+            vec![(
+                "TF_RAW/kv",
+                nf,
+                Outcome::NotJudged(Unknown::NoResponders),
+                None,
+            )],
+            WhenServerDown::Pass,
+        );
+        bare.obs.server_jetstream = false;
+        assert_eq!(
+            bare.human(),
+            "healthy: consumer TF_RAW/kv not judged: JetStream is not answering (no responders: disabled, or not ready); the server has no JetStream of its own: a stream behind a leaf node needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+        );
     }
 
     #[test]
