@@ -271,7 +271,7 @@ fn a_pod_in_the_other_cluster_of_a_supercluster() {
 /// looked; the guard says which domain its "0 durables" are. With the flag: both correct.
 #[test]
 fn the_measured_failures_without_the_domain() {
-    let t = HubAndLeaf::start(Leaf::Domain, "");
+    let mut t = HubAndLeaf::start(Leaf::Domain, "");
     let scene = Scene::new(&t.nats, &t.app, t.hub_url(), t.leaf_url(), Some("hub"));
     scene.push("TF_RAW", "kv", &[]);
     let _client = scene.consume("TF_RAW", "kv", &[]);
@@ -380,6 +380,29 @@ fn the_measured_failures_without_the_domain() {
             .contains("--js-domain (or NATSPROBE_JS_DOMAIN) 'hub.eu'"),
         "{bad}"
     );
+    // The leaf node loses its hub: the pod's connection to the leaf holds, the hub's
+    // JetStream does not answer; not judged (a restart would not help), and said where.
+    t.hub.stop();
+    drop(check);
+    let state = scene.state.path().to_string_lossy().to_string();
+    let lost = probe(&[
+        "check",
+        "--server",
+        &leaf,
+        "--state-dir",
+        &state,
+        "--consumer",
+        "TF_RAW/kv",
+        "--js-domain",
+        "hub",
+    ])
+    .ns(&t.app)
+    .run();
+    lost.expect(0).says(&[
+        "consumer TF_RAW/kv not judged: JetStream is not answering",
+        "asked JetStream domain hub ($JS.hub.API)",
+    ]);
+    println!("topology | hub lost | {}", lost.line());
 }
 
 /// The leaf node without JetStream, without the flag: the probe's `$JS.API` reaches no
