@@ -383,7 +383,6 @@ fn the_measured_failures_without_the_domain() {
     // The leaf node loses its hub: the pod's connection to the leaf holds, the hub's
     // JetStream does not answer; not judged (a restart would not help), and said where.
     t.hub.stop();
-    drop(check);
     let state = scene.state.path().to_string_lossy().to_string();
     let lost = probe(&[
         "check",
