@@ -173,7 +173,11 @@ fn every_judgement(scene: &Scene, restart_pods_server: &mut dyn FnMut(&mut dyn F
         "subscription deliver.kv in queue group kv (consumer TF_RAW/kv) held (10.200.0.2:",
     ]);
     assert!(!healthy.line().contains("not judged"), "{healthy}");
-    println!("topology | healthy | {}", healthy.line());
+    println!(
+        "topology | healthy ({:?}) | {}",
+        healthy.elapsed,
+        healthy.line()
+    );
 
     // A consumer with nothing bound and work waiting fails.
     scene
