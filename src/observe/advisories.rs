@@ -26,8 +26,9 @@ pub const TERMINATED: &str = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>";
 pub const MAX_DELIVERIES: &str = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>";
 pub const API_AUDIT: &str = "$JS.EVENT.ADVISORY.API";
 
-/// How long the audit advisory of the guard's own request may take: it follows the answer at
-/// once (measured: the same millisecond on loopback, across a leaf node connection).
+/// How long the audit advisory of the guard's own request may take (at most; a quarter of the
+/// first look's time when that is less): the server publishes it right after the answer
+/// (jetstream_api.go, `sendAPIResponse`).
 const AUDIT_WAIT: Duration = Duration::from_secs(1);
 
 /// The reasons nats-server gives when retention deleted an unacknowledged message
@@ -105,7 +106,9 @@ async fn heard_from(session: &Session, deadline: Instant) -> Result<Option<Strin
     // The interest reaches the server that answers before the request does: the same
     // connection carries both, in order (and a leaf node's onward connection too).
     let _ = session.client.flush().await;
-    let until = deadline.min(Instant::now() + AUDIT_WAIT);
+    // At most a quarter of the look's time: the look itself must still fit.
+    let now = Instant::now();
+    let until = now + AUDIT_WAIT.min(deadline.saturating_duration_since(now) / 4);
     let info = session.api("INFO");
     let answer = session
         .ask_all(vec![(info.clone(), String::new())], until)
