@@ -7,6 +7,11 @@
 //! What is replaced, and nothing else: the probe's path (`/natsprobe`) by the built binary, the
 //! Service's host (`nats.nats.svc`) by the test server's address, a creds file's path by the
 //! test account's, and an emptyDir's mount path by a directory standing in for it.
+//!
+//! The test server's JetStream has the domain `hub`, so the leaf node example's
+//! `--js-domain hub` addresses the stream as from a leaf node (the leaf node itself is
+//! `probe-tests/topologies.rs`'s); `$JS.API`, which the other examples use, is the same
+//! JetStream.
 
 use crate::harness::pods::push_consumer;
 use crate::harness::probe::Run;
@@ -33,7 +38,7 @@ fn manifests() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     files.sort();
-    assert!(files.len() >= 5, "the examples: {files:?}");
+    assert!(files.len() >= 6, "the examples: {files:?}");
     files
 }
 
@@ -356,12 +361,18 @@ struct Cluster {
     nats: Arc<NetNs>,
     server: NatsServer,
     op: OperatorMode,
+    _conf: tempfile::TempDir,
 }
 
 fn cluster() -> Cluster {
     let op = OperatorMode::new();
     let nats = Arc::new(NetNs::new());
-    let conf = op.config.to_string_lossy().to_string();
+    // The operator's configuration, and the JetStream domain the leaf node example names.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.conf");
+    let operator = std::fs::read_to_string(&op.config).unwrap();
+    std::fs::write(&path, format!("{operator}\njetstream {{ domain: hub }}\n")).unwrap();
+    let conf = path.to_string_lossy().to_string();
     let server = NatsServer::start_with(
         Some(&nats),
         Version::Pinned,
@@ -395,7 +406,12 @@ fn cluster() -> Cluster {
     ] {
         setup(&["-stream", stream, "-durable", durable]);
     }
-    Cluster { nats, server, op }
+    Cluster {
+        nats,
+        server,
+        op,
+        _conf: dir,
+    }
 }
 
 /// One manifest's pod: its namespace linked to NATS, its emptyDirs, its applications.
@@ -634,7 +650,7 @@ fn every_natsprobe_command_in_the_examples_runs() {
             }
         }
     }
-    assert!(ran >= 9, "{ran} commands run");
+    assert!(ran >= 11, "{ran} commands run");
 }
 
 /// The guard CronJob's command, as written (a minute between its looks), against the same

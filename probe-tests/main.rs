@@ -17,3 +17,4 @@ mod outage_drill;
 mod server_aware;
 mod socket_check;
 mod subscription;
+mod topologies;

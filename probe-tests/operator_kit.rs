@@ -46,7 +46,7 @@ fn diagnose_explains_a_healthy_pod() {
             "1 live ESTABLISHED connection (1 required)",
             "answers (nats-server 2.10.26)",
             "(asked for this report: check asks only when the client holds no connection)",
-            "Consumers\n  S/D\n    push to deliver.D, queue group D, bound",
+            "Consumers\n  asked in the server's own JetStream ($JS.API; no --js-domain given)\n  S/D\n    push to deliver.D, queue group D, bound",
             "ack policy explicit, ack_wait 1s, max_ack_pending 1",
             "Verdict: healthy (exit 0, as `check` would)",
             "What to do\n  - Nothing: the client holds its connection and every check passed.",

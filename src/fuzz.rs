@@ -33,6 +33,7 @@ pub fn jetstream(data: &[u8]) {
     let _ = jetstream::parse_stream_list(data);
     let _ = jetstream::parse_consumer_list(data);
     let _ = jetstream::parse_advisory(data);
+    let _ = jetstream::parse_account_domain(data);
     let _ = jetstream::is_temporarily_unavailable(data);
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = jetstream::parse_time(text);
@@ -43,6 +44,7 @@ pub fn jetstream(data: &[u8]) {
 pub fn connz(data: &[u8]) {
     let _ = connz::parse_envelope(data, true);
     let _ = connz::parse_envelope(data, false);
+    let _ = connz::parse_leafz(data);
     let _ = connz::parse_connz(data);
 }
 

@@ -13,6 +13,7 @@ pub mod pods;
 pub mod probe;
 pub mod rootfs;
 pub mod server;
+pub mod topology;
 
 pub use flood::Flood;
 pub use netns::{link, link_subnet, NetNs};

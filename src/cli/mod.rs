@@ -3,7 +3,7 @@
 //! read. The only place that knows flag names and environment variables.
 
 use crate::config::{
-    self, duration, Auth, CheckConfig, GuardConfig, Owner, ReaderChoice, Secret, Setting,
+    self, duration, Auth, CheckConfig, GuardConfig, JsApi, Owner, ReaderChoice, Secret, Setting,
     StateDirChoice,
 };
 use crate::error::Error;
@@ -114,6 +114,9 @@ pub struct GuardArgs {
     pub json: bool,
 
     #[command(flatten)]
+    pub js: JsArgs,
+
+    #[command(flatten)]
     pub auth: AuthArgs,
 }
 
@@ -154,9 +157,11 @@ impl GuardArgs {
                 "{both} is both expected (--expect) and ignored (--ignore): choose one"
             )));
         }
+        let js_api = self.js.validate()?;
         Ok(GuardConfig {
             servers,
             auth: auth(self.auth, env)?,
+            js_api,
             expect,
             ignore,
             interval: self.interval,
@@ -395,6 +400,9 @@ pub struct CheckArgs {
     pub state_dir: Option<PathBuf>,
 
     #[command(flatten)]
+    pub js: JsArgs,
+
+    #[command(flatten)]
     pub auth: AuthArgs,
 
     /// Deadline for the whole run; keep it below the probe's timeoutSeconds
@@ -574,8 +582,10 @@ impl CheckArgs {
                 config::parse_monitor(&url).map_err(|e| Error::Usage(format!("--monitor: {e}")))?,
             ),
         };
+        let js_api = self.js.validate()?;
         let auth = auth(self.auth, env)?;
         Ok(CheckConfig {
+            js_api,
             consumers,
             own_subscription: self.own_subscription,
             subscriptions,
@@ -643,6 +653,54 @@ fn consumer_name(text: &str) -> Result<ConsumerName, Error> {
         stream: stream.to_string(),
         durable: durable.to_string(),
     })
+}
+
+/// Where the JetStream API is, shared by every command that asks JetStream (the nats CLI's
+/// names).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "JetStream")]
+pub struct JsArgs {
+    /// The JetStream domain the streams live in, e.g. the hub's from a pod connected to a
+    /// leaf node: requests go to $JS.<NAME>.API
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "NATSPROBE_JS_DOMAIN",
+        hide_env_values = true,
+        help_heading = "JetStream"
+    )]
+    pub js_domain: Option<String>,
+
+    /// The JetStream API prefix imported from another account (instead of $JS.API)
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        env = "NATSPROBE_JS_API_PREFIX",
+        hide_env_values = true,
+        help_heading = "JetStream"
+    )]
+    pub js_api_prefix: Option<String>,
+}
+
+impl JsArgs {
+    /// One of the two at most; an empty value (an unset variable in a manifest) is none.
+    fn validate(&self) -> Result<JsApi, Error> {
+        let given = |v: &Option<String>| v.clone().filter(|v| !v.trim().is_empty());
+        match (given(&self.js_domain), given(&self.js_api_prefix)) {
+            (Some(_), Some(_)) => Err(Error::Usage(
+                "--js-domain and --js-api-prefix both given (also via NATSPROBE_JS_DOMAIN/NATSPROBE_JS_API_PREFIX): a domain is a prefix ($JS.<domain>.API), choose one".into(),
+            )),
+            (Some(d), None) => JsApi::domain(&d).map_err(|e| {
+                Error::Usage(format!("--js-domain (or NATSPROBE_JS_DOMAIN) '{d}': {e}"))
+            }),
+            (None, Some(p)) => JsApi::prefix(&p).map_err(|e| {
+                Error::Usage(format!(
+                    "--js-api-prefix (or NATSPROBE_JS_API_PREFIX) '{p}': {e}"
+                ))
+            }),
+            (None, None) => Ok(JsApi::Local),
+        }
+    }
 }
 
 /// The NATS authentication flags, shared by every command that connects.
@@ -1083,6 +1141,96 @@ mod tests {
             let err = guard(args, &[]).unwrap_err();
             assert!(err.contains(fragment), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_jetstream_domain_or_prefix_from_flags_or_their_variables() {
+        let c = parse(&[
+            "natsprobe",
+            "--server",
+            "n",
+            "--consumer",
+            "S/D",
+            "--js-domain",
+            "hub",
+        ])
+        .unwrap();
+        assert_eq!(c.js_api, JsApi::Domain("hub".into()));
+        let c = parse_env(&["natsprobe", "--server", "n", "--consumer", "S/D"], &[]).unwrap();
+        assert_eq!(c.js_api, JsApi::Local, "no domain: the server's own");
+        let c = parse(&["natsprobe", "--js-api-prefix", "JS.hub.API."]).unwrap();
+        assert_eq!(c.js_api, JsApi::Prefix("JS.hub.API".into()));
+        let g = guard(
+            &["natsprobe", "guard", "--server", "n", "--js-domain", "hub"],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(g.js_api.subject("STREAM.LIST"), "$JS.hub.API.STREAM.LIST");
+        for (args, fragment) in [
+            (
+                &[
+                    "natsprobe",
+                    "--js-domain",
+                    "hub",
+                    "--js-api-prefix",
+                    "X.API",
+                ][..],
+                "--js-domain and --js-api-prefix both given",
+            ),
+            (&["natsprobe", "--js-domain", "my hub"], "--js-domain"),
+            (&["natsprobe", "--js-domain", "hub.eu"], "--js-domain"),
+            (&["natsprobe", "--js-domain", "*"], "--js-domain"),
+            (&["natsprobe", "--js-domain", ">"], "--js-domain"),
+            (
+                &["natsprobe", "--js-api-prefix", "X.*.API"],
+                "--js-api-prefix",
+            ),
+            (
+                &["natsprobe", "--js-api-prefix", "X..API"],
+                "--js-api-prefix",
+            ),
+        ] {
+            let err = parse(args).expect_err(&format!("{args:?} should fail"));
+            assert!(err.contains(fragment), "{args:?}: {err}");
+        }
+        let err = guard(
+            &["natsprobe", "guard", "--server", "n", "--js-domain", "a.b"],
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.contains("--js-domain"), "{err}");
+    }
+
+    /// clap reads the twins from the process environment (the end-to-end tests set them);
+    /// here: they are wired, and an empty one (an unset value in a manifest) is no domain.
+    #[test]
+    fn the_jetstream_flags_read_their_environment_twins() {
+        let command = Cli::command();
+        let check = command
+            .get_subcommands()
+            .find(|s| s.get_name() == "check")
+            .unwrap();
+        let env_of = |long: &str| {
+            check
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .and_then(|a| a.get_env())
+                .map(|e| e.to_string_lossy().to_string())
+        };
+        assert_eq!(env_of("js-domain").as_deref(), Some("NATSPROBE_JS_DOMAIN"));
+        assert_eq!(
+            env_of("js-api-prefix").as_deref(),
+            Some("NATSPROBE_JS_API_PREFIX")
+        );
+        let empty = JsArgs {
+            js_domain: Some(String::new()),
+            js_api_prefix: Some(" ".into()),
+        };
+        assert_eq!(
+            empty.validate().unwrap(),
+            JsApi::Local,
+            "an empty variable in a manifest is no domain"
+        );
     }
 
     #[test]

@@ -40,6 +40,7 @@ impl Checked {
             observations: &self.observations,
             servers: &self.servers,
             consumers_configured: config.consumers.len(),
+            js_api: &config.js_api,
             consumers: &self.consumers,
             subscriptions: &self.subscriptions,
             verbose: config.verbose,
@@ -70,6 +71,8 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         now_ms: 0,
         connz: None,
         state_dir: None,
+        server_domain: None,
+        server_jetstream: false,
     };
     let connections = connection::connections(
         &obs.pod.scan.sockets,
@@ -99,9 +102,22 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
             path: dir.path.clone(),
             skipped: opened.skipped.clone(),
         });
-        let nats = observe::Nats::open(&config.servers, &config.auth, network_deadline)?;
-        obs.consumers = nats.consumers(&config.servers, &config.consumers, dir, network_deadline);
+        let nats = observe::Nats::open(
+            &config.servers,
+            &config.auth,
+            &config.js_api,
+            network_deadline,
+        )?;
+        obs.consumers = nats.consumers(
+            &config.servers,
+            &config.js_api,
+            &config.consumers,
+            dir,
+            network_deadline,
+        );
         obs.now_ms = observe::now_ms();
+        obs.server_domain = nats.server_domain();
+        obs.server_jetstream = nats.server_jetstream();
         let judgements: Vec<consumer::Judgement> = obs
             .consumers
             .iter()
@@ -161,7 +177,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         if verdict::needs_client_age(&outcomes) {
             obs.client_age = Some(client_age(&obs.pod, &connections));
         }
-        let server = observe::state::server_key(&config.servers);
+        let server = observe::state::server_key(&config.servers, &config.js_api);
         for (seen, j) in obs.consumers.iter_mut().zip(&judgements) {
             if let Some(sample) = &j.sample {
                 let key = observe::state::Key::new(&server, &seen.name);
@@ -298,7 +314,7 @@ fn mark_unobserved(config: &CheckConfig) {
         return;
     };
     let dir = opened.dir;
-    let server = observe::state::server_key(&config.servers);
+    let server = observe::state::server_key(&config.servers, &config.js_api);
     for name in &config.consumers {
         let key = observe::state::Key::new(&server, name);
         if let Loaded::Sample(prev) = dir.load(&key) {

@@ -40,7 +40,13 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     set_phase(Phase::AskingJetStream);
     let first_deadline = Instant::now() + config.timeout;
     let session = connect(config, first_deadline).await?;
-    let watch = advisories::watch(&session).await;
+    let jetstream = match config.js_api.is_local() {
+        true => session
+            .server_domain()
+            .map(|d| format!("JetStream domain {d} (the server's own; --js-domain names another)")),
+        false => Some(config.js_api.to_string()),
+    };
+    let watch = advisories::watch(&session, first_deadline).await;
 
     // The first look: each durable judged alone and kept as that judgement.
     // Its time is read before the instant the second is timed from: the looks are at least
@@ -105,11 +111,12 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     // A stream whose consumers could not be listed in a look is one row, unknown.
     rows.extend(judge.unlisted_streams(&first_look, &second_look).map(Box::new));
     let interval = Duration::from_millis((second_ms - first_ms).max(0) as u64);
-    Ok(report::guard(rows, interval, &advisories))
+    Ok(report::guard(rows, interval, &advisories, jetstream.as_deref()))
 }
 
 async fn connect(config: &GuardConfig, deadline: Instant) -> Result<Session, Error> {
-    match Session::connect(&config.servers, &config.auth, "natsprobe-guard", deadline).await {
+    let (servers, auth, api) = (&config.servers, &config.auth, &config.js_api);
+    match Session::connect(servers, auth, api, "natsprobe-guard", deadline).await {
         Err(e) => Err(e.into()),
         Ok(Err(why)) => Err(unreachable(why)),
         Ok(Ok(session)) => Ok(session),

@@ -4,9 +4,11 @@
 
 mod auth;
 pub mod duration;
+mod jsapi;
 pub(crate) mod url;
 
 pub use auth::{Auth, Secret};
+pub use jsapi::{Invalid as InvalidJsApi, JsApi};
 pub use url::{
     parse as parse_url, parse_list as parse_url_list, parse_monitor, MonitorUrl, Scheme, ServerUrl,
     DEFAULT_PORT,
@@ -61,6 +63,8 @@ pub struct CheckConfig {
     pub monitor: Option<MonitorUrl>,
     pub state_dir: StateDirChoice,
     pub auth: Auth,
+    /// Where every JetStream request goes.
+    pub js_api: JsApi,
     pub owner: Owner,
     pub netns_of: Option<u32>,
     pub reader: ReaderChoice,
@@ -74,6 +78,8 @@ pub struct CheckConfig {
 pub struct GuardConfig {
     pub servers: Vec<ServerUrl>,
     pub auth: Auth,
+    /// Where every JetStream request goes.
+    pub js_api: JsApi,
     /// Durables that must exist; durable `*`: a stream that must.
     pub expect: Vec<ConsumerName>,
     /// Durables listed as ignored; durable `*`: a whole stream.

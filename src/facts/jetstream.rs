@@ -133,6 +133,9 @@ pub enum Unknown {
     /// The server does not see this pod's address (NAT, a proxy, a service-mesh sidecar):
     /// its connection list cannot be matched to this pod's sockets. How it sees the probe.
     CannotMatch(Option<std::net::SocketAddr>),
+    /// The pod's connection may be on a server whose connection list cannot be had from
+    /// here (a leaf node, behind the server asked): why.
+    OutOfSight(String),
     /// Anything else: an unexpected API error or answer.
     Failed(String),
 }
@@ -149,6 +152,7 @@ impl Unknown {
             }
             Unknown::Failed(_) => "failed",
             Unknown::CannotMatch(_) => "cannot_match",
+            Unknown::OutOfSight(_) => "cannot_see",
         }
     }
 }
@@ -182,6 +186,9 @@ impl fmt::Display for Unknown {
             Unknown::CannotMatch(None) => f.write_str(
                 "cannot match this pod's connection at the server: it does not list the probe's own (NAT, a proxy or a sidecar)",
             ),
+            Unknown::OutOfSight(why) => {
+                write!(f, "cannot see the pod's connection from here: {why}")
+            }
             Unknown::Failed(why) => f.write_str(why),
         }
     }
@@ -319,4 +326,8 @@ pub struct Connz {
     pub probe_seen_as: Option<std::net::SocketAddr>,
     /// How many servers answered.
     pub servers: usize,
+    /// Why this pod's connection may be on a server whose list is not here: a leaf node that
+    /// an answering server names did not answer, or the monitoring port's server has leaf
+    /// nodes. Then a connection absent from the list is no evidence.
+    pub out_of_sight: Option<String>,
 }

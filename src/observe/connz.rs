@@ -13,6 +13,15 @@
 //!
 //! Or from the server's HTTP monitoring port (`--monitor`, `/connz?subs=detail`, every page,
 //! 1024 a page), which has no subject filter.
+//!
+//! Leaf nodes and gateways (measured on 2.10.26): the account's report crosses both, so a
+//! leaf node and its hub each answer for their own clients, and so does every cluster of a
+//! supercluster; a server lists a leaf node's connection (`kind` `Leafnode`, named after the
+//! leaf's server) among the account's, never the clients behind it. Answers are collected
+//! until a quiet moment after the last, not until a count: the cluster's `connect_urls` do not
+//! count leaf nodes or other clusters. A leaf node that a server names but that did not answer,
+//! or a monitoring port whose server has leaf nodes (`/leafz`), may hold this pod's connection:
+//! then a connection not listed is no evidence (`Connz::out_of_sight`).
 
 use super::jetstream::{ApiError, ParseError};
 use super::nats::Session;
@@ -39,7 +48,10 @@ const MAX_BODY: usize = 64 << 20;
 pub struct Page {
     pub server: Option<String>,
     pub total: u64,
+    /// Its clients (leaf node connections are not clients).
     pub connections: Vec<ServerConnection>,
+    /// The servers of the leaf node connections it lists (their names).
+    pub leaf_nodes: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -51,6 +63,8 @@ struct RawSub {
 
 #[derive(Deserialize)]
 struct RawConn {
+    #[serde(default)]
+    kind: String,
     #[serde(default)]
     ip: String,
     #[serde(default)]
@@ -87,9 +101,15 @@ struct RawEnvelope {
     error: Option<RawError>,
 }
 
-fn connections(raw: RawConnz, details: bool) -> Vec<ServerConnection> {
-    raw.connections
+/// The clients, and the names of the leaf node connections.
+fn connections(raw: RawConnz, details: bool) -> (Vec<ServerConnection>, Vec<String>) {
+    let (leafs, clients): (Vec<RawConn>, Vec<RawConn>) = raw
+        .connections
         .unwrap_or_default()
+        .into_iter()
+        .partition(|c| c.kind == "Leafnode");
+    let leafs = leafs.into_iter().filter_map(|c| c.name).collect();
+    let clients = clients
         .into_iter()
         .filter_map(|c| {
             let ip: IpAddr = c.ip.parse().ok()?;
@@ -105,7 +125,8 @@ fn connections(raw: RawConnz, details: bool) -> Vec<ServerConnection> {
                 }),
             })
         })
-        .collect()
+        .collect();
+    (clients, leafs)
 }
 
 /// One answer to `$SYS.REQ.ACCOUNT.PING.CONNZ`.
@@ -122,10 +143,13 @@ pub fn parse_envelope(body: &[u8], details: bool) -> Result<Page, ParseError> {
     let data = raw
         .data
         .ok_or_else(|| ParseError::Malformed("no data".into()))?;
+    let total = data.total;
+    let (connections, leaf_nodes) = connections(data, details);
     Ok(Page {
         server: raw.server.and_then(|s| s.name),
-        total: data.total,
-        connections: connections(data, details),
+        total,
+        connections,
+        leaf_nodes,
     })
 }
 
@@ -133,11 +157,42 @@ pub fn parse_envelope(body: &[u8], details: bool) -> Result<Page, ParseError> {
 pub fn parse_connz(body: &[u8]) -> Result<Page, ParseError> {
     let raw: RawConnz =
         serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    let total = raw.total;
+    let (connections, leaf_nodes) = connections(raw, true);
     Ok(Page {
         server: None,
-        total: raw.total,
-        connections: connections(raw, true),
+        total,
+        connections,
+        leaf_nodes,
     })
+}
+
+/// The monitoring port's `/leafz`: the leaf nodes that connected to this server (not its own
+/// remotes: `is_spoke` is true on the side that solicited the connection).
+pub fn parse_leafz(body: &[u8]) -> Result<Vec<String>, ParseError> {
+    #[derive(Deserialize)]
+    struct Leaf {
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        is_spoke: bool,
+    }
+    #[derive(Deserialize)]
+    struct Leafz {
+        leafs: Option<Vec<Leaf>>,
+    }
+    let raw: Leafz =
+        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    Ok(raw
+        .leafs
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| !l.is_spoke)
+        .map(|l| match l.name.is_empty() {
+            true => "(unnamed)".into(),
+            false => l.name,
+        })
+        .collect())
 }
 
 /// The account's connections holding a subscription on each wanted subject; then, if this
@@ -149,10 +204,9 @@ pub async fn from_account(
     probe_name: &str,
     deadline: Instant,
 ) -> Result<Connz, Unknown> {
-    let servers = session.client.server_info().connect_urls.len().max(1);
     let subjects: BTreeSet<&str> = wanted.iter().map(|w| w.subject.as_str()).collect();
     let mut holding = Vec::new();
-    let mut answered = 0;
+    let mut answered: BTreeSet<String> = BTreeSet::new();
     for subject in subjects {
         let body = serde_json::json!({
             "subscriptions_detail": true,
@@ -166,8 +220,8 @@ pub async fn from_account(
                 ours.contains(&c.addr) && wanted.iter().any(|w| w.subject == subject && holds(c, w))
             })
         };
-        let pages = ping(session, &body, servers, true, deadline, found).await?;
-        answered = answered.max(pages.len());
+        let pages = ping(session, &body, true, deadline, found).await?;
+        answered.extend(pages.iter().filter_map(|p| p.server.clone()));
         holding.extend(pages.into_iter().flat_map(|p| p.connections));
     }
     let shown = wanted.iter().all(|w| {
@@ -180,23 +234,29 @@ pub async fn from_account(
         holding,
         all: None,
         probe_seen_as: None,
-        servers: answered,
+        servers: answered.len().max(1),
+        out_of_sight: None,
     };
     if shown {
         return Ok(connz);
     }
     // Not shown: every connection, without subscriptions, every page of every server.
     let first = serde_json::json!({ "limit": PAGE });
-    let pages = ping(session, &first, servers, false, deadline, |_| false).await?;
+    let pages = ping(session, &first, false, deadline, |_| false).await?;
+    answered.extend(pages.iter().filter_map(|p| p.server.clone()));
+    let mut leaf_nodes: BTreeSet<String> = BTreeSet::new();
     let mut all = Vec::new();
     for page in pages {
+        leaf_nodes.extend(page.leaf_nodes.iter().cloned());
         let mut offset = PAGE;
         let (total, server) = (page.total, page.server.clone());
         all.extend(page.connections);
         while offset < total {
             let Some(name) = &server else { break };
             let body = serde_json::json!({ "offset": offset, "limit": PAGE, "server_name": name });
-            for more in ping(session, &body, 1, false, deadline, |_| false).await? {
+            let enough = |pages: &[Page]| !pages.is_empty();
+            for more in ping(session, &body, false, deadline, enough).await? {
+                leaf_nodes.extend(more.leaf_nodes);
                 all.extend(more.connections);
             }
             offset += PAGE;
@@ -207,6 +267,17 @@ pub async fn from_account(
         .find(|c| c.name.as_deref() == Some(probe_name))
         .map(|c| c.addr);
     connz.all = Some(all);
+    connz.servers = answered.len().max(1);
+    let silent: Vec<String> = leaf_nodes
+        .into_iter()
+        .filter(|l| !answered.contains(l))
+        .collect();
+    if !silent.is_empty() {
+        connz.out_of_sight = Some(format!(
+            "leaf node {} is connected and did not answer {PING_CONNZ} (the pod's connection may be on it)",
+            silent.join(", ")
+        ));
+    }
     Ok(connz)
 }
 
@@ -217,12 +288,11 @@ pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
         .is_some_and(|subs| subs.iter().any(|(s, q)| *s == w.subject && *q == w.queue))
 }
 
-/// Publishes one account connz request and collects the servers' answers until `servers`
-/// have answered, `enough` says so, or the deadline passes.
+/// Publishes one account connz request and collects the servers' answers until a quiet
+/// moment after the last, `enough` says so, or the deadline passes.
 async fn ping(
     session: &Session,
     body: &serde_json::Value,
-    servers: usize,
     details: bool,
     deadline: Instant,
     enough: impl Fn(&[Page]) -> bool,
@@ -239,9 +309,10 @@ async fn ping(
         .map_err(|e| Unknown::Failed(format!("cannot ask {PING_CONNZ}: {e}")))?;
     let _ = client.flush().await;
     let mut pages = Vec::new();
-    while pages.len() < servers && !enough(&pages) {
+    while !enough(&pages) {
         // The servers answer at once; after the first, a quiet moment means the rest are not
-        // coming (a server's INFO may name several URLs for itself: the count is a ceiling).
+        // coming. Not a count: a cluster's `connect_urls` name neither its leaf nodes nor the
+        // other clusters of a supercluster, which answer too.
         let until = match pages.is_empty() {
             true => deadline,
             false => deadline.min(Instant::now() + QUIET),
@@ -270,6 +341,7 @@ async fn ping(
 pub async fn from_monitor(
     url: &MonitorUrl,
     wanted: &[Wanted],
+    ours: &[SocketAddr],
     probe_name: &str,
     deadline: Instant,
 ) -> Result<Connz, Unknown> {
@@ -294,7 +366,23 @@ pub async fn from_monitor(
         .filter(|c| wanted.iter().any(|w| holds(c, w)))
         .cloned()
         .collect();
+    // This pod's connection not here: it may be on a leaf node of this server, whose clients
+    // its /connz does not list. Asked only then (one more request).
+    let mut out_of_sight = None;
+    if !all.iter().any(|c| ours.contains(&c.addr)) {
+        let leafz = tokio::time::timeout_at(deadline.into(), http_get(url, "/leafz"))
+            .await
+            .map_err(|_| Unknown::Deadline)??;
+        let leafs = parse_leafz(&leafz).map_err(|e| Unknown::Failed(format!("{url}: {e}")))?;
+        if !leafs.is_empty() {
+            out_of_sight = Some(format!(
+                "{url} has leaf nodes ({}) whose clients its /connz does not list (the pod's connection may be on one)",
+                leafs.join(", ")
+            ));
+        }
+    }
     Ok(Connz {
+        out_of_sight,
         source: url.to_string(),
         holding,
         probe_seen_as: all
@@ -409,5 +497,23 @@ mod tests {
                 queue: None
             }
         ));
+    }
+
+    /// Recorded from nats-server 2.10.26: the hub's answer to a leaf node client's
+    /// `$SYS.REQ.ACCOUNT.PING.CONNZ` lists the leaf node's connection (named after the leaf's
+    /// server, holding what its clients subscribe to), not the clients behind it.
+    #[test]
+    fn a_leaf_node_connection_is_not_a_client() {
+        let body = r#"{"server":{"name":"hub"},"data":{"total":2,"connections":[{"cid":5,"kind":"Leafnode","ip":"127.0.0.1","port":32978,"name":"leaf","subscriptions_list_detail":[{"subject":"deliver.kv","sid":"1"}]},{"cid":9,"kind":"Client","ip":"127.0.0.1","port":40000,"name":"natsprobe-1-2"}]}}"#;
+        let page = parse_envelope(body.as_bytes(), true).unwrap();
+        assert_eq!(page.leaf_nodes, ["leaf"]);
+        assert_eq!(page.connections.len(), 1);
+        assert_eq!(page.connections[0].addr, "127.0.0.1:40000".parse().unwrap());
+        // /leafz: the hub's accepted leaf node counts, the leaf's own remote (is_spoke) not.
+        let leafz = r#"{"server_id":"N","leafnodes":2,"leafs":[{"name":"leaf","is_spoke":false,"account":"$G","ip":"127.0.0.1","port":32978},{"name":"hub","is_spoke":true}]}"#;
+        assert_eq!(parse_leafz(leafz.as_bytes()).unwrap(), ["leaf"]);
+        assert!(parse_leafz(br#"{"leafnodes":0,"leafs":[]}"#)
+            .unwrap()
+            .is_empty());
     }
 }

@@ -320,6 +320,9 @@ pub struct Advisory {
     pub stream: String,
     pub consumer: String,
     pub kind: AdvisoryKind,
+    /// The JetStream domain of the server that published it (`domain`, absent without one):
+    /// across a leaf node connection the account hears every domain's advisories.
+    pub domain: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -330,6 +333,9 @@ pub enum AdvisoryKind {
     Terminated { reason: String },
     /// `io.nats.jetstream.advisory.v1.max_deliver`: a message exhausted its deliveries.
     MaxDeliveries,
+    /// `io.nats.jetstream.advisory.v1.api_audit`: an API request was answered (published for
+    /// every answer while someone listens, jetstream_api.go `sendJetStreamAPIAuditAdvisory`).
+    ApiAudit,
 }
 
 #[derive(Deserialize)]
@@ -342,6 +348,8 @@ struct RawAdvisory {
     consumer: String,
     #[serde(default)]
     reason: String,
+    #[serde(default)]
+    domain: String,
 }
 
 pub fn parse_advisory(body: &[u8]) -> Option<Advisory> {
@@ -351,12 +359,14 @@ pub fn parse_advisory(body: &[u8]) -> Option<Advisory> {
             AdvisoryKind::Terminated { reason: raw.reason }
         }
         "io.nats.jetstream.advisory.v1.max_deliver" => AdvisoryKind::MaxDeliveries,
+        "io.nats.jetstream.advisory.v1.api_audit" => AdvisoryKind::ApiAudit,
         _ => return None,
     };
     Some(Advisory {
         stream: raw.stream,
         consumer: raw.consumer,
         kind,
+        domain: Some(raw.domain).filter(|d| !d.is_empty()),
     })
 }
 
@@ -423,6 +433,31 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// The `domain` of an account info answer (`$JS.API.INFO`): the JetStream domain that
+/// answered. Ok(None): it has none.
+pub fn parse_account_domain(body: &[u8]) -> Result<Option<String>, ParseError> {
+    #[derive(Deserialize)]
+    struct Raw {
+        error: Option<RawError>,
+        #[serde(rename = "type", default)]
+        kind: String,
+        #[serde(default)]
+        domain: String,
+    }
+    let raw: Raw =
+        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    if let Some(e) = raw.error {
+        return Err(api_error(e));
+    }
+    if raw.kind != "io.nats.jetstream.api.v1.account_info_response" {
+        return Err(ParseError::Malformed(format!(
+            "not an account info: {}",
+            raw.kind
+        )));
+    }
+    Ok(Some(raw.domain).filter(|d| !d.is_empty()))
 }
 
 #[cfg(test)]
@@ -575,13 +610,19 @@ mod tests {
                 consumer: "W".into(),
                 kind: AdvisoryKind::Terminated {
                     reason: "Unacknowledged message was deleted".into()
-                }
+                },
+                domain: None,
             })
         );
-        let max = br#"{"type":"io.nats.jetstream.advisory.v1.max_deliver","id":"x","timestamp":"2026-12-01T08:00:00Z","stream":"S","consumer":"D","stream_seq":3,"deliveries":2}"#;
+        // Recorded from nats-server 2.10.26: a hub's advisory, heard on a leaf node.
+        let max = br#"{"type":"io.nats.jetstream.advisory.v1.max_deliver","id":"sUU2xukc3R1t9yC5Bc3Y2x","timestamp":"2026-12-02T00:56:43.844777339Z","stream":"MD","consumer":"md","stream_seq":1,"deliveries":1,"domain":"hub"}"#;
+        let max = parse_advisory(max).unwrap();
+        assert_eq!(max.kind, AdvisoryKind::MaxDeliveries);
+        assert_eq!(max.domain.as_deref(), Some("hub"));
+        let audit = br#"{"type":"io.nats.jetstream.advisory.v1.api_audit","id":"x","timestamp":"2026-12-02T00:56:43Z","server":"hub","client":{},"subject":"$JS.API.INFO","response":"{}","domain":"hub"}"#;
         assert_eq!(
-            parse_advisory(max).map(|a| a.kind),
-            Some(AdvisoryKind::MaxDeliveries)
+            parse_advisory(audit).map(|a| a.kind),
+            Some(AdvisoryKind::ApiAudit)
         );
         assert_eq!(parse_advisory(b"{}"), None);
         assert_eq!(parse_advisory(b"not json"), None);

@@ -44,7 +44,7 @@ pub async fn look(
     each: &mut dyn FnMut(ConsumerName, Observed),
 ) -> Result<Look, Unknown> {
     let mut streams: BTreeSet<String> = BTreeSet::new();
-    for page in pages(session, "$JS.API.STREAM.NAMES", deadline).await? {
+    for page in pages(session, &session.api("STREAM.NAMES"), deadline).await? {
         streams.extend(jetstream::parse_stream_names(&page).map_err(unknown)?.items);
     }
     let names: Vec<&String> = streams.iter().collect();
@@ -116,7 +116,7 @@ async fn one_stream(
     deadline: Instant,
     hand_on: &dyn Fn(ConsumerName, Observed),
 ) -> Result<(), Unknown> {
-    let subject = format!("$JS.API.CONSUMER.LIST.{stream}");
+    let subject = session.api(&format!("CONSUMER.LIST.{stream}"));
     let mut offset = 0u64;
     loop {
         let body = ask_one(session, (subject.clone(), paged(offset)), deadline).await?;
@@ -175,7 +175,7 @@ fn found_name(o: &Observed) -> String {
 
 /// The stream's facts now; None when it cannot be read (its consumers are judged without it).
 async fn stream_info(session: &Session, stream: &str, deadline: Instant) -> Option<StreamFacts> {
-    let request = (format!("$JS.API.STREAM.INFO.{stream}"), String::new());
+    let request = (session.api(&format!("STREAM.INFO.{stream}")), String::new());
     let body = ask_one(session, request, deadline).await.ok()?;
     jetstream::parse_stream_info(&body).ok()
 }
@@ -193,7 +193,7 @@ async fn unreported(
     }
     let requests = missing
         .iter()
-        .map(|d| (format!("$JS.API.CONSUMER.INFO.{stream}.{d}"), String::new()))
+        .map(|d| (session.api(&format!("CONSUMER.INFO.{stream}.{d}")), String::new()))
         .collect();
     let answers = ask_again(session, requests, deadline).await;
     missing

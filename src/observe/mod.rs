@@ -12,7 +12,7 @@ pub mod server;
 pub mod sockets;
 pub mod state;
 
-use crate::config::{Auth, Owner, ReaderChoice, ServerUrl, Setting};
+use crate::config::{Auth, JsApi, Owner, ReaderChoice, ServerUrl, Setting};
 use crate::error::Error;
 use crate::facts::{ConsumerName, Loaded, Observed, Process, ServerAnswer, SocketScan};
 use sockets::owner::{self, OwnerError};
@@ -39,6 +39,12 @@ pub struct Observations {
     /// Where the samples were kept, and the places passed over with why; None when no
     /// sample was needed.
     pub state_dir: Option<StateDirUsed>,
+    /// The JetStream domain the connected server announced in its INFO (when JetStream was
+    /// asked, and it has one): a leaf node's own domain, which is not its hub's.
+    pub server_domain: Option<String>,
+    /// Whether that server announced JetStream of its own (a leaf node may carry only its
+    /// hub's).
+    pub server_jetstream: bool,
 }
 
 /// The state dir a run used (`state::open`).
@@ -143,12 +149,17 @@ pub struct Nats {
 impl Nats {
     /// Connects by `deadline`. An unreachable server is no error here: every observation
     /// through it is then "not judged" with the reason.
-    pub fn open(urls: &[ServerUrl], auth: &Auth, deadline: Instant) -> Result<Nats, Error> {
+    pub fn open(
+        urls: &[ServerUrl],
+        auth: &Auth,
+        api: &JsApi,
+        deadline: Instant,
+    ) -> Result<Nats, Error> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
         let runtime = server::network_runtime().map_err(Error::CannotEvaluate)?;
         let name = connz::probe_name();
         let session = runtime
-            .block_on(nats::Session::connect(urls, auth, &name, deadline))
+            .block_on(nats::Session::connect(urls, auth, api, &name, deadline))
             .map_err(|e| match e {
                 nats::SetupError::File {
                     setting,
@@ -168,10 +179,24 @@ impl Nats {
         })
     }
 
+    /// The JetStream domain the connected server announced, if any.
+    pub fn server_domain(&self) -> Option<String> {
+        let session = self.session.as_ref().ok()?;
+        session.server_domain()
+    }
+
+    /// Whether the connected server announced JetStream of its own.
+    pub fn server_jetstream(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_ok_and(|s| s.client.server_info().jetstream)
+    }
+
     /// Every consumer at once, and each one's previous sample from the state dir.
     pub fn consumers(
         &self,
         urls: &[ServerUrl],
+        api: &JsApi,
         names: &[ConsumerName],
         state: &state::StateDir,
         deadline: Instant,
@@ -185,7 +210,7 @@ impl Nats {
                 .collect(),
         };
         crate::deadline::set_phase(crate::deadline::Phase::ComparingSamples);
-        let server = state::server_key(urls);
+        let server = state::server_key(urls, api);
         names
             .iter()
             .zip(observed)
@@ -228,7 +253,7 @@ impl Nats {
             (Ok(connz), _) => Ok(connz),
             (Err(_), Some(url)) => self
                 .runtime
-                .block_on(connz::from_monitor(url, wanted, &self.name, deadline)),
+                .block_on(connz::from_monitor(url, wanted, ours, &self.name, deadline)),
             (Err(why), None) => Err(why),
         }
     }

@@ -6,7 +6,7 @@
 
 use super::jetstream::{self, ApiError, ParseError};
 use super::server;
-use crate::config::{Auth, ServerUrl, Setting};
+use crate::config::{Auth, JsApi, ServerUrl, Setting};
 use crate::facts::{ConsumerName, Observed, StreamFacts, Unknown};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, RequestErrorKind, ServerError};
 use std::collections::HashMap;
@@ -31,11 +31,12 @@ pub enum SetupError {
 pub fn observe(
     servers: &[ServerUrl],
     auth: &Auth,
+    api: &JsApi,
     consumers: &[ConsumerName],
     deadline: Instant,
 ) -> Result<Vec<Observed>, SetupError> {
     server::on_network_runtime(async {
-        match Session::connect(servers, auth, "natsprobe", deadline).await? {
+        match Session::connect(servers, auth, api, "natsprobe", deadline).await? {
             Ok(session) => Ok(session.consumers(consumers, deadline).await),
             Err(why) => Ok(consumers
                 .iter()
@@ -46,9 +47,11 @@ pub fn observe(
     .map_err(SetupError::Runtime)?
 }
 
-/// One connection with the probe's credentials, and the subjects the server refused it.
+/// One connection with the probe's credentials, where its JetStream API is, and the subjects
+/// the server refused it.
 pub struct Session {
     pub client: async_nats::Client,
+    api: JsApi,
     denied: Arc<Denied>,
 }
 
@@ -58,6 +61,7 @@ impl Session {
     pub async fn connect(
         servers: &[ServerUrl],
         auth: &Auth,
+        api: &JsApi,
         name: &str,
         deadline: Instant,
     ) -> Result<Result<Session, Unknown>, SetupError> {
@@ -69,9 +73,30 @@ impl Session {
             match tokio::time::timeout_at(deadline.into(), options.connect(addrs)).await {
                 Err(_) => Err(Unknown::Deadline),
                 Ok(Err(e)) => Err(connect_error(e.kind(), &e.to_string())),
-                Ok(Ok(client)) => Ok(Session { client, denied }),
+                Ok(Ok(client)) => Ok(Session {
+                    client,
+                    api: api.clone(),
+                    denied,
+                }),
             },
         )
+    }
+
+    /// The subject of a JetStream API call (`"STREAM.LIST"`), in the configured domain or
+    /// prefix: every JetStream request is addressed through here.
+    pub fn api(&self, call: &str) -> String {
+        self.api.subject(call)
+    }
+
+    /// The JetStream domain the connected server announced in its INFO (nats-server sends
+    /// `domain` when its JetStream has one).
+    pub fn server_domain(&self) -> Option<String> {
+        self.client.server_info().domain.filter(|d| !d.is_empty())
+    }
+
+    /// Where the JetStream API is.
+    pub fn js_api(&self) -> &JsApi {
+        &self.api
     }
 
     /// Whether the server refused `subject` (a publish, or a subscription) so far.
@@ -106,7 +131,7 @@ impl Session {
         let requests = consumers
             .iter()
             .map(|n| {
-                let subject = format!("$JS.API.CONSUMER.INFO.{}.{}", n.stream, n.durable);
+                let subject = self.api(&format!("CONSUMER.INFO.{}.{}", n.stream, n.durable));
                 (subject, String::new())
             })
             .collect();
@@ -139,7 +164,7 @@ impl Session {
         wanted.dedup();
         let requests = wanted
             .iter()
-            .map(|s| (format!("$JS.API.STREAM.INFO.{s}"), String::new()))
+            .map(|s| (self.api(&format!("STREAM.INFO.{s}")), String::new()))
             .collect();
         let streams: HashMap<String, StreamFacts> = wanted
             .into_iter()

@@ -4,7 +4,7 @@
 //! sample, never a fault, and a state dir that cannot be used makes every run a first sample
 //! (and says so): the probe still answers.
 
-use crate::config::{ServerUrl, StateDirChoice};
+use crate::config::{JsApi, ServerUrl, StateDirChoice};
 use crate::facts::{ConsumerName, Loaded, Persisting, Sample};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
@@ -57,11 +57,17 @@ struct CauseFile {
 }
 
 /// The servers part of a key: the URLs as shown, so a sample never holds a credential.
-pub fn server_key(urls: &[ServerUrl]) -> String {
-    urls.iter()
+pub fn server_key(urls: &[ServerUrl], api: &JsApi) -> String {
+    let urls = urls
+        .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join(",")
+        .join(",");
+    // Another domain's stream may share a name with the local one: not the same consumer.
+    match api {
+        JsApi::Local => urls,
+        other => format!("{urls} {}", other.base()),
+    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -27,6 +27,8 @@ pub struct CheckInput<'a> {
     pub servers: &'a [String],
     /// How many consumers were configured (they are not asked without a connection).
     pub consumers_configured: usize,
+    /// Where the consumers were asked for.
+    pub js_api: &'a crate::config::JsApi,
     pub consumers: &'a [JudgedConsumer],
     /// The subscriptions this pod's connection must hold, judged.
     pub subscriptions: &'a [JudgedSubscription],
@@ -101,6 +103,10 @@ pub struct CheckReport {
     /// Where the samples were kept, and the places passed over; absent when none was needed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state_dir: Option<StateDirSection>,
+    /// Where the consumers were asked: present when a domain or prefix was given, or the
+    /// server announced a JetStream domain of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jetstream: Option<JetStreamSection>,
     #[serde(skip)]
     pub health: Health,
     /// The one line for the kubelet's events.
@@ -116,6 +122,16 @@ pub struct StateDirSection {
     pub path: String,
     /// Each place passed over before it, with why (`[path, why]`).
     pub passed_over: Vec<[String; 2]>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JetStreamSection {
+    /// The API subject prefix every request went to (`$JS.hub.API`).
+    pub api: String,
+    /// `--js-domain`, when given.
+    pub domain: Option<String>,
+    /// The domain the connected server announced (a leaf node's own).
+    pub server_domain: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -375,6 +391,13 @@ pub fn check(input: &CheckInput) -> CheckReport {
                     .map(|(p, why)| [p.display().to_string(), why.clone()])
                     .collect(),
             }),
+        jetstream: (!input.js_api.is_local() || input.observations.server_domain.is_some()).then(
+            || JetStreamSection {
+                api: input.js_api.base(),
+                domain: input.js_api.named_domain().map(str::to_string),
+                server_domain: input.observations.server_domain.clone(),
+            },
+        ),
         health: input.verdict.health,
         line: human::line(input),
         details: human::details(input),

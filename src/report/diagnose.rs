@@ -125,6 +125,10 @@ pub fn diagnose(
     if input.consumers_configured > 0 {
         lines.push(vec![]);
         lines.push(vec![(Style::Heading, "Consumers".into())]);
+        lines.push(vec![(
+            Style::Dim,
+            format!("  asked in {}", jetstream_asked(input)),
+        )]);
         if input.consumers.is_empty() {
             lines.push(plain(
                 "  not asked: the client holds no connection to judge them by".into(),
@@ -543,11 +547,15 @@ fn words(a: &Advice, input: &CheckInput) -> String {
         Advice::StillConnecting => "A connection is still being opened (SYN_SENT): the server's address drops packets, or a NetworkPolicy or firewall blocks the way.".into(),
         Advice::NeverClosed => "The server closed a connection the client never closed (CLOSE_WAIT): the client is not reading its socket. If it stays, the client is wedged: restart the pod.".into(),
         Advice::StreamMissing(n) => format!(
-            "Stream {} does not exist: create it, or correct --consumer.",
-            n.stream
+            "Stream {} does not exist in {}: create it, or correct --consumer.{}",
+            n.stream,
+            jetstream_asked(input),
+            domain_hint(input)
         ),
         Advice::ConsumerMissing(n) => format!(
-            "Consumer {n} does not exist: the application has not created it, or it was removed (an ephemeral consumer, inactive_threshold). Create it as a durable, or correct --consumer."
+            "Consumer {n} does not exist in {}: the application has not created it, or it was removed (an ephemeral consumer, inactive_threshold). Create it as a durable, or correct --consumer.{}",
+            jetstream_asked(input),
+            domain_hint(input)
         ),
         Advice::Unbound(n) => format!(
             "Nothing is subscribed to {n}'s deliver subject while work waits: the application lost its subscription. Restart the pod."
@@ -580,9 +588,31 @@ fn words(a: &Advice, input: &CheckInput) -> String {
                 Unknown::CannotMatch(_) => "the server sees this pod from another address (NAT, a proxy, a service-mesh sidecar): the subscription cannot be matched from here; drop --own-subscription/--subscription for this pod".to_string(),
                 Unknown::Deadline | Unknown::JetStreamTimeout => "JetStream did not answer in time: raise --timeout, or look at the server's load".to_string(),
                 Unknown::NoResponders | Unknown::TemporarilyUnavailable | Unknown::NotReported => "JetStream is not available now (disabled for the account, or electing a leader): the next run asks again".to_string(),
+                Unknown::OutOfSight(_) => "ask the server the pod connects to: --server (or --monitor) with the leaf node's own address, the one the application uses".to_string(),
                 Unknown::Failed(_) => "run again with -v and read the server's answer".to_string(),
             };
             format!("The probe could not judge {what} ({why}): {todo}.")
         }
+    }
+}
+
+/// Which JetStream the consumers were asked in: the domain or prefix given, and the domain
+/// the connected server announced.
+fn jetstream_asked(input: &CheckInput) -> String {
+    match (&input.observations.server_domain, input.js_api.is_local()) {
+        (Some(own), true) => {
+            format!("the server's own JetStream, domain {own} ($JS.API; no --js-domain given)")
+        }
+        (None, true) => "the server's own JetStream ($JS.API; no --js-domain given)".into(),
+        (Some(own), false) => format!("{} (the server's own domain is {own})", input.js_api),
+        (None, false) => input.js_api.to_string(),
+    }
+}
+
+/// What to try about a name not found, given where it was looked for.
+fn domain_hint(input: &CheckInput) -> &'static str {
+    match input.js_api.is_local() {
+        true => " If the application reaches its stream through a leaf node (nats.go `nats.Domain`, the nats CLI's --js-domain), give the probe the same --js-domain: a leaf node's own JetStream is not its hub's.",
+        false => " Check that this is the domain (or prefix) the application uses.",
     }
 }

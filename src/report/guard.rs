@@ -51,6 +51,10 @@ pub struct GuardReport {
     pub interval_ms: u64,
     /// Why the advisories were not counted, when they were not.
     pub advisories_unavailable: Option<String>,
+    /// The JetStream judged, when it has a domain or was named (`--js-domain`,
+    /// `--js-api-prefix`); absent for a server's own JetStream without a domain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jetstream: Option<String>,
     /// Boxed: each row is made as its durable is judged, while the first looks of the others
     /// are let go, never one block for the whole account at once.
     pub consumers: Vec<Box<GuardConsumer>>,
@@ -158,11 +162,13 @@ pub fn row(j: Judged) -> GuardConsumer {
     }
 }
 
-/// The report over every row (sorted here by name).
+/// The report over every row (sorted here by name). `jetstream`: where the durables were
+/// listed, when it is worth saying (a domain).
 pub fn guard(
     mut consumers: Vec<Box<GuardConsumer>>,
     interval: Duration,
     advisories: &Advisories,
+    jetstream: Option<&str>,
 ) -> GuardReport {
     consumers.sort_unstable_by(|a, b| (&a.stream, &a.durable).cmp(&(&b.stream, &b.durable)));
     let faulted: Vec<&GuardConsumer> = consumers
@@ -188,16 +194,18 @@ pub fn guard(
         true => String::new(),
         false => format!(" ({})", extras.join(", ")),
     };
-    let durables = match consumers.len() {
+    let mut durables = match consumers.len() {
         1 => "1 durable".to_string(),
         n => format!("{n} durables"),
     };
+    let place = jetstream.map(|p| format!(" in {p}")).unwrap_or_default();
+    durables.push_str(&place);
     let looks = format!("two looks {} apart", display(interval));
     let summary = match faulted.len() {
         // Nothing listed and nothing expected: a wrong account, credentials or JetStream
         // domain looks exactly like this, so it is said plainly, not as an all clear.
         _ if consumers.is_empty() => {
-            format!("no durables in this account (none listed in {looks}, none --expect'ed){extras}")
+            format!("no durables in this account{place} (none listed in {looks}, none --expect'ed){extras}")
         }
         0 => format!("{durables}, no fault in {looks}{extras}"),
         n => {
@@ -224,6 +232,7 @@ pub fn guard(
         summary,
         interval_ms: interval.as_millis() as u64,
         advisories_unavailable: unavailable,
+        jetstream: jetstream.map(str::to_string),
         health,
         consumers,
     }

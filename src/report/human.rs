@@ -88,6 +88,9 @@ pub fn summary(report: &CheckInput) -> String {
                         _ => format!("{}: {}", subscription_name(s), subscription_phrase(s)),
                     }),
             );
+            if let Some(asked) = where_asked(report) {
+                parts.push(asked);
+            }
             let fail =
                 wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
             let policy = if fail {
@@ -153,6 +156,35 @@ pub fn summary(report: &CheckInput) -> String {
                 ),
             }
         }
+    }
+}
+
+/// Where JetStream was asked, when a consumer or its stream was not found there (or nothing
+/// answered): behind a leaf node the likely cause is a stream in another domain. None when
+/// nothing points that way (no domain given, and the server announced none).
+pub fn where_asked(report: &CheckInput) -> Option<String> {
+    use crate::facts::Unknown;
+    let lost = report.consumers.iter().any(|r| {
+        matches!(
+            r.outcome,
+            Outcome::Unhealthy(Fault::StreamMissing | Fault::ConsumerMissing)
+                | Outcome::NotJudged(Unknown::NoResponders)
+        )
+    });
+    if !lost {
+        return None;
+    }
+    let obs = report.observations;
+    match (report.js_api.is_local(), &obs.server_domain) {
+        (false, _) => Some(format!("asked {}", report.js_api)),
+        (true, Some(domain)) => Some(format!(
+            "asked the server's own JetStream domain {domain}: a stream in another domain (a leaf node's hub) needs --js-domain"
+        )),
+        (true, None) if !obs.server_jetstream => Some(
+            "the server has no JetStream of its own: a stream behind a leaf node needs --js-domain"
+                .into(),
+        ),
+        (true, None) => None,
     }
 }
 
@@ -241,6 +273,7 @@ fn fix(s: Standing, checked: Checked) -> String {
         (Cause::Credentials, _) => "give the probe credentials the server accepts (--creds, --user and --password, --token or --nkey, or their NATS_* variables)".into(),
         (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.>".into(),
         (Cause::NotPermitted, Checked::Subscription) => "allow the probe's user to request $SYS.REQ.ACCOUNT.PING.CONNZ, or give --monitor".into(),
+        (Cause::CannotSee, _) => "point --server (or --monitor) at the leaf node the pod connects to".into(),
         (Cause::CannotMatch, _) => "drop --own-subscription and --subscription for this pod (the guard still watches its consumers)".into(),
         (Cause::TooFarApart, _) => format!(
             "run the probe at least once a window (periodSeconds below {}), or raise --stall-after",

@@ -94,6 +94,7 @@ mod tests {
         servers: Vec<String>,
         consumers: Vec<JudgedConsumer>,
         verbose: bool,
+        js_api: crate::config::JsApi,
     }
 
     impl Case {
@@ -105,6 +106,7 @@ mod tests {
                 observations: &self.obs,
                 servers: &self.servers,
                 consumers_configured: self.consumers.len(),
+                js_api: &self.js_api,
                 consumers: &self.consumers,
                 subscriptions: &[],
                 verbose: self.verbose,
@@ -177,10 +179,13 @@ mod tests {
                 now_ms: 0,
                 connz: None,
                 state_dir: None,
+                server_domain: None,
+                server_jetstream: true,
             },
             servers: vec![],
             consumers: vec![],
             verbose,
+            js_api: crate::config::JsApi::Local,
         }
     }
 
@@ -217,6 +222,68 @@ mod tests {
         let healths: Vec<_> = r.consumers.iter().map(|c| c.health()).collect();
         r.verdict = decide(&r.connections, None, &healths, &r.policy);
         r
+    }
+
+    /// A stream not found: where JetStream was asked, when a domain was named or the server
+    /// announced one (a leaf node's own), so the operator sees the likely cause.
+    #[test]
+    fn a_missing_stream_says_which_jetstream_was_asked() {
+        let missing = || {
+            let live = report(&live()[..1], &[4222], Owner::Anyone, false);
+            let nf = Observed::NotJudged(Unknown::Failed("x".into()));
+            with_consumers(
+                live,
+                vec![(
+                    "TF_RAW/kv",
+                    nf,
+                    Outcome::Unhealthy(crate::rules::consumer::Fault::StreamMissing),
+                    None,
+                )],
+                WhenServerDown::Pass,
+            )
+        };
+        assert_eq!(
+            missing().human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; 1 ESTABLISHED TCP connection to remote port 4222",
+            "no domain anywhere: the line as before"
+        );
+        let mut leaf = missing();
+        leaf.obs.server_domain = Some("leaf".into());
+        assert_eq!(
+            leaf.human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; asked the server's own JetStream domain leaf: a stream in another domain (a leaf node's hub) needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+        );
+        assert!(
+            leaf.json()
+                .contains(r#""jetstream":{"api":"$JS.API","domain":null,"server_domain":"leaf"}"#),
+            "{}",
+            leaf.json()
+        );
+        let mut hub = missing();
+        hub.js_api = crate::config::JsApi::domain("hub").unwrap();
+        assert_eq!(
+            hub.human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; asked JetStream domain hub ($JS.hub.API); 1 ESTABLISHED TCP connection to remote port 4222"
+        );
+        assert!(!missing().json().contains("\"jetstream\""));
+        // A leaf node without JetStream: nothing answers $JS.API there.
+        let live = report(&live()[..1], &[4222], Owner::Anyone, false);
+        let nf = Observed::NotJudged(Unknown::NoResponders);
+        let mut bare = with_consumers(
+            live,
+            vec![(
+                "TF_RAW/kv",
+                nf,
+                Outcome::NotJudged(Unknown::NoResponders),
+                None,
+            )],
+            WhenServerDown::Pass,
+        );
+        bare.obs.server_jetstream = false;
+        assert_eq!(
+            bare.human(),
+            "healthy: consumer TF_RAW/kv not judged: JetStream is not answering (no responders: disabled, or not ready); the server has no JetStream of its own: a stream behind a leaf node needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+        );
     }
 
     #[test]
@@ -602,6 +669,7 @@ mod tests {
             observations: &r.obs,
             servers: &r.servers,
             consumers_configured: 0,
+            js_api: &crate::config::JsApi::Local,
             consumers: &[],
             subscriptions: &[],
             verbose: true,
@@ -743,6 +811,7 @@ What to do
             observations: &obs,
             servers: &r.servers,
             consumers_configured: 1,
+            js_api: &crate::config::JsApi::Local,
             consumers: &r.consumers,
             subscriptions: &[],
             verbose: true,
@@ -768,6 +837,7 @@ Servers
   (asked for this report: check asks only when the client holds no connection)
 
 Consumers
+  asked in the server's own JetStream ($JS.API; no --js-domain given)
   TF_RAW/alarms
     push to deliver.alarms, queue group alarms, bound
     3990 pending, 10 awaiting ack, 2 redelivered

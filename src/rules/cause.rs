@@ -29,6 +29,8 @@ pub enum Cause {
     NotPermitted,
     /// The server does not see the pod's address (NAT, a proxy, a sidecar).
     CannotMatch,
+    /// The pod's connection is on a server the one asked cannot see (a leaf node).
+    CannotSee,
     /// Each run came longer than the window after the one before.
     TooFarApart,
     /// A stall is due but the client's start time cannot be read (the probe may not read
@@ -59,6 +61,7 @@ pub fn class(cause: Cause) -> Class {
         Cause::Credentials
         | Cause::NotPermitted
         | Cause::CannotMatch
+        | Cause::CannotSee
         | Cause::TooFarApart
         | Cause::ClientAgeUnreadable => Class::ConfigurationIfItPersists,
         Cause::NoStateDir => Class::ConfigurationAtOnce,
@@ -77,6 +80,7 @@ impl Cause {
             Unknown::Credentials => Cause::Credentials,
             Unknown::NotPermitted(_) => Cause::NotPermitted,
             Unknown::CannotMatch(_) => Cause::CannotMatch,
+            Unknown::OutOfSight(_) => Cause::CannotSee,
         }
     }
 
@@ -90,6 +94,7 @@ impl Cause {
             Cause::Credentials => "credentials",
             Cause::NotPermitted => "not_permitted",
             Cause::CannotMatch => "cannot_match",
+            Cause::CannotSee => "cannot_see",
             Cause::TooFarApart => "too_far_apart",
             Cause::ClientAgeUnreadable => "client_age_unreadable",
             Cause::NoStateDir => "no_state_dir",
@@ -176,6 +181,7 @@ mod tests {
             (Cause::Credentials, ConfigurationIfItPersists),
             (Cause::NotPermitted, ConfigurationIfItPersists),
             (Cause::CannotMatch, ConfigurationIfItPersists),
+            (Cause::CannotSee, ConfigurationIfItPersists),
             (Cause::TooFarApart, ConfigurationIfItPersists),
             (Cause::ClientAgeUnreadable, ConfigurationIfItPersists),
             (Cause::NoStateDir, ConfigurationAtOnce),
@@ -194,6 +200,7 @@ mod tests {
             (Unknown::Credentials, Cause::Credentials),
             (Unknown::NotPermitted("$JS.API.>".into()), Cause::NotPermitted),
             (Unknown::CannotMatch(None), Cause::CannotMatch),
+            (Unknown::OutOfSight("leaf".into()), Cause::CannotSee),
         ];
         for (why, cause) in unknowns {
             assert_eq!(Cause::of(&why), cause, "{why:?}");

@@ -47,6 +47,10 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
     if let Some(c) = mine.first() {
         return Held::NotByThisConnection { connection: c.addr };
     }
+    // Not listed, but the lists are not every server's: no evidence either way.
+    if let Some(why) = &connz.out_of_sight {
+        return Held::NotJudged(Unknown::OutOfSight(why.clone()));
+    }
     if connz.all.is_none() {
         return Held::NotJudged(Unknown::Failed(
             "the server's whole connection list could not be read".into(),
@@ -106,6 +110,7 @@ mod tests {
             all,
             probe_seen_as: probe.map(|p| p.parse().unwrap()),
             servers: 1,
+            out_of_sight: None,
         })
     }
 
@@ -184,6 +189,32 @@ mod tests {
         assert!(matches!(
             judge(&wanted(), &ours(), &Err(Unknown::Deadline)),
             Held::NotJudged(Unknown::Deadline)
+        ));
+    }
+
+    /// Behind a leaf node: a server that lists a leaf node which did not answer cannot say
+    /// the pod has no connection (its connection may be there), while one that lists the pod's
+    /// connection still can say it holds the subscription, or not.
+    #[test]
+    fn a_leaf_node_out_of_sight_is_no_evidence() {
+        let all = vec![conn("10.200.0.2:51900", None)];
+        let mut hidden = connz(vec![], Some(all), Some("10.200.0.2:51900"));
+        if let Ok(c) = &mut hidden {
+            c.out_of_sight = Some("leaf node edge is connected and did not answer".into());
+        }
+        assert_eq!(
+            judge(&wanted(), &ours(), &hidden),
+            Held::NotJudged(Unknown::OutOfSight(
+                "leaf node edge is connected and did not answer".into()
+            ))
+        );
+        let mut listed = connz(vec![conn("10.200.0.2:51828", None)], None, None);
+        if let Ok(c) = &mut listed {
+            c.out_of_sight = Some("leaf node edge".into());
+        }
+        assert!(matches!(
+            judge(&wanted(), &ours(), &listed),
+            Held::NotByThisConnection { .. }
         ));
     }
 }

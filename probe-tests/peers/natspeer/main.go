@@ -132,6 +132,7 @@ type common struct {
 	tlsKey        string
 	timeout       time.Duration
 	forkEvery     time.Duration
+	domain        string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -150,6 +151,15 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "client key file")
 	fs.DurationVar(&c.timeout, "timeout", nats.DefaultTimeout, "connect timeout (info: also the request timeout)")
 	fs.DurationVar(&c.forkEvery, "fork-every", 0, "start a short-lived worker (this program, same name) this often, as a forking app does (0 = never)")
+	fs.StringVar(&c.domain, "domain", "", "JetStream domain (nats.Domain): the API of another domain, e.g. the hub's from a leaf node")
+}
+
+// jsOptions are the JetStream context's options: the domain, when one is named.
+func (c *common) jsOptions() []nats.JSOpt {
+	if c.domain == "" {
+		return nil
+	}
+	return []nats.JSOpt{nats.Domain(c.domain)}
 }
 
 // forkWorkers starts `<this program> pause` every `every`: each lives 10ms and exits, so
@@ -462,7 +472,7 @@ func cmdSetup(c *common, fs *flag.FlagSet, args []string) {
 	}
 
 	p := connect(c)
-	js, err := p.nc.JetStream()
+	js, err := p.nc.JetStream(c.jsOptions()...)
 	if err != nil {
 		fatal("jetstream: %v", err)
 	}
@@ -624,7 +634,7 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 		subj, group := *deliverSubject, *deliverGroup
 		if subj == "" {
 			// Not in the spec: look the push consumer's deliver subject up.
-			js, err := p.nc.JetStream()
+			js, err := p.nc.JetStream(c.jsOptions()...)
 			if err != nil {
 				fatal("jetstream: %v", err)
 			}
@@ -661,7 +671,7 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 		select {}
 	}
 
-	js, err := p.nc.JetStream()
+	js, err := p.nc.JetStream(c.jsOptions()...)
 	if err != nil {
 		fatal("jetstream: %v", err)
 	}
@@ -716,7 +726,7 @@ func cmdPublish(c *common, fs *flag.FlagSet, args []string) {
 	var js nats.JetStreamContext
 	if *useJS {
 		var err error
-		if js, err = p.nc.JetStream(); err != nil {
+		if js, err = p.nc.JetStream(c.jsOptions()...); err != nil {
 			fatal("jetstream: %v", err)
 		}
 	}
@@ -845,7 +855,7 @@ func cmdBulk(c *common, fs *flag.FlagSet, args []string) {
 	workers := fs.Int("workers", 4, "streams created at once")
 	parse(fs, args)
 	p := connect(c)
-	js, err := p.nc.JetStream()
+	js, err := p.nc.JetStream(c.jsOptions()...)
 	if err != nil {
 		fatal("jetstream: %v", err)
 	}
@@ -919,7 +929,7 @@ func cmdList(c *common, fs *flag.FlagSet, args []string) {
 	if err != nil {
 		fatal("connect: %v", err)
 	}
-	js, err := nc.JetStream()
+	js, err := nc.JetStream(c.jsOptions()...)
 	if err != nil {
 		fatal("jetstream: %v", err)
 	}
