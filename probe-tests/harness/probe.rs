@@ -29,6 +29,10 @@ pub struct Probe<'a> {
     binary: PathBuf,
     /// An emulator that runs the binary (qemu-aarch64 for the arm64 build).
     runner: Option<&'static str>,
+    /// Where stdout goes instead of this process (a large report): the test process's own
+    /// peak RSS is every later child's floor in wait4's figure (the kernel counts the
+    /// parent's memory at the fork), so megabytes of output must not pass through it.
+    stdout_file: Option<PathBuf>,
     /// A seccomp filter that refuses netlink sockets (EPERM), as some profiles do.
     no_netlink: bool,
 }
@@ -63,6 +67,7 @@ pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
         binary: binary(),
         runner: None,
         no_netlink: false,
+        stdout_file: None,
     }
 }
 
@@ -93,6 +98,12 @@ impl<'a> Probe<'a> {
     pub fn arm64(mut self) -> Self {
         self.binary = super::static_binary_arm64();
         self.runner = Some("qemu-aarch64");
+        self
+    }
+
+    /// Stdout into `path`; the run's `stdout` is then empty.
+    pub fn stdout_to(mut self, path: &std::path::Path) -> Self {
+        self.stdout_file = Some(path.to_path_buf());
         self
     }
 
@@ -161,9 +172,13 @@ impl<'a> Probe<'a> {
 
     pub fn run(self) -> Run {
         let started = Instant::now();
+        let out = match &self.stdout_file {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::piped(),
+        };
         let mut child = self
             .command()
-            .stdout(Stdio::piped())
+            .stdout(out)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.binary.display()));
