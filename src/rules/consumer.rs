@@ -4,7 +4,7 @@
 //! backlog while healthy, and an idle one is never stuck. The sample holds observations, never
 //! a verdict, so the next healthy run passes.
 //!
-//! What the server reports, read in nats-server's consumer.go and measured (ENGINEERING.md §1):
+//! What the server reports, read in nats-server's consumer.go and measured (docs/server-facts.md):
 //! - `ack_floor.last_active` moves on every ack, and on every message the server terminates
 //!   because retention deleted it unacknowledged ("Unacknowledged message was deleted"), which
 //!   the server handles as an ack. So where retention can delete unacknowledged messages, a
@@ -50,7 +50,7 @@ pub struct Window {
 
 /// Never shorter than twice the consumer's ack_wait. After a server restart a
 /// `max_ack_pending: 1` consumer whose in-flight ack was lost waits a full ack_wait for the
-/// redelivery (ENGINEERING.md §1), and the redelivered message may then take up to another
+/// redelivery (docs/server-facts.md), and the redelivered message may then take up to another
 /// ack_wait to process: 2 × ack_wait is the longest gap a healthy consumer can show.
 pub fn window(policy: &Policy, ack_wait: Option<Duration>) -> Window {
     match ack_wait.map(|w| w * 2) {
