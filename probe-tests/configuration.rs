@@ -47,15 +47,17 @@ fn refused_credentials_that_persist_are_a_configuration_error_a_single_refusal_i
         .expect(0)
         .says(&["consumer S/D idle"]);
     // Refused run after run: an error once longer than the window, never before.
-    let (run, after) = until_configuration_error(Duration::from_secs(6), || {
-        pods.check(&["S/D"], &wrong)
-    });
+    let (run, after) =
+        until_configuration_error(Duration::from_secs(6), || pods.check(&["S/D"], &wrong));
     assert!(after > Duration::from_secs(2), "{after:?}\n{run}");
     run.says(&[
         "configuration error: consumer S/D not judged: authorization error: the server refused the probe's credentials; for ",
         ", longer than the window 2s: give the probe credentials the server accepts",
     ]);
-    println!("configuration | refused credentials: exit 2 after {after:?}: {}", run.line());
+    println!(
+        "configuration | refused credentials: exit 2 after {after:?}: {}",
+        run.line()
+    );
     let json = pods.check(&["S/D"], &[&wrong[..], &["--json"]].concat());
     json.expect(2);
     let c = consumer_json(&json, 0);
@@ -67,11 +69,14 @@ fn refused_credentials_that_persist_are_a_configuration_error_a_single_refusal_i
     // diagnose lists it with its class, and exits as the check.
     let diagnose = pods.diagnose(&["S/D"], &wrong);
     diagnose.expect(2);
-    assert!(diagnose.stdout.contains("Checks that could not run"), "{diagnose}");
     assert!(
-        diagnose
-            .stdout
-            .contains("consumer S/D: credentials — the configuration: a configuration error now (exit 2)"),
+        diagnose.stdout.contains("Checks that could not run"),
+        "{diagnose}"
+    );
+    assert!(
+        diagnose.stdout.contains(
+            "consumer S/D: credentials — the configuration: a configuration error now (exit 2)"
+        ),
         "{diagnose}"
     );
     // Never latched: the next run that gets in passes.
@@ -90,15 +95,17 @@ fn a_user_not_permitted_to_ask_is_a_configuration_error_once_it_persists() {
     let _x = pods.consume("A", "x", &[]);
     let _y = pods.consume("B", "y", &[]);
     let app = ["--user", "app", "--password", "app-pw"];
-    let (run, after) = until_configuration_error(Duration::from_secs(6), || {
-        pods.check(&["A/x", "B/y"], &app)
-    });
+    let (run, after) =
+        until_configuration_error(Duration::from_secs(6), || pods.check(&["A/x", "B/y"], &app));
     assert!(after > Duration::from_secs(2), "{after:?}\n{run}");
     run.says(&[
         "configuration error: consumer B/y not judged: not permitted: the server refused the probe's request on $JS.API.CONSUMER.INFO.B.y (permissions violation); for ",
         "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.>",
     ]);
-    println!("configuration | not permitted: exit 2 after {after:?}: {}", run.line());
+    println!(
+        "configuration | not permitted: exit 2 after {after:?}: {}",
+        run.line()
+    );
     // The consumer it may ask about, alone, is judged as before.
     pods.check(&["A/x"], &app).expect(0);
 }
@@ -125,5 +132,7 @@ fn runs_further_apart_than_the_window_for_longer_than_it_are_a_configuration_err
     ]);
     println!("configuration | runs 2.6s apart: {}", run.line());
     // Runs in time again: measured, no error.
-    pods.check(&["S/D"], &[]).expect(0).says(&["consumer S/D no progress for"]);
+    pods.check(&["S/D"], &[])
+        .expect(0)
+        .says(&["consumer S/D no progress for"]);
 }

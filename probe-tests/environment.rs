@@ -132,7 +132,14 @@ fn a_read_only_root_keeps_samples_in_dev_shm_and_catches_the_wedged_consumer() {
     let shm = tempfile::tempdir().unwrap();
     std::fs::set_permissions(shm.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let args = [
-        "check", "--server", &pods.url, "--consumer", "S/D", "--stall-after", "2s", "-v",
+        "check",
+        "--server",
+        &pods.url,
+        "--consumer",
+        "S/D",
+        "--stall-after",
+        "2s",
+        "-v",
     ];
     let mut runs = Vec::new();
     for _ in 0..20 {
@@ -166,9 +173,19 @@ fn a_read_only_root_keeps_samples_in_dev_shm_and_catches_the_wedged_consumer() {
         "{stdout}"
     );
     // Every run before it passed, and the first said it was a first sample a later run compares.
-    assert!(runs[..runs.len() - 1].iter().all(|(c, _)| *c == Some(0)), "{runs:#?}");
+    assert!(
+        runs[..runs.len() - 1].iter().all(|(c, _)| *c == Some(0)),
+        "{runs:#?}"
+    );
     assert!(runs[0].1.contains("first sample"), "{runs:#?}");
-    assert!(shm.path().join("natsprobe-65532").read_dir().unwrap().count() >= 1);
+    assert!(
+        shm.path()
+            .join("natsprobe-65532")
+            .read_dir()
+            .unwrap()
+            .count()
+            >= 1
+    );
 }
 
 /// Issue 22: a read-only root with no writable place at all: no run could ever compare, so
@@ -250,7 +267,11 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
             p = p.uid(uid);
         }
         let run = p.run();
-        println!("environment | state dir {d} | exit {:?}: {}", run.code, run.line());
+        println!(
+            "environment | state dir {d} | exit {:?}: {}",
+            run.code,
+            run.line()
+        );
         run.expect(exit);
         run
     };
@@ -262,7 +283,8 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let run = check(&link, None, 2);
     assert!(run.stderr.contains("is a symlink; not followed"), "{run}");
     assert!(
-        run.stderr.contains("give --state-dir a directory this user can write"),
+        run.stderr
+            .contains("give --state-dir a directory this user can write"),
         "{run}"
     );
     assert_eq!(
@@ -319,11 +341,14 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let run = check(&state, None, 2);
     assert!(run.stdout.contains("No space left on device"), "{run}");
     assert!(
-        run.line().starts_with("configuration error: consumer S/D: not judged across runs: samples cannot be kept"),
+        run.line().starts_with(
+            "configuration error: consumer S/D: not judged across runs: samples cannot be kept"
+        ),
         "{run}"
     );
     assert!(
-        run.line().contains("give --state-dir a writable volume with room"),
+        run.line()
+            .contains("give --state-dir a writable volume with room"),
         "{run}"
     );
     let leftovers: Vec<_> = std::fs::read_dir(&state).unwrap().collect();

@@ -463,7 +463,14 @@ fn a_thousand_consumers() {
 fn a_consumer_losing_messages_is_a_fault_in_every_run_under_load() {
     let pods = Pods::new(Version::Pinned);
     let capped = |durable: &str| {
-        let mut args = vec!["-stream", "CAP", "-subjects", "cap.>", "-max-bytes", "20000"];
+        let mut args = vec![
+            "-stream",
+            "CAP",
+            "-subjects",
+            "cap.>",
+            "-max-bytes",
+            "20000",
+        ];
         let push = push_consumer("CAP", durable);
         args.extend(push[2..].iter().map(String::as_str));
         pods.setup(&args);
@@ -492,7 +499,10 @@ fn a_consumer_losing_messages_is_a_fault_in_every_run_under_load() {
         let n = lost["losses"]["deleted_unacked"].as_u64().unwrap();
         assert!(n > 0, "run {i}: the loss count in its row\n{run}");
         assert!(
-            lost["reason"].as_str().unwrap().starts_with("losing messages"),
+            lost["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("losing messages"),
             "run {i}: {run}"
         );
         assert_ne!(lost["progress"], "acked", "run {i}: {run}");
@@ -569,16 +579,26 @@ fn twenty_thousand_durables_in_bounded_memory() {
     faulted.expect(1);
     let summary = last_line(&table);
     assert!(
-        summary.ends_with("3 of 20003 durables faulted in both of two looks 1s apart: F/f00, F/f01, F/f02"),
+        summary.ends_with(
+            "3 of 20003 durables faulted in both of two looks 1s apart: F/f00, F/f01, F/f02"
+        ),
         "{summary}\n{faulted}"
     );
     assert_eq!(count(" fault ", &table), 3, "{summary}");
     let (healthy, json) = guard(&["--ignore", "F/*", "--json"], "report.json");
     healthy.expect(0);
-    assert_eq!(count(r#""name":"#, &json), 20_003, "{}", last_line(&json).len());
+    assert_eq!(
+        count(r#""name":"#, &json),
+        20_003,
+        "{}",
+        last_line(&json).len()
+    );
     assert_eq!(count(r#""verdict":"healthy""#, &json), 20_000 + 1);
     assert_eq!(count(r#""verdict":"ignored""#, &json), 3);
-    for (kib, what) in [(healthy.max_rss_kib, "healthy"), (faulted.max_rss_kib, "faulted")] {
+    for (kib, what) in [
+        (healthy.max_rss_kib, "healthy"),
+        (faulted.max_rss_kib, "faulted"),
+    ] {
         assert!(kib < 64 * 1024, "{what}: peak RSS {kib} KiB");
     }
     println!(

@@ -325,8 +325,7 @@ fn behind_nat() -> (NetNs, NatsServer, Peer, String) {
     let nats = NetNs::new();
     let app = NetNs::new();
     let (gateway, _) = link(&nats, &app);
-    let server =
-        NatsServer::start_with(Some(&Arc::new(nats)), Version::Pinned, gateway, 4222, &[]);
+    let server = NatsServer::start_with(Some(&Arc::new(nats)), Version::Pinned, gateway, 4222, &[]);
     let url = format!("nats://{gateway}:4222");
     // Everything leaving the app pod is rewritten to 10.200.0.99 (an address of its own).
     app.ip(&["addr", "add", "10.200.0.99/24", "dev", "veth200"]);

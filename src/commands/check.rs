@@ -7,9 +7,9 @@ use crate::error::Error;
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Wanted};
 use crate::observe::{self, server, state::StateDir, Observations, Pod, PodTarget, StateDirUsed};
 use crate::report::check::{CheckInput, CheckReport, JudgedConsumer, JudgedSubscription};
+use crate::rules::cause::{self, Cause};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
-use crate::rules::cause::{self, Cause};
 use crate::rules::{consumer, subscription};
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -96,7 +96,8 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
     if verdict::needs_consumers(&connections, &config.policy, asked) {
         // No place to keep samples: no run could ever compare. Certain, so said at once,
         // before the server is asked anything.
-        let opened = observe::state::open(&config.state_dir).map_err(|tried| no_place(config, tried))?;
+        let opened =
+            observe::state::open(&config.state_dir).map_err(|tried| no_place(config, tried))?;
         let dir = &opened.dir;
         obs.state_dir = Some(StateDirUsed {
             path: dir.path.clone(),
@@ -230,7 +231,9 @@ fn no_place(config: &CheckConfig, tried: Vec<(std::path::PathBuf, String)>) -> E
     // The fix first: the kubelet's event may cut the line.
     let fix = match config.state_dir.explicit {
         true => "give --state-dir a directory this user can write (an emptyDir)",
-        false => "mount a writable volume (an emptyDir) and pass it as --state-dir, or set TMPDIR to one",
+        false => {
+            "mount a writable volume (an emptyDir) and pass it as --state-dir, or set TMPDIR to one"
+        }
     };
     Error::Setting {
         setting: Setting::StateDir,
@@ -258,9 +261,12 @@ impl Carry<'_> {
             let cause = match (&r.seen.state_problem, &r.outcome) {
                 (Some(_), _) => Some(Cause::NoStateDir),
                 (None, consumer::Outcome::NotJudged(why)) => Some(Cause::of(why)),
-                (None, consumer::Outcome::Healthy(consumer::Healthy::Unmeasured(
-                    consumer::Unmeasured::Interval(_),
-                ))) => Some(Cause::TooFarApart),
+                (
+                    None,
+                    consumer::Outcome::Healthy(consumer::Healthy::Unmeasured(
+                        consumer::Unmeasured::Interval(_),
+                    )),
+                ) => Some(Cause::TooFarApart),
                 (None, consumer::Outcome::Healthy(consumer::Healthy::ClientAgeUnknown { .. })) => {
                     Some(Cause::ClientAgeUnreadable)
                 }

@@ -253,7 +253,11 @@ impl StateDir {
         use nix::unistd::{access, AccessFlags};
         match access(&self.path, AccessFlags::W_OK | AccessFlags::X_OK) {
             Ok(()) => Ok(self),
-            Err(e) => Err(format!("cannot write in {}: {}", self.path.display(), e.desc())),
+            Err(e) => Err(format!(
+                "cannot write in {}: {}",
+                self.path.display(),
+                e.desc()
+            )),
         }
     }
 
@@ -269,7 +273,10 @@ impl StateDir {
             .open(self.cause_file(key))
             .ok()?;
         let mut text = Vec::new();
-        Read::by_ref(&mut &file).take(MAX_FILE).read_to_end(&mut text).ok()?;
+        Read::by_ref(&mut &file)
+            .take(MAX_FILE)
+            .read_to_end(&mut text)
+            .ok()?;
         match serde_json::from_slice::<CauseFile>(&text).ok()? {
             f if f.version == VERSION && f.key == *key => Some(Persisting {
                 cause: f.cause,

@@ -343,8 +343,14 @@ fn could_not_run(input: &CheckInput, lines: &mut Vec<Line>) {
     for (name, standing) in stood {
         let Some(s) = standing else { continue };
         let (style, class) = match (s.class, s.is_configuration_error()) {
-            (Class::Transient, _) => (Style::Warn, "transient: cannot judge now, the next run will".to_string()),
-            (_, true) => (Style::Bad, "the configuration: a configuration error now (exit 2)".to_string()),
+            (Class::Transient, _) => (
+                Style::Warn,
+                "transient: cannot judge now, the next run will".to_string(),
+            ),
+            (_, true) => (
+                Style::Bad,
+                "the configuration: a configuration error now (exit 2)".to_string(),
+            ),
             (_, false) => (
                 Style::Warn,
                 format!(

@@ -198,7 +198,10 @@ mod tests {
             (Unknown::NotReported, Cause::JetStreamUnavailable),
             (Unknown::Failed("odd".into()), Cause::Failed),
             (Unknown::Credentials, Cause::Credentials),
-            (Unknown::NotPermitted("$JS.API.>".into()), Cause::NotPermitted),
+            (
+                Unknown::NotPermitted("$JS.API.>".into()),
+                Cause::NotPermitted,
+            ),
             (Unknown::CannotMatch(None), Cause::CannotMatch),
             (Unknown::OutOfSight("leaf".into()), Cause::CannotSee),
         ];
@@ -207,7 +210,11 @@ mod tests {
         }
     }
 
-    fn run(prev: Option<&Persisting>, now: Option<Cause>, at_s: i64) -> (Option<Persisting>, Option<Standing>) {
+    fn run(
+        prev: Option<&Persisting>,
+        now: Option<Cause>,
+        at_s: i64,
+    ) -> (Option<Persisting>, Option<Standing>) {
         carry(prev, now, at_s * 1000, W)
     }
 
@@ -254,7 +261,12 @@ mod tests {
 
     #[test]
     fn transient_causes_are_never_kept_and_never_errors() {
-        for cause in [Cause::Unreachable, Cause::Timeout, Cause::JetStreamUnavailable, Cause::Failed] {
+        for cause in [
+            Cause::Unreachable,
+            Cause::Timeout,
+            Cause::JetStreamUnavailable,
+            Cause::Failed,
+        ] {
             let (kept, s) = run(None, Some(cause), 0);
             assert!(kept.is_none());
             let s = s.unwrap();

@@ -652,7 +652,7 @@ pub(crate) mod tests {
             stalled_ms: stalled_secs * 1000,
             pinned_ms: None,
             seen_at_ms: NOW_MS - seen_secs_ago * 1000,
-            seen_ts: Some(TS - i64::from(seen_secs_ago) * S),
+            seen_ts: Some(TS - seen_secs_ago * S),
             gap: false,
         }
     }

@@ -202,7 +202,7 @@ mod tests {
     fn info(pending: u64, ack_pending: u64, floor: u64, at_ms: i64) -> ConsumerFacts {
         ConsumerFacts {
             ack_wait: Some(Duration::from_secs(10)),
-            ts: Some(i64::from(at_ms) * 1_000_000),
+            ts: Some(at_ms * 1_000_000),
             ..crate::rules::consumer::tests::facts(pending, ack_pending, floor)
         }
     }
@@ -271,9 +271,9 @@ mod tests {
         ));
         // Serialized under sustained load: backlog 10,974, floor 117,109 → 149,520: OK.
         let mut a = info(6_728, 1, 117_109, T0);
-        a.ack_floor.last_active = Some(i64::from(T0) * 1_000_000 - S);
+        a.ack_floor.last_active = Some(T0 * 1_000_000 - S);
         let mut b = info(10_973, 1, 149_520, T0 + INTERVAL_MS);
-        b.ack_floor.last_active = Some(i64::from(T0 + INTERVAL_MS) * 1_000_000 - S / 10);
+        b.ack_floor.last_active = Some((T0 + INTERVAL_MS) * 1_000_000 - S / 10);
         let (a, b) = (found(a), found(b));
         assert!(matches!(
             run(seen(Some(&a), Some(&b))),
@@ -323,9 +323,9 @@ mod tests {
             last_seq: 300,
         };
         let mut a = info(0, 1, 100, T0);
-        a.ack_floor.last_active = Some(i64::from(T0) * 1_000_000);
+        a.ack_floor.last_active = Some(T0 * 1_000_000);
         let mut b = info(0, 1, 299, T0 + INTERVAL_MS);
-        b.ack_floor.last_active = Some(i64::from(T0 + INTERVAL_MS) * 1_000_000);
+        b.ack_floor.last_active = Some((T0 + INTERVAL_MS) * 1_000_000);
         let on = |f: ConsumerFacts| Observed::Found {
             facts: f,
             stream: Some(capped.clone()),
@@ -386,7 +386,7 @@ mod tests {
         let looked = |floor: u64, at_ms: i64, first_seq: u64| {
             let mut f = info(392, 1, floor, at_ms);
             f.ack_floor.stream_seq = floor;
-            f.ack_floor.last_active = Some(i64::from(at_ms) * 1_000_000);
+            f.ack_floor.last_active = Some(at_ms * 1_000_000);
             Observed::Found {
                 facts: f,
                 stream: Some(capped(first_seq)),
@@ -403,7 +403,10 @@ mod tests {
         let mut s = seen(Some(&a), Some(&after));
         s.losses = losses;
         let v = run(s);
-        assert!(matches!(v, Verdict::Fault(GuardFault::Losing { deleted: 2024, .. })), "{v:?}");
+        assert!(
+            matches!(v, Verdict::Fault(GuardFault::Losing { deleted: 2024, .. })),
+            "{v:?}"
+        );
         let stale = looked(5870, T0 + INTERVAL_MS, 5600);
         let mut s = seen(Some(&a), Some(&stale));
         s.losses = losses;
