@@ -30,7 +30,7 @@ pub fn info_line(data: &[u8]) {
 pub fn jetstream(data: &[u8]) {
     let _ = jetstream::parse_consumer_info(data);
     let _ = jetstream::parse_stream_info(data);
-    let _ = jetstream::parse_stream_list(data);
+    let _ = jetstream::parse_stream_names(data);
     let _ = jetstream::parse_consumer_list(data);
     let _ = jetstream::parse_advisory(data);
     let _ = jetstream::parse_account_domain(data);
@@ -56,6 +56,7 @@ pub fn state_file(data: &[u8]) {
         durable: "D".into(),
     };
     let _ = state::decode(data, &key);
+    let _ = state::decode_cause(data, &key);
 }
 
 /// Server URLs (`--server`, `NATS_URL`), the monitoring URL, durations.

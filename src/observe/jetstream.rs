@@ -304,11 +304,6 @@ pub fn parse_stream_names(body: &[u8]) -> Result<Page<String>, ParseError> {
     page(body, Ok)
 }
 
-/// A page of `$JS.API.STREAM.LIST`: each stream's name and facts.
-pub fn parse_stream_list(body: &[u8]) -> Result<Page<(String, StreamFacts)>, ParseError> {
-    page(body, stream_facts)
-}
-
 /// A page of `$JS.API.CONSUMER.LIST.<stream>`: each consumer's facts.
 pub fn parse_consumer_list(body: &[u8]) -> Result<Page<ConsumerFacts>, ParseError> {
     page(body, consumer_facts)
@@ -511,11 +506,11 @@ mod tests {
     fn an_answer_without_paging_is_not_a_listing() {
         // Not an empty account: a foreign or hostile answer.
         for body in [&br#"{"type":"x"}"#[..], br#"{"streams":[]}"#, br#"{}"#] {
-            assert!(parse_stream_list(body).is_err(), "{body:?}");
+            assert!(parse_stream_names(body).is_err(), "{body:?}");
             assert!(parse_consumer_list(body).is_err(), "{body:?}");
         }
         let empty =
-            parse_stream_list(br#"{"total":0,"offset":0,"limit":256,"streams":null}"#).unwrap();
+            parse_stream_names(br#"{"total":0,"offset":0,"limit":1024,"streams":null}"#).unwrap();
         assert_eq!((empty.total, empty.items.len()), (0, 0));
     }
 
@@ -573,14 +568,12 @@ mod tests {
 
     #[test]
     fn listings_page_and_tolerate_null() {
-        let streams = r#"{"type":"io.nats.jetstream.api.v1.stream_list_response","total":300,"offset":256,"limit":256,"streams":[{"config":{"name":"CAP","retention":"limits","max_msgs":200,"discard":"old"},"state":{"first_seq":5,"last_seq":204}}],"missing":["GONE"]}"#;
-        let page = parse_stream_list(streams.as_bytes()).unwrap();
-        assert_eq!((page.total, page.offset, page.limit), (300, 256, 256));
-        assert_eq!(page.items[0].0, "CAP");
-        assert_eq!(page.items[0].1.max_msgs, Some(200));
-        assert_eq!(page.missing, ["GONE"]);
-        let empty = r#"{"type":"io.nats.jetstream.api.v1.stream_list_response","total":0,"offset":0,"limit":256,"streams":null}"#;
-        assert!(parse_stream_list(empty.as_bytes())
+        let streams = r#"{"type":"io.nats.jetstream.api.v1.stream_names_response","total":1300,"offset":1024,"limit":1024,"streams":["CAP","ORDERS"]}"#;
+        let page = parse_stream_names(streams.as_bytes()).unwrap();
+        assert_eq!((page.total, page.offset, page.limit), (1300, 1024, 1024));
+        assert_eq!(page.items, ["CAP", "ORDERS"]);
+        let empty = r#"{"type":"io.nats.jetstream.api.v1.stream_names_response","total":0,"offset":0,"limit":1024,"streams":null}"#;
+        assert!(parse_stream_names(empty.as_bytes())
             .unwrap()
             .items
             .is_empty());

@@ -141,6 +141,18 @@ impl Stored {
     }
 }
 
+/// A cause file's contents, for `key`: the cause kept, or none (unreadable, foreign).
+pub fn decode_cause(text: &[u8], key: &Key) -> Option<Persisting> {
+    match serde_json::from_slice::<CauseFile>(text).ok()? {
+        f if f.version == VERSION && f.key == *key => Some(Persisting {
+            cause: f.cause,
+            since_ms: f.since_ms,
+            last_ms: f.last_ms,
+        }),
+        _ => None,
+    }
+}
+
 /// A state file's contents, for `key`: its sample, or why not.
 pub fn decode(text: &[u8], key: &Key) -> Loaded {
     match serde_json::from_slice::<File>(text) {
@@ -277,14 +289,7 @@ impl StateDir {
             .take(MAX_FILE)
             .read_to_end(&mut text)
             .ok()?;
-        match serde_json::from_slice::<CauseFile>(&text).ok()? {
-            f if f.version == VERSION && f.key == *key => Some(Persisting {
-                cause: f.cause,
-                since_ms: f.since_ms,
-                last_ms: f.last_ms,
-            }),
-            _ => None,
-        }
+        decode_cause(&text, key)
     }
 
     /// Keeps `cause` for `key`, or clears what was kept (None).
