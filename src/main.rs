@@ -64,32 +64,18 @@ fn main() -> ExitCode {
     };
     let env = |name: &str| std::env::var(name).ok();
     let outcome = match cli.command {
-        Command::Check(args) => {
-            let json = args.json;
-            match args.validate(&env) {
-                Ok(config) => run_check(config, started),
-                Err(e) => failure(e, json),
-            }
-        }
-        Command::Guard(args) => {
-            let json = args.json;
-            match args.validate(&env) {
-                Ok(config) => run_guard(config, started),
-                Err(e) => failure(e, json),
-            }
-        }
-        Command::Diagnose(args) => {
-            let json = args.json;
-            match args.validate(&env) {
-                Ok(config) => {
-                    // Colour only for a person: a terminal, and never with NO_COLOR set.
-                    let colour = std::io::stdout().is_terminal()
-                        && env("NO_COLOR").is_none_or(|v| v.is_empty());
-                    run_diagnose(config, started, colour)
-                }
-                Err(e) => failure(e, json),
-            }
-        }
+        Command::Check(args) => validated(args.json, args.validate(&env), &|config| {
+            run_check(config, started, None)
+        }),
+        Command::Guard(args) => validated(args.json, args.validate(&env), &|config| {
+            run_guard(config, started)
+        }),
+        Command::Diagnose(args) => validated(args.json, args.validate(&env), &|config| {
+            // Colour only for a person: a terminal, and never with NO_COLOR set.
+            let colour =
+                std::io::stdout().is_terminal() && env("NO_COLOR").is_none_or(|v| v.is_empty());
+            run_check(config, started, Some(colour))
+        }),
         Command::Install(args) => match commands::install::run(&args.dest) {
             Ok(done) => Outcome {
                 text: Text::Line(format!(
@@ -114,6 +100,15 @@ fn main() -> ExitCode {
         }
     };
     outcome.exit.into()
+}
+
+/// A command's validated configuration run, or the flag that failed validation: exit 2, worded
+/// as the command's output would be.
+fn validated<C>(json: bool, config: Result<C, Error>, run: &dyn Fn(C) -> Outcome) -> Outcome {
+    match config {
+        Ok(config) => run(config),
+        Err(e) => failure(e, json),
+    }
 }
 
 /// What a run prints, where, and how it exits.
@@ -196,43 +191,30 @@ fn under_deadline<T>(
     result
 }
 
-fn run_check(config: CheckConfig, started: Instant) -> Outcome {
+/// `check`, or with `diagnose: Some(colour)` `diagnose` (the check with every socket listed,
+/// explained), under `--timeout`; `diagnose` exits as the check would.
+fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) -> Outcome {
+    config.verbose |= diagnose.is_some();
     let (json, verbose) = (config.json, config.verbose);
     let named = format!("--timeout {}", duration::display(config.timeout));
-    match under_deadline(
+    let ran = under_deadline(
         config.timeout,
         &named,
         json,
         started,
         Memory::of_check(),
-        |deadline| commands::check::run(&config, deadline),
-    ) {
-        Ok(report) => Outcome {
-            text: Text::Line(report::render_check(&report, json, verbose)),
-            to_stderr: false,
-            exit: report.health.into(),
+        |deadline| match diagnose {
+            None => commands::check::run(&config, deadline)
+                .map(|r| (report::render_check(&r, json, verbose), r.health)),
+            Some(colour) => commands::diagnose::run(&config, deadline, cli::VERSION)
+                .map(|r| (report::render_diagnose(&r, json, colour), r.health())),
         },
-        Err(e) => failure(e, json),
-    }
-}
-
-/// `diagnose`: the check with every socket listed, explained; exits as the check would.
-fn run_diagnose(mut config: CheckConfig, started: Instant, colour: bool) -> Outcome {
-    config.verbose = true;
-    let json = config.json;
-    let named = format!("--timeout {}", duration::display(config.timeout));
-    match under_deadline(
-        config.timeout,
-        &named,
-        json,
-        started,
-        Memory::of_check(),
-        |deadline| commands::diagnose::run(&config, deadline, cli::VERSION),
-    ) {
-        Ok(report) => Outcome {
-            text: Text::Line(report::render_diagnose(&report, json, colour)),
+    );
+    match ran {
+        Ok((text, health)) => Outcome {
+            text: Text::Line(text),
             to_stderr: false,
-            exit: report.health().into(),
+            exit: health.into(),
         },
         Err(e) => failure(e, json),
     }
