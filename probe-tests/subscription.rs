@@ -12,16 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// NATS in one namespace, two app pods linked to it on subnets 10.201 and 10.202.
-struct Replicas {
-    nats: Arc<NetNs>,
-    pods: [Arc<NetNs>; 2],
+pub(crate) struct Replicas {
+    pub(crate) nats: Arc<NetNs>,
+    pub(crate) pods: [Arc<NetNs>; 2],
     /// The NATS pod's address as each app pod reaches it.
-    gateways: [String; 2],
-    state: tempfile::TempDir,
+    pub(crate) gateways: [String; 2],
+    pub(crate) state: tempfile::TempDir,
 }
 
 impl Replicas {
-    fn new() -> Replicas {
+    pub(crate) fn new() -> Replicas {
         let nats = Arc::new(NetNs::new());
         let pods = [Arc::new(NetNs::new()), Arc::new(NetNs::new())];
         let (g0, _) = link_subnet(&nats, &pods[0], 201);
@@ -35,12 +35,21 @@ impl Replicas {
     }
 
     /// `natsprobe check ARGS` in pod `i`, its own state dir.
-    fn check(&self, i: usize, args: &[&str]) -> Run {
+    pub(crate) fn check(&self, i: usize, args: &[&str]) -> Run {
         let state = self.state.path().join(i.to_string());
         let state = state.to_string_lossy().to_string();
         let mut all = vec!["check", "--state-dir", state.as_str()];
         all.extend_from_slice(args);
         probe(&all).ns(&self.pods[i]).run()
+    }
+
+    /// The same, with the probe's own `--sample-every` and `--subscription-every` defaults.
+    pub(crate) fn check_with_defaults(&self, i: usize, args: &[&str]) -> Run {
+        let state = self.state.path().join(i.to_string());
+        let state = state.to_string_lossy().to_string();
+        let mut all = vec!["check", "--state-dir", state.as_str()];
+        all.extend_from_slice(args);
+        probe(&all).ns(&self.pods[i]).sampling_defaults().run()
     }
 }
 

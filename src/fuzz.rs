@@ -43,7 +43,7 @@ pub fn jetstream(data: &[u8]) {
 pub fn connz(data: &[u8]) {
     let _ = connz::parse_envelope(data, true);
     let _ = connz::parse_envelope(data, false);
-    let _ = connz::parse_connz(data);
+    let _ = connz::parse_connz(data, "http://fuzz:8222");
 }
 
 /// A state file, as another run (or anyone who could write the dir) left it.

@@ -31,6 +31,10 @@ pub struct Probe<'a> {
     runner: Option<&'static str>,
     /// A seccomp filter that refuses netlink sockets (EPERM), as some profiles do.
     no_netlink: bool,
+    /// Keep the probe's own `--sample-every` and `--subscription-every` defaults. Without,
+    /// the server is asked every run (both 0s), as before issue 20: the scenarios judge what
+    /// the server says now; the defaults' skipping and trusting have their own tests.
+    sampling_defaults: bool,
 }
 
 pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
@@ -42,12 +46,19 @@ pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
         binary: binary(),
         runner: None,
         no_netlink: false,
+        sampling_defaults: false,
     }
 }
 
 impl<'a> Probe<'a> {
     pub fn ns(mut self, ns: &'a NetNs) -> Self {
         self.ns = Some(ns);
+        self
+    }
+
+    /// The probe's own sampling defaults (see `sampling_defaults`).
+    pub fn sampling_defaults(mut self) -> Self {
+        self.sampling_defaults = true;
         self
     }
 
@@ -114,6 +125,10 @@ impl<'a> Probe<'a> {
             if key.starts_with("NATSPROBE_") || key.starts_with("NATS_") {
                 cmd.env_remove(&key);
             }
+        }
+        if !self.sampling_defaults {
+            cmd.env("NATSPROBE_SAMPLE_EVERY", "0s")
+                .env("NATSPROBE_SUBSCRIPTION_EVERY", "0s");
         }
         cmd.args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)));

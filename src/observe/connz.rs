@@ -17,7 +17,7 @@
 use super::jetstream::{ApiError, ParseError};
 use super::nats::Session;
 use crate::config::MonitorUrl;
-use crate::facts::{Connz, ServerConnection, Unknown, Wanted};
+use crate::facts::{Connz, LookedUp, ServerConnection, ServerIdent, Unknown, Wanted};
 use futures_core::Stream;
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -38,6 +38,8 @@ const MAX_BODY: usize = 64 << 20;
 #[derive(Debug, Clone)]
 pub struct Page {
     pub server: Option<String>,
+    /// The answering server's name and id, when the answer gave both.
+    pub ident: Option<ServerIdent>,
     pub total: u64,
     pub connections: Vec<ServerConnection>,
 }
@@ -52,6 +54,8 @@ struct RawSub {
 #[derive(Deserialize)]
 struct RawConn {
     #[serde(default)]
+    cid: u64,
+    #[serde(default)]
     ip: String,
     #[serde(default)]
     port: u16,
@@ -62,6 +66,8 @@ struct RawConn {
 #[derive(Deserialize)]
 struct RawConnz {
     #[serde(default)]
+    server_id: String,
+    #[serde(default)]
     total: u64,
     connections: Option<Vec<RawConn>>,
 }
@@ -69,6 +75,7 @@ struct RawConnz {
 #[derive(Deserialize)]
 struct RawServer {
     name: Option<String>,
+    id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -87,13 +94,19 @@ struct RawEnvelope {
     error: Option<RawError>,
 }
 
-fn connections(raw: RawConnz, details: bool) -> Vec<ServerConnection> {
+fn connections(
+    raw: RawConnz,
+    details: bool,
+    server: Option<&ServerIdent>,
+) -> Vec<ServerConnection> {
     raw.connections
         .unwrap_or_default()
         .into_iter()
         .filter_map(|c| {
             let ip: IpAddr = c.ip.parse().ok()?;
             Some(ServerConnection {
+                cid: c.cid,
+                server: server.cloned(),
                 addr: SocketAddr::new(crate::facts::unmap(ip), c.port),
                 name: c.name.filter(|n| !n.is_empty()),
                 subscriptions: details.then(|| {
@@ -122,21 +135,36 @@ pub fn parse_envelope(body: &[u8], details: bool) -> Result<Page, ParseError> {
     let data = raw
         .data
         .ok_or_else(|| ParseError::Malformed("no data".into()))?;
+    let (name, id) = raw.server.map_or((None, None), |s| (s.name, s.id));
+    let ident = match (&name, id) {
+        (Some(name), Some(id)) => Some(ServerIdent {
+            name: name.clone(),
+            id,
+        }),
+        _ => None,
+    };
     Ok(Page {
-        server: raw.server.and_then(|s| s.name),
+        server: name,
         total: data.total,
-        connections: connections(data, details),
+        connections: connections(data, details, ident.as_ref()),
+        ident,
     })
 }
 
-/// One page of `/connz?subs=detail`.
-pub fn parse_connz(body: &[u8]) -> Result<Page, ParseError> {
+/// One page of `/connz?subs=detail` from the monitoring port at `url` (the server's name
+/// there is the URL: the page names only the server's id).
+pub fn parse_connz(body: &[u8], url: &str) -> Result<Page, ParseError> {
     let raw: RawConnz =
         serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    let ident = (!raw.server_id.is_empty()).then(|| ServerIdent {
+        name: url.to_string(),
+        id: raw.server_id.clone(),
+    });
     Ok(Page {
         server: None,
         total: raw.total,
-        connections: connections(raw, true),
+        connections: connections(raw, true, ident.as_ref()),
+        ident,
     })
 }
 
@@ -210,6 +238,54 @@ pub async fn from_account(
     Ok(connz)
 }
 
+/// One connection by its cid, from the account's connection report of the server named
+/// `at`: the server finds it directly (`s.clients[cid]`, monitor.go), where a subject filter
+/// walks every connection's subscriptions. The name filter of a system request matches by
+/// substring (events.go `filterRequest`), so every answer is kept with its server's name and
+/// id, and the caller compares both.
+pub async fn lookup_account(
+    session: &Session,
+    at: &ServerIdent,
+    cid: u64,
+    deadline: Instant,
+) -> Result<Vec<LookedUp>, Unknown> {
+    let servers = session.client.server_info().connect_urls.len().max(1);
+    let body = serde_json::json!({
+        "cid": cid,
+        "subscriptions_detail": true,
+        "server_name": at.name,
+    });
+    let exact = |pages: &[Page]| pages.iter().any(|p| p.server.as_deref() == Some(&at.name));
+    let pages = ping(session, &body, servers, true, deadline, exact).await?;
+    Ok(pages.into_iter().filter_map(looked_up).collect())
+}
+
+/// One connection by its cid from the monitoring port (`/connz?cid=N&subs=detail`).
+pub async fn lookup_monitor(
+    url: &MonitorUrl,
+    cid: u64,
+    deadline: Instant,
+) -> Result<Vec<LookedUp>, Unknown> {
+    let path = format!("/connz?cid={cid}&subs=detail");
+    let body = tokio::time::timeout_at(deadline.into(), http_get(url, &path))
+        .await
+        .map_err(|_| Unknown::Deadline)??;
+    let page =
+        parse_connz(&body, &url.to_string()).map_err(|e| Unknown::Failed(format!("{url}: {e}")))?;
+    Ok(looked_up(page).into_iter().collect())
+}
+
+/// A lookup's page: the server that answered, and the connection (a cid no longer open
+/// comes back as an empty list).
+fn looked_up(page: Page) -> Option<LookedUp> {
+    let server = page.ident?;
+    let connection = page
+        .connections
+        .into_iter()
+        .find(|c| c.server.as_ref() == Some(&server));
+    Some(LookedUp { server, connection })
+}
+
 /// Whether a listed connection holds `w`: the same subject, in the same queue group.
 pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
     c.subscriptions
@@ -279,7 +355,7 @@ pub async fn from_monitor(
             let body = tokio::time::timeout_at(deadline.into(), http_get(url, &path))
                 .await
                 .map_err(|_| Unknown::Deadline)??;
-            parse_connz(&body).map_err(|e| Unknown::Failed(format!("{url}: {e}")))
+            parse_connz(&body, &url.to_string()).map_err(|e| Unknown::Failed(format!("{url}: {e}")))
         }
     };
     let first = get(0).await?;
@@ -394,7 +470,9 @@ mod tests {
     #[test]
     fn a_monitoring_page_and_mapped_addresses() {
         let body = r#"{"server_id":"N","now":"2026-12-01T08:00:00Z","num_connections":2,"total":2000,"offset":1024,"limit":1024,"connections":[{"cid":1,"ip":"::ffff:10.0.0.7","port":4000,"subscriptions_list_detail":[{"subject":"journal.>","sid":"1"}]},{"cid":2,"ip":"not an ip","port":1}]}"#;
-        let page = parse_connz(body.as_bytes()).unwrap();
+        let page = parse_connz(body.as_bytes(), "http://m:8222").unwrap();
+        assert_eq!(page.ident.as_ref().map(|i| i.id.as_str()), Some("N"));
+        assert_eq!(page.connections[0].cid, 1);
         assert_eq!(page.total, 2000);
         assert_eq!(
             page.connections.len(),

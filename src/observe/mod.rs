@@ -8,6 +8,7 @@ pub mod connz;
 pub mod jetstream;
 pub mod listing;
 pub mod nats;
+pub mod remembered;
 pub mod server;
 pub mod sockets;
 pub mod state;
@@ -36,6 +37,9 @@ pub struct Observations {
     pub now_ms: i64,
     /// The server's connection list, when a subscription had to be matched.
     pub connz: Option<Result<crate::facts::Connz, crate::facts::Unknown>>,
+    /// Whether the consumers were asked this run or skipped between looks (`--sample-every`);
+    /// None when there are none, or no connection to judge them by.
+    pub sampling: Option<crate::rules::remembered::Sampling>,
 }
 
 /// This pod's side: whose sockets count, and the socket table.
@@ -221,6 +225,31 @@ impl Nats {
                 .runtime
                 .block_on(connz::from_monitor(url, wanted, &self.name, deadline)),
             (Err(why), None) => Err(why),
+        }
+    }
+}
+
+impl Nats {
+    /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
+    /// when it was matched there, else from the account's connection report.
+    pub fn lookup(
+        &self,
+        at: &crate::facts::ServerIdent,
+        cid: u64,
+        monitor: Option<&crate::config::MonitorUrl>,
+        deadline: Instant,
+    ) -> Result<Vec<crate::facts::LookedUp>, crate::facts::Unknown> {
+        crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
+        if let Some(url) = monitor.filter(|u| u.to_string() == at.name) {
+            return self
+                .runtime
+                .block_on(connz::lookup_monitor(url, cid, deadline));
+        }
+        match &self.session {
+            Ok(session) => self
+                .runtime
+                .block_on(connz::lookup_account(session, at, cid, deadline)),
+            Err(why) => Err(why.clone()),
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod check;
 pub mod diagnose;
 pub mod guard;
 pub mod human;
+pub mod remembered;
 
 use serde::Serialize;
 
@@ -176,6 +177,7 @@ mod tests {
                 client_age: None,
                 now_ms: 0,
                 connz: None,
+                sampling: None,
             },
             servers: vec![],
             consumers: vec![],
