@@ -161,7 +161,8 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
         }
         drop(nats);
 
-        if matches!(obs.sampling, Some(Sampling::Ask(_))) {
+        // With --sample-every 0 every run asks: nothing to remember.
+        if matches!(obs.sampling, Some(Sampling::Ask(_))) && !config.sample_every.is_zero() {
             if let Ok(dir) = &dir {
                 let outcomes: Vec<_> = judgements
                     .iter()

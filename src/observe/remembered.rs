@@ -238,8 +238,33 @@ fn read(_dir: &StateDir, path: &PathBuf) -> Option<Vec<u8>> {
     (text.len() as u64 <= MAX_FILE).then_some(text)
 }
 
+/// Removes this module's temporary files a killed run left (older than a minute), as
+/// `observe::state` does for the samples'.
+fn sweep(dir: &StateDir) {
+    let Ok(entries) = fs::read_dir(&dir.path) else {
+        return;
+    };
+    let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let ours = name.starts_with(".look-") || name.starts_with(".subscription-");
+        if !(ours && name.ends_with(".tmp")) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < stale);
+        if old {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Replaces `path` atomically, never writing through a symlink.
 fn write(dir: &StateDir, path: &PathBuf, body: &[u8]) -> Result<(), String> {
+    sweep(dir);
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.path.join(format!(".{name}.{}.tmp", std::process::id()));
     let _ = fs::remove_file(&tmp);

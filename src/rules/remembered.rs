@@ -454,6 +454,42 @@ mod tests {
         );
     }
 
+    /// The schedule the README's fleet table and the fleet benchmark's kubelet averages rest
+    /// on: at `periodSeconds: 10` with the defaults (`--sample-every` 45s, `--subscription-every`
+    /// 5m), 1 run in 5 asks about the consumers and 1 in 30 asks for the connection by cid.
+    #[test]
+    fn the_default_schedule_at_period_ten_seconds() {
+        let (every, trust) = (Duration::from_secs(45), Duration::from_secs(300));
+        let ours = [socket("10.200.0.2:51828", 4242)];
+        let mut last: Option<LastLook> = None;
+        let mut kept: Option<Remembered> = None;
+        let (mut looks, mut lookups, mut matches) = (0, 0, 0);
+        for run in 0..60 {
+            let now = NOW + run * 10_000;
+            if let Sampling::Ask(_) = sampling(last.as_ref(), &[4242], every, now) {
+                looks += 1;
+                last = Some(LastLook {
+                    at_ms: now,
+                    calm: true,
+                    inodes: vec![4242],
+                    wanted: vec![],
+                });
+            }
+            match plan(kept.as_ref(), &ours, trust, now) {
+                Plan::Trust { .. } => {}
+                Plan::LookUp => lookups += 1,
+                Plan::Match(_) => matches += 1,
+            }
+            if !matches!(plan(kept.as_ref(), &ours, trust, now), Plan::Trust { .. }) {
+                kept = Some(Remembered {
+                    held_at_ms: Some(now),
+                    ..memo(None)
+                });
+            }
+        }
+        assert_eq!((looks, lookups, matches), (12, 1, 1));
+    }
+
     #[test]
     fn only_a_healthy_consumer_with_no_stall_clock_is_calm() {
         use crate::rules::consumer::{Fault, Unmeasured};
