@@ -106,6 +106,17 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
             })
             .collect();
         let inodes: Vec<u64> = sockets.iter().map(|s| s.inode).collect();
+        // Only a live connection is trusted or looked up: a half-open one is matched again.
+        let live: Vec<remembered::Socket> = sockets
+            .iter()
+            .filter(|s| {
+                !connections
+                    .half_open
+                    .iter()
+                    .any(|(h, _)| h.inode == s.inode)
+            })
+            .copied()
+            .collect();
         let last = match (&dir, config.consumers.is_empty()) {
             (Ok(d), false) => observe::remembered::load_look(d, &server, &config.consumers),
             _ => None,
@@ -152,7 +163,7 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
                 &mut nats,
                 dir.as_ref().ok(),
                 &server,
-                &sockets,
+                (&sockets, &live),
                 wanted,
                 obs.now_ms,
                 network_deadline,
@@ -279,7 +290,7 @@ fn judge_subscriptions(
     nats: &mut Option<observe::Nats>,
     dir: Option<&StateDir>,
     server: &str,
-    sockets: &[remembered::Socket],
+    (sockets, live): (&[remembered::Socket], &[remembered::Socket]),
     wanted: Vec<(Wanted, Option<ConsumerName>)>,
     now_ms: i64,
     deadline: Instant,
@@ -294,7 +305,7 @@ fn judge_subscriptions(
     let mut lookups: HashMap<(ServerIdent, u64), Result<Vec<LookedUp>, Unknown>> = HashMap::new();
     for (i, ((w, _), memo)) in wanted.iter().zip(&memos).enumerate() {
         match (
-            remembered::plan(memo.as_ref(), sockets, config.subscription_every, now_ms),
+            remembered::plan(memo.as_ref(), live, config.subscription_every, now_ms),
             memo,
         ) {
             (Plan::Trust { held_ago }, Some(m)) => {
