@@ -348,6 +348,39 @@ mod tests {
         store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
     }
 
+    /// A temporary file a killed run left is removed once it is a minute old; a fresh one,
+    /// and the samples' own, are left alone.
+    #[test]
+    fn stale_temporary_files_are_swept() {
+        let (_tmp, dir) = dir();
+        let stale = dir.path.join(".look-00000000000000aa.json.4242.tmp");
+        let fresh = dir.path.join(".subscription-00000000000000bb.json.4343.tmp");
+        let sample = dir.path.join(".consumer-00000000000000cc.json.4444.tmp");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+        for f in [&stale, &fresh, &sample] {
+            fs::write(f, b"half").unwrap();
+        }
+        for f in [&stale, &sample] {
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
+        assert!(stale.exists(), "nothing written, nothing swept");
+        let look = LastLook {
+            at_ms: 1,
+            calm: true,
+            inodes: vec![],
+            wanted: vec![],
+        };
+        store_look(&dir, "nats://a:4222", &[], &look).unwrap();
+        assert!(!stale.exists(), "the stale file stays");
+        assert!(fresh.exists() && sample.exists());
+    }
+
     #[test]
     fn a_look_is_remembered_per_server_and_consumers() {
         let (_tmp, dir) = dir();
