@@ -1,8 +1,9 @@
 //! Benchmark: what a fleet of probes costs the NATS server (issue 20). For each mode of
 //! `check`, at 100, 1,000 and 10,000 idle connections on the server (each holding one
 //! subscription, from one natspeer process beside the server), on one server, one server with
-//! TLS, and a 3-node cluster: the server's CPU per run (utime + stime from /proc/<pid>/stat,
-//! every node's, the servers' idle rate measured just before and subtracted), the bytes the
+//! TLS, and a 3-node cluster: the server's CPU per run (utime + stime, read in ns as the sum
+//! of /proc/<pid>/task/*/schedstat, every node's, the servers' idle rate measured just before
+//! and subtracted), the bytes the
 //! server's pod received and sent per run (its veth's counters: TLS and all, the idle rate
 //! subtracted), and the probe's median wall time. The app pod holds a bound push consumer in a
 //! deliver group and a core subscription. Then the guard's server CPU per durable.
@@ -25,6 +26,7 @@
 #[allow(dead_code, unused_imports, unused_macros)]
 #[path = "../harness/mod.rs"]
 mod harness;
+#[allow(dead_code)]
 mod measure;
 
 use harness::cluster::Cluster;
@@ -32,8 +34,6 @@ use harness::{link, NatsServer, NetNs, Peer, Version};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Clock ticks per second for /proc/<pid>/stat (Linux: USER_HZ, 100).
-const TICK_MS: f64 = 10.0;
 const IDLE: Duration = Duration::from_millis(1500);
 
 fn main() {
@@ -115,8 +115,8 @@ struct Servers {
 }
 
 impl Servers {
-    fn cpu_ticks(&self) -> u64 {
-        self.pids.iter().map(|&p| cpu_ticks(p)).sum()
+    fn cpu(&self) -> f64 {
+        self.pids.iter().map(|&p| cpu_ms(p)).sum()
     }
 
     /// (received, sent) by the servers' pod on the link to the app pod.
@@ -144,12 +144,12 @@ impl Servers {
 
     /// The servers' CPU (ms per second) and bytes (per second) while nobody probes.
     fn idle(&self) -> (f64, f64, f64) {
-        let (c0, (r0, t0), at) = (self.cpu_ticks(), self.bytes(), Instant::now());
+        let (c0, (r0, t0), at) = (self.cpu(), self.bytes(), Instant::now());
         std::thread::sleep(IDLE);
-        let (c1, (r1, t1)) = (self.cpu_ticks(), self.bytes());
+        let (c1, (r1, t1)) = (self.cpu(), self.bytes());
         let secs = at.elapsed().as_secs_f64();
         (
-            (c1 - c0) as f64 * TICK_MS / secs,
+            (c1 - c0) / secs,
             (r1 - r0) as f64 / secs,
             (t1 - t0) as f64 / secs,
         )
@@ -161,7 +161,7 @@ impl Servers {
             measure::run_once(app, argv);
         }
         let (idle_cpu, idle_rx, idle_tx) = self.idle();
-        let (c0, (r0, t0), at) = (self.cpu_ticks(), self.bytes(), Instant::now());
+        let (c0, (r0, t0), at) = (self.cpu(), self.bytes(), Instant::now());
         let mut walls = Vec::with_capacity(runs);
         let mut codes = Vec::new();
         for _ in 0..runs {
@@ -169,7 +169,7 @@ impl Servers {
             walls.push(s.wall);
             codes.push(s.code);
         }
-        let (c1, (r1, t1)) = (self.cpu_ticks(), self.bytes());
+        let (c1, (r1, t1)) = (self.cpu(), self.bytes());
         let secs = at.elapsed().as_secs_f64();
         assert!(
             codes.iter().all(|&c| c == 0),
@@ -178,7 +178,7 @@ impl Servers {
         walls.sort();
         let n = runs as f64;
         Cost {
-            cpu_ms: (((c1 - c0) as f64 * TICK_MS) - idle_cpu * secs).max(0.0) / n,
+            cpu_ms: ((c1 - c0) - idle_cpu * secs).max(0.0) / n,
             rx: ((r1 - r0) as f64 - idle_rx * secs).max(0.0) / n,
             tx: ((t1 - t0) as f64 - idle_tx * secs).max(0.0) / n,
             wall_ms: walls[runs / 2].as_secs_f64() * 1e3,
@@ -562,12 +562,22 @@ fn guard(durables: usize, bin: &str, baseline: Option<&str>) {
     drop(bulk);
 }
 
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server's stat");
-    // After the command's closing parenthesis: state is field 3; utime, stime are 14, 15.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+/// The process's CPU time in ms: the sum over its threads of the scheduler's run time
+/// (`/proc/<pid>/task/*/schedstat`, ns), which is utime + stime without /proc/<pid>/stat's
+/// 10 ms ticks (a run costs the server well under one tick).
+fn cpu_ms(pid: u32) -> f64 {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's tasks") {
+        let path = task.unwrap().path().join("schedstat");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            ns += text
+                .split_whitespace()
+                .next()
+                .and_then(|f| f.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    ns as f64 / 1e6
 }
 
 fn load() -> String {
@@ -580,15 +590,21 @@ fn load() -> String {
 }
 
 /// 10,000 connections need as many descriptors in the server and in the client holding
-/// them: both inherit this process's limit.
+/// them: both inherit this process's soft limit, raised to its hard limit.
 fn raise_fd_limit() {
-    let limit = libc::rlimit {
-        rlim_cur: 65536,
-        rlim_max: 65536,
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
     };
-    // SAFETY: setrlimit with a plain struct; root may raise the hard limit.
+    // SAFETY: getrlimit/setrlimit with a plain struct.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    limit.rlim_cur = limit.rlim_max;
     let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0;
-    assert!(ok, "cannot raise RLIMIT_NOFILE to 65536 (run as root)");
+    assert!(
+        ok && limit.rlim_max >= 12_000,
+        "RLIMIT_NOFILE's hard limit {} is below 12,000 descriptors",
+        limit.rlim_max
+    );
 }
 
 /// A CA and a server certificate for `ip`, in `dir`.

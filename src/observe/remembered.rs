@@ -354,7 +354,9 @@ mod tests {
     fn stale_temporary_files_are_swept() {
         let (_tmp, dir) = dir();
         let stale = dir.path.join(".look-00000000000000aa.json.4242.tmp");
-        let fresh = dir.path.join(".subscription-00000000000000bb.json.4343.tmp");
+        let fresh = dir
+            .path
+            .join(".subscription-00000000000000bb.json.4343.tmp");
         let sample = dir.path.join(".consumer-00000000000000cc.json.4444.tmp");
         let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
         for f in [&stale, &fresh, &sample] {

@@ -366,7 +366,8 @@ func cmdMany(c *common, fs *flag.FlagSet, args []string) {
 	parse(fs, args)
 	var conns []*nats.Conn
 	for i := 0; i < *n; i++ {
-		nc, err := nats.Connect(c.url, nats.Name(fmt.Sprintf("idle-%d", i)), nats.MaxReconnects(-1))
+		opts := append(c.baseOptions(), nats.Name(fmt.Sprintf("idle-%d", i)), nats.MaxReconnects(-1))
+		nc, err := nats.Connect(c.url, opts...)
 		if err != nil {
 			fatal("connect %d: %v", i, err)
 		}
