@@ -66,7 +66,7 @@ fn main() {
     }
     println!("load before: {}", load());
 
-    let mut summary: Vec<(String, usize, Vec<(String, Cost)>)> = Vec::new();
+    let mut summary: Vec<Setup> = Vec::new();
     for setup in &setups {
         for &size in &sizes {
             let rows = setup_cell(setup, size, runs, &bin, baseline.as_deref());
@@ -83,6 +83,9 @@ fn main() {
     }
     println!("\nload after: {}", load());
 }
+
+/// One setup at one size: (setup, idle connections, each cell's name and cost).
+type Setup = (String, usize, Vec<(String, Cost)>);
 
 /// What one run costs, averaged over a cell's runs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -435,7 +438,7 @@ fn averages(rows: &[(String, Cost)]) -> Vec<(&'static str, Cost, Option<Cost>)> 
     ]
 }
 
-fn print_summary(summary: &[(String, usize, Vec<(String, Cost)>)]) {
+fn print_summary(summary: &[Setup]) {
     println!(
         "\nkubelet average per run, periodSeconds: 10, default settings (baseline: every run asks)"
     );
