@@ -241,14 +241,18 @@ impl Nats {
     ) -> Result<Vec<crate::facts::LookedUp>, crate::facts::Unknown> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
         if let Some(url) = monitor.filter(|u| u.to_string() == at.name) {
+            let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
             return self
                 .runtime
-                .block_on(connz::lookup_monitor(url, cid, deadline));
+                .block_on(connz::lookup_monitor(url, cid, until));
         }
+        // Half the time that is left: a server that does not answer by name leaves the rest
+        // to matching by address.
+        let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
         match &self.session {
             Ok(session) => self
                 .runtime
-                .block_on(connz::lookup_account(session, at, cid, deadline)),
+                .block_on(connz::lookup_account(session, at, cid, until)),
             Err(why) => Err(why.clone()),
         }
     }
