@@ -490,6 +490,90 @@ mod tests {
         assert_eq!((looks, lookups, matches), (12, 1, 1));
     }
 
+    /// The stall clock across skipped runs. A consumer acks every 5 s with work waiting, then
+    /// stops at 100 s. Judged every 10 s run, and judged only when `sampling` says so (the
+    /// defaults: `--sample-every` 45s): neither calls it stalled before a whole window (60 s)
+    /// without progress, no skipped run is a gap or stall time, the stall clock never exceeds
+    /// the time since the last ack, and the skipping probe sees the stall at most
+    /// `--sample-every` + a period later.
+    #[test]
+    fn skipped_runs_are_neither_gaps_nor_stall_time() {
+        use crate::rules::consumer::{Intervals, Policy};
+        let policy = Policy {
+            stall_after: Duration::from_secs(60),
+            intervals: Intervals::UpToWindow,
+        };
+        let every = Duration::from_secs(45);
+        // Stopping right after a look, between looks, and on one.
+        for stop in [55, 72, 100] {
+            stalls_once(stop, every, &policy);
+        }
+    }
+
+    fn stalls_once(stop: i64, every: Duration, policy: &crate::rules::consumer::Policy) {
+        use crate::facts::Observed;
+        use crate::rules::consumer::{self, tests::facts, Fault, Unmeasured};
+        const S: i64 = 1_000_000_000;
+        let seen = |t: i64| {
+            let last_ack = if t < stop { t - t % 5 } else { stop - 5 };
+            let mut f = facts(4, 1, (last_ack / 5) as u64 + 1);
+            f.ts = Some(1_000 * S + t * S);
+            f.ack_floor.last_active = Some(1_000 * S + last_ack * S);
+            f.delivered.last_active = Some(1_000 * S + last_ack * S);
+            (
+                Observed::Found {
+                    facts: f,
+                    stream: None,
+                },
+                last_ack,
+            )
+        };
+        let mut first_stall = [None, None];
+        for (i, skipping) in [false, true].into_iter().enumerate() {
+            let mut prev: Option<Sample> = None;
+            let mut last: Option<LastLook> = None;
+            for t in (0..400).step_by(10) {
+                let now = NOW + t * 1000;
+                let every = if skipping { every } else { Duration::ZERO };
+                if let Sampling::Skip { .. } = sampling(last.as_ref(), &[1], every, now) {
+                    continue;
+                }
+                let (observed, last_ack) = seen(t);
+                let j = consumer::judge(&observed, prev.as_ref(), policy, now);
+                let stalled_ms = j.sample.as_ref().map_or(0, |s| s.stalled_ms);
+                assert!(
+                    stalled_ms <= (t - last_ack) * 1000,
+                    "t={t}: {stalled_ms} ms"
+                );
+                assert!(
+                    !matches!(
+                        j.outcome,
+                        Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Gap))
+                    ),
+                    "t={t}"
+                );
+                if let Outcome::Unhealthy(Fault::Stalled { .. }) = j.outcome {
+                    assert!(t - last_ack >= 60, "t={t}: stalled before a window");
+                    first_stall[i].get_or_insert(t);
+                }
+                last = Some(LastLook {
+                    at_ms: now,
+                    calm: calm(&[(&j.outcome, j.sample.as_ref())]),
+                    inodes: vec![1],
+                    wanted: vec![],
+                });
+                prev = j.sample;
+            }
+        }
+        let [Some(every_run), Some(sampled)] = first_stall else {
+            panic!("never stalled: {first_stall:?}");
+        };
+        assert!(
+            sampled >= every_run && sampled <= every_run + 45 + 10,
+            "stopped at {stop} s: stalled at {every_run} s every run, {sampled} s sampled"
+        );
+    }
+
     #[test]
     fn only_a_healthy_consumer_with_no_stall_clock_is_calm() {
         use crate::rules::consumer::{Fault, Unmeasured};
