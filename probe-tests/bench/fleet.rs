@@ -532,7 +532,7 @@ fn guard(durables: usize, bin: &str, baseline: Option<&str>) {
         pids: vec![server.pid().unwrap()],
         dev: "veth200",
     };
-    println!("\nguard over {durables} durables (3 runs, --interval 10ms)");
+    println!("\nguard over {durables} durables (10 runs, --interval 10ms)");
     let mut tools = vec![("guard", bin.to_string())];
     if let Some(b) = baseline {
         tools.push(("baseline: guard", b.to_string()));
@@ -552,7 +552,7 @@ fn guard(durables: usize, bin: &str, baseline: Option<&str>) {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let c = servers.cell(&app, &argv, 3, 0);
+        let c = servers.cell(&app, &argv, 10, 1);
         println!(
             "  {name:<16} server CPU {:>8.1} ms a run = {:>6.2} µs per durable; in {:.0} B, out {:.0} B a run; wall {:.0} ms",
             c.cpu_ms,

@@ -1,6 +1,8 @@
 //! `check`: the pod's liveness verdict. Observes in the order the rules ask (one socket read
-//! in the common case; the servers only without a connection; JetStream only with one),
-//! judges, keeps each consumer's sample for the next run, and returns the report.
+//! in the common case; the servers only without a connection; JetStream only with one, and
+//! only when a look is due or a subscription's connection is not trusted), judges, keeps each
+//! consumer's sample, the look and each subscription's connection for the next run, and
+//! returns the report.
 
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;

@@ -13,6 +13,10 @@
 //!
 //! Or from the server's HTTP monitoring port (`--monitor`, `/connz?subs=detail`, every page,
 //! 1024 a page), which has no subject filter.
+//!
+//! Once this pod's connection is known, later runs ask for it alone by its `cid`
+//! (`lookup_account`, `lookup_monitor`; `rules::remembered` decides when, and whether the
+//! answer is still this pod's).
 
 use super::jetstream::{ApiError, ParseError};
 use super::nats::Session;
