@@ -333,6 +333,29 @@ fn the_consumers_are_asked_every_sample_and_after_any_fault() {
     skipped.expect(0);
     assert_eq!(looked(&skipped), "skipped", "{skipped}");
     assert!(skipped.json()["consumers"].as_array().unwrap().is_empty());
+    // diagnose says the same, as the check took it.
+    let state = r.state.path().join("0").to_string_lossy().to_string();
+    let diagnosed = crate::harness::probe(&[
+        "diagnose",
+        "--state-dir",
+        &state,
+        "--server",
+        &url,
+        "--consumer",
+        "S/D",
+        "--sample-every",
+        "3s",
+    ])
+    .ns(&r.pods[0])
+    .sampling_defaults()
+    .run();
+    diagnosed.expect(0);
+    assert!(
+        diagnosed
+            .stdout
+            .contains("not asked this run: all healthy when asked"),
+        "{diagnosed}"
+    );
     // Unbound, its connection kept: not seen until the look is due.
     app.signal(libc::SIGHUP);
     app.wait_for("unsubscribed", S10);
