@@ -463,14 +463,7 @@ fn a_thousand_consumers() {
 fn a_consumer_losing_messages_is_a_fault_in_every_run_under_load() {
     let pods = Pods::new(Version::Pinned);
     let capped = |durable: &str| {
-        let mut args = vec![
-            "-stream",
-            "CAP",
-            "-subjects",
-            "cap.>",
-            "-max-bytes",
-            "20000",
-        ];
+        let mut args = vec!["-stream", "CAP", "-subjects", "cap.>", "-max-bytes", "20000"];
         let push = push_consumer("CAP", durable);
         args.extend(push[2..].iter().map(String::as_str));
         pods.setup(&args);
@@ -499,10 +492,7 @@ fn a_consumer_losing_messages_is_a_fault_in_every_run_under_load() {
         let n = lost["losses"]["deleted_unacked"].as_u64().unwrap();
         assert!(n > 0, "run {i}: the loss count in its row\n{run}");
         assert!(
-            lost["reason"]
-                .as_str()
-                .unwrap()
-                .starts_with("losing messages"),
+            lost["reason"].as_str().unwrap().starts_with("losing messages"),
             "run {i}: {run}"
         );
         assert_ne!(lost["progress"], "acked", "run {i}: {run}");
@@ -558,9 +548,7 @@ fn twenty_thousand_durables_in_bounded_memory() {
     let faulted = guard(&[]);
     faulted.expect(1);
     assert!(
-        summary_line(&faulted).ends_with(
-            "3 of 20003 durables faulted in both of two looks 1s apart: F/f00, F/f01, F/f02"
-        ),
+        summary_line(&faulted).ends_with("3 of 20003 durables faulted in both of two looks 1s apart: F/f00, F/f01, F/f02"),
         "{faulted}"
     );
     let healthy = guard(&["--ignore", "F/*", "--json"]);

@@ -106,15 +106,7 @@ fn size(
     let mut tools = vec![
         (
             "natsprobe guard (2 looks)",
-            s(&[
-                bin,
-                "guard",
-                "--server",
-                &url,
-                "--interval",
-                "10ms",
-                "--json",
-            ]),
+            s(&[bin, "guard", "--server", &url, "--interval", "10ms", "--json"]),
         ),
         (
             "nats.go ConsumersInfo x2",

@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::facts::{Advisories, ConsumerName, Look, Observed, Unknown};
 use crate::observe::nats::{Session, SetupError};
 use crate::observe::{self, advisories, listing, server};
-use crate::report::guard::{self as report, Glance, GuardConsumer, GuardReport, Judged};
+use crate::report::guard::{self as report, GuardConsumer, GuardReport, Glance, Judged};
 use crate::rules::consumer::Judgement;
 use crate::rules::guard::{self, Seen};
 use std::collections::{BTreeSet, HashMap};
@@ -103,11 +103,7 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
         rows.push(Box::new(judge.row(&name, Some(&was), second.as_ref())));
     }
     // A stream whose consumers could not be listed in a look is one row, unknown.
-    rows.extend(
-        judge
-            .unlisted_streams(&first_look, &second_look)
-            .map(Box::new),
-    );
+    rows.extend(judge.unlisted_streams(&first_look, &second_look).map(Box::new));
     let interval = Duration::from_millis((second_ms - first_ms).max(0) as u64);
     Ok(report::guard(rows, interval, &advisories))
 }
@@ -198,21 +194,23 @@ impl Judge<'_> {
             .keys()
             .chain(second.unknown_streams.keys())
             .collect();
-        streams.into_iter().map(|stream| {
-            let name = ConsumerName {
-                stream: stream.clone(),
-                durable: "*".into(),
-            };
-            let not_judged = |l: &Look| {
-                l.unknown_streams
-                    .get(stream)
-                    .map(|why| Observed::NotJudged(why.clone()))
-            };
-            let was = not_judged(first).map(|o| FirstLook {
-                judgement: guard::first_look(&o, &self.config.consumer_policy, self.first_ms),
-                glance: None,
-            });
-            self.row(&name, was.as_ref(), not_judged(second).as_ref())
-        })
+        streams
+            .into_iter()
+            .map(|stream| {
+                let name = ConsumerName {
+                    stream: stream.clone(),
+                    durable: "*".into(),
+                };
+                let not_judged = |l: &Look| {
+                    l.unknown_streams
+                        .get(stream)
+                        .map(|why| Observed::NotJudged(why.clone()))
+                };
+                let was = not_judged(first).map(|o| FirstLook {
+                    judgement: guard::first_look(&o, &self.config.consumer_policy, self.first_ms),
+                    glance: None,
+                });
+                self.row(&name, was.as_ref(), not_judged(second).as_ref())
+            })
     }
 }

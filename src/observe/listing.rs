@@ -84,11 +84,7 @@ pub async fn look(
     let mut unnamed: Vec<ConsumerName> = Vec::new();
     for name in unseen {
         let unknown = look.unknown_streams.get(&name.stream).cloned();
-        let observed = match (
-            name.durable.as_str(),
-            streams.contains(&name.stream),
-            unknown,
-        ) {
+        let observed = match (name.durable.as_str(), streams.contains(&name.stream), unknown) {
             // The stream's own row (`STREAM/*`, unknown) stands for it.
             ("*", _, Some(_)) | ("*", true, None) => continue,
             (_, _, Some(why)) => Observed::NotJudged(why),
@@ -272,11 +268,7 @@ fn bounded(body: Vec<u8>) -> Result<Vec<u8>, Unknown> {
 }
 
 /// One request, asked again through elections and timeouts until the deadline.
-async fn ask_one(
-    session: &Session,
-    request: Request,
-    deadline: Instant,
-) -> Result<Vec<u8>, Unknown> {
+async fn ask_one(session: &Session, request: Request, deadline: Instant) -> Result<Vec<u8>, Unknown> {
     bounded(
         ask_again(session, vec![request], deadline)
             .await
@@ -380,9 +372,6 @@ mod tests {
     fn an_answer_larger_than_any_page_is_named_not_parsed() {
         assert!(bounded(vec![b' '; MAX_ANSWER]).is_ok());
         let why = bounded(vec![b' '; MAX_ANSWER + 1]).unwrap_err();
-        assert!(
-            why.to_string().contains("larger than any real page"),
-            "{why}"
-        );
+        assert!(why.to_string().contains("larger than any real page"), "{why}");
     }
 }

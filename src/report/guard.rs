@@ -197,9 +197,7 @@ pub fn guard(
         // Nothing listed and nothing expected: a wrong account, credentials or JetStream
         // domain looks exactly like this, so it is said plainly, not as an all clear.
         _ if consumers.is_empty() => {
-            format!(
-                "no durables in this account (none listed in {looks}, none --expect'ed){extras}"
-            )
+            format!("no durables in this account (none listed in {looks}, none --expect'ed){extras}")
         }
         0 => format!("{durables}, no fault in {looks}{extras}"),
         n => {

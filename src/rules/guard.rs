@@ -403,10 +403,7 @@ mod tests {
         let mut s = seen(Some(&a), Some(&after));
         s.losses = losses;
         let v = run(s);
-        assert!(
-            matches!(v, Verdict::Fault(GuardFault::Losing { deleted: 2024, .. })),
-            "{v:?}"
-        );
+        assert!(matches!(v, Verdict::Fault(GuardFault::Losing { deleted: 2024, .. })), "{v:?}");
         let stale = looked(5870, T0 + INTERVAL_MS, 5600);
         let mut s = seen(Some(&a), Some(&stale));
         s.losses = losses;
