@@ -563,7 +563,8 @@ fn nkey_seed() -> String {
 }
 
 /// A thousand runs in a row against a live pod: no temporary or state file left beyond the
-/// one sample, no connection left open at the server, the state dir bounded.
+/// one sample and the one remembered connection, no connection left open at the server, the
+/// state dir bounded.
 #[test]
 fn a_thousand_runs_leave_nothing_behind() {
     let (pods, _consumer) = consumer_pod();
@@ -614,12 +615,22 @@ fn a_thousand_runs_leave_nothing_behind() {
         let run = probe(args).ns(&pods.app).run();
         assert_eq!(run.code, Some(0), "run {i}\n{run}");
     }
-    let files: Vec<String> = walk(state.path());
-    assert_eq!(files.len(), 1, "one sample file, nothing else: {files:?}");
-    let size = std::fs::metadata(state.path().join(&files[0]))
-        .unwrap()
-        .len();
-    assert!(size < 4096, "the sample is {size} bytes");
+    // The consumer's sample, and (--own-subscription) the pod's remembered connection.
+    let mut files: Vec<String> = walk(state.path());
+    files.sort();
+    assert_eq!(
+        files.len(),
+        2,
+        "one sample file, one connection, nothing else: {files:?}"
+    );
+    assert!(
+        files[0].starts_with("consumer-") && files[1].starts_with("subscription-"),
+        "{files:?}"
+    );
+    for file in &files {
+        let size = std::fs::metadata(state.path().join(file)).unwrap().len();
+        assert!(size < 4096, "{file} is {size} bytes");
+    }
     // The probe's connections closed with it (give the server a moment to see the last).
     wait_until("the probe's connections to close", S10, || {
         connections() <= before

@@ -14,6 +14,7 @@ mod hostile;
 mod image;
 mod operator_kit;
 mod outage_drill;
+mod remembered;
 mod server_aware;
 mod socket_check;
 mod subscription;

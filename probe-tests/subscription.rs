@@ -12,16 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// NATS in one namespace, two app pods linked to it on subnets 10.201 and 10.202.
-struct Replicas {
-    nats: Arc<NetNs>,
-    pods: [Arc<NetNs>; 2],
+pub(crate) struct Replicas {
+    pub(crate) nats: Arc<NetNs>,
+    pub(crate) pods: [Arc<NetNs>; 2],
     /// The NATS pod's address as each app pod reaches it.
-    gateways: [String; 2],
-    state: tempfile::TempDir,
+    pub(crate) gateways: [String; 2],
+    pub(crate) state: tempfile::TempDir,
 }
 
 impl Replicas {
-    fn new() -> Replicas {
+    pub(crate) fn new() -> Replicas {
         let nats = Arc::new(NetNs::new());
         let pods = [Arc::new(NetNs::new()), Arc::new(NetNs::new())];
         let (g0, _) = link_subnet(&nats, &pods[0], 201);
@@ -35,12 +35,21 @@ impl Replicas {
     }
 
     /// `natsprobe check ARGS` in pod `i`, its own state dir.
-    fn check(&self, i: usize, args: &[&str]) -> Run {
+    pub(crate) fn check(&self, i: usize, args: &[&str]) -> Run {
         let state = self.state.path().join(i.to_string());
         let state = state.to_string_lossy().to_string();
         let mut all = vec!["check", "--state-dir", state.as_str()];
         all.extend_from_slice(args);
         probe(&all).ns(&self.pods[i]).run()
+    }
+
+    /// The same, with the probe's own `--sample-every` and `--subscription-every` defaults.
+    pub(crate) fn check_with_defaults(&self, i: usize, args: &[&str]) -> Run {
+        let state = self.state.path().join(i.to_string());
+        let state = state.to_string_lossy().to_string();
+        let mut all = vec!["check", "--state-dir", state.as_str()];
+        all.extend_from_slice(args);
+        probe(&all).ns(&self.pods[i]).sampling_defaults().run()
     }
 }
 
@@ -202,6 +211,30 @@ fn the_deaf_replica_on_a_cluster() {
     check(1)
         .expect(0)
         .says(&["(consumer S/D) held (10.202.0.2:"]);
+    // Each pod's connection was asked for alone, by its cid at its own server (cids are
+    // unique per server only).
+    for (i, code) in [(0, 1), (1, 0)] {
+        let servers = all(i);
+        let run = r.check(
+            i,
+            &[
+                "--server",
+                &servers,
+                "--consumer",
+                "S/D",
+                "--own-subscription",
+                "--timeout",
+                "2s",
+                "-v",
+            ],
+        );
+        run.expect(code);
+        assert!(
+            run.stdout
+                .contains("asked for this pod's connection alone (cid "),
+            "{run}"
+        );
+    }
     drop(cluster);
 }
 
@@ -290,9 +323,13 @@ fn busy_servers_and_the_monitoring_port() {
         run.elapsed
     );
     // The monitoring port has no subject filter: every page of 2,000 connections.
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_string_lossy().to_string();
     let via_monitor = |extra: &[&str]| {
         let mut args = vec![
             "check",
+            "--state-dir",
+            &state,
             "--server",
             "nats://127.0.0.1:4999",
             "--port",
@@ -312,11 +349,17 @@ fn busy_servers_and_the_monitoring_port() {
     let sub = &monitor.json()["subscriptions"][0];
     assert_eq!(sub["outcome"], "held", "{monitor}");
     assert_eq!(sub["source"], "http://127.0.0.1:8222", "{monitor}");
-    // Dropped: the monitoring port's last page lists this pod's connection without it.
+    // Dropped: the monitoring port's answer for this pod's connection alone (by cid, as the
+    // first run remembered it there) lists it without the subscription.
     app.signal(libc::SIGHUP);
     app.wait_for("unsubscribed", S10);
-    let run = via_monitor(&[]);
+    let run = via_monitor(&["-v"]);
     run.expect(1).says(&["holds no such subscription"]);
+    assert!(
+        run.stdout
+            .contains("asked for this pod's connection alone (cid "),
+        "{run}"
+    );
 }
 
 /// An app pod whose traffic leaves rewritten to 10.200.0.99 (SNAT), with a client holding

@@ -45,7 +45,7 @@ pub fn connz(data: &[u8]) {
     let _ = connz::parse_envelope(data, true);
     let _ = connz::parse_envelope(data, false);
     let _ = connz::parse_leafz(data);
-    let _ = connz::parse_connz(data);
+    let _ = connz::parse_connz(data, "http://fuzz:8222");
 }
 
 /// A state file, as another run (or anyone who could write the dir) left it.

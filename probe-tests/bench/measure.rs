@@ -7,9 +7,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct Sample {
-    wall: Duration,
-    rss_kib: i64,
-    code: i32,
+    pub wall: Duration,
+    pub rss_kib: i64,
+    pub code: i32,
 }
 
 pub fn run_once(ns: &NetNs, argv: &[String]) -> Sample {

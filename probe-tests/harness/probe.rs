@@ -35,6 +35,10 @@ pub struct Probe<'a> {
     stdout_file: Option<PathBuf>,
     /// A seccomp filter that refuses netlink sockets (EPERM), as some profiles do.
     no_netlink: bool,
+    /// Keep the probe's own `--sample-every` and `--subscription-every` defaults. Without,
+    /// the server is asked every run (both 0s), as before issue 20: the scenarios judge what
+    /// the server says now; the defaults' skipping and trusting have their own tests.
+    sampling_defaults: bool,
 }
 
 /// The calling test's own TMPDIR for the probe: named after the test's thread (libtest names
@@ -68,12 +72,19 @@ pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
         runner: None,
         no_netlink: false,
         stdout_file: None,
+        sampling_defaults: false,
     }
 }
 
 impl<'a> Probe<'a> {
     pub fn ns(mut self, ns: &'a NetNs) -> Self {
         self.ns = Some(ns);
+        self
+    }
+
+    /// The probe's own sampling defaults (see `sampling_defaults`).
+    pub fn sampling_defaults(mut self) -> Self {
+        self.sampling_defaults = true;
         self
     }
 
@@ -150,6 +161,10 @@ impl<'a> Probe<'a> {
         // Each test its own default state dir: samples and kept causes (issue 22) of one
         // test never meet another's that ask the same server about the same consumer.
         cmd.env("TMPDIR", test_tmpdir());
+        if !self.sampling_defaults {
+            cmd.env("NATSPROBE_SAMPLE_EVERY", "0s")
+                .env("NATSPROBE_SUBSCRIPTION_EVERY", "0s");
+        }
         cmd.args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.stdin(Stdio::null());

@@ -361,6 +361,18 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DUR", env = "NATSPROBE_STALL_AFTER", hide_env_values = true, default_value = "60s", value_parser = duration::parse, help_heading = "Consumer")]
     pub stall_after: Duration,
 
+    /// Ask the server about the consumers at most this often while the last answer was calm
+    /// (every one idle or progressing); between looks only the sockets are read. 0: every run
+    /// [default: 3/4 of --stall-after, 45s]
+    #[arg(long, value_name = "DUR", env = "NATSPROBE_SAMPLE_EVERY", hide_env_values = true, value_parser = duration::parse, help_heading = "Consumer")]
+    pub sample_every: Option<Duration>,
+
+    /// Trust this pod's connection, on the same socket since it was seen holding the
+    /// subscription, this long before asking the server again. 0: ask every run
+    /// [default: 5m]
+    #[arg(long, value_name = "DUR", env = "NATSPROBE_SUBSCRIPTION_EVERY", hide_env_values = true, value_parser = duration::parse, help_heading = "Subscriptions")]
+    pub subscription_every: Option<Duration>,
+
     /// With --consumer: one of this pod's connections must hold each push consumer's
     /// deliver subscription, matched by address in the server's connection list
     #[arg(long, env = "NATSPROBE_OWN_SUBSCRIPTION", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Subscriptions")]
@@ -583,9 +595,13 @@ impl CheckArgs {
             ),
         };
         let js_api = self.js.validate()?;
+        let (sample_every, subscription_every) =
+            sampling(self.sample_every, self.subscription_every, self.stall_after)?;
         let auth = auth(self.auth, env)?;
         Ok(CheckConfig {
             js_api,
+            sample_every,
+            subscription_every,
             consumers,
             own_subscription: self.own_subscription,
             subscriptions,
@@ -631,6 +647,37 @@ impl CheckArgs {
             verbose: self.verbose,
         })
     }
+}
+
+/// The subscriptions' trust time when not given: a deaf replica (its connection up, its
+/// subscription gone) is seen at most this long after it went deaf, plus the kubelet's
+/// threshold.
+const SUBSCRIPTION_EVERY: Duration = Duration::from_secs(300);
+
+/// `--sample-every` and `--subscription-every`, checked against what they bound. Looks
+/// further apart than the stall window would never count towards it.
+/// Without consumers or subscriptions they bound nothing, as `--stall-after` does then (an
+/// environment set for a whole fleet need not be trimmed per pod).
+fn sampling(
+    sample_every: Option<Duration>,
+    subscription_every: Option<Duration>,
+    stall_after: Duration,
+) -> Result<(Duration, Duration), Error> {
+    let sample_every = match sample_every {
+        Some(every) if every >= stall_after => {
+            return Err(Error::Usage(format!(
+                "--sample-every {} must be shorter than --stall-after {}: looks further apart than the stall window never count towards it",
+                duration::display(every),
+                duration::display(stall_after)
+            )))
+        }
+        Some(every) => every,
+        None => stall_after * 3 / 4,
+    };
+    Ok((
+        sample_every,
+        subscription_every.unwrap_or(SUBSCRIPTION_EVERY),
+    ))
 }
 
 /// `STREAM/DURABLE`, with names JetStream accepts: no whitespace, `.`, `*`, `>`, `/` or `\\`.
@@ -1230,6 +1277,38 @@ mod tests {
             empty.validate().unwrap(),
             JsApi::Local,
             "an empty variable in a manifest is no domain"
+        );
+    }
+
+    #[test]
+    fn sampling_defaults_and_bounds() {
+        let base = [
+            "natsprobe",
+            "--server",
+            "nats://n:4222",
+            "--consumer",
+            "S/D",
+        ];
+        let c = parse(&base).unwrap();
+        assert_eq!(c.sample_every, Duration::from_secs(45));
+        assert_eq!(c.subscription_every, Duration::from_secs(300));
+        let c = parse(&[&base[..], &["--stall-after", "2m"]].concat()).unwrap();
+        assert_eq!(c.sample_every, Duration::from_secs(90));
+        let c = parse(&[&base[..], &["--sample-every", "0s"]].concat()).unwrap();
+        assert_eq!(c.sample_every, Duration::ZERO);
+        let c = parse(
+            &[
+                &base[..],
+                &["--own-subscription", "--subscription-every", "1m"],
+            ]
+            .concat(),
+        )
+        .unwrap();
+        assert_eq!(c.subscription_every, Duration::from_secs(60));
+        let err = parse(&[&base[..], &["--sample-every", "60s"]].concat()).unwrap_err();
+        assert!(
+            err.contains("--sample-every 1m must be shorter than --stall-after 1m"),
+            "{err}"
         );
     }
 

@@ -310,6 +310,40 @@ pub struct ServerConnection {
     pub name: Option<String>,
     /// Its subscriptions (subject, queue group); None when listed without them.
     pub subscriptions: Option<Vec<(String, Option<String>)>>,
+    /// The server's number for it: unique on that server only, and reused after a restart.
+    pub cid: u64,
+    /// The server that listed it, when the answer said.
+    pub server: Option<ServerIdent>,
+}
+
+/// A server as its connection report names it. The id is new at every start, so a restarted
+/// server (whose cids start again from 1) is another one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServerIdent {
+    pub name: String,
+    pub id: String,
+}
+
+/// What identifies this pod's connection at the server between runs, once matched by address:
+/// the server, the connection's cid there, and the socket it was matched by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remembered {
+    pub server: ServerIdent,
+    pub cid: u64,
+    /// The pod's socket (local address, IPv4 unmapped) and its inode: another socket on the
+    /// same port is another connection.
+    pub local: std::net::SocketAddr,
+    pub inode: u64,
+    /// When (local clock, ms since the epoch) the server last showed this connection holding
+    /// the subscription; None when it showed it without.
+    pub held_at_ms: Option<i64>,
+}
+
+/// One server's answer to a lookup by cid: the connection with that cid, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookedUp {
+    pub server: ServerIdent,
+    pub connection: Option<ServerConnection>,
 }
 
 /// What the servers said about the account's client connections.

@@ -22,11 +22,15 @@
 //! count leaf nodes or other clusters. A leaf node that a server names but that did not answer,
 //! or a monitoring port whose server has leaf nodes (`/leafz`), may hold this pod's connection:
 //! then a connection not listed is no evidence (`Connz::out_of_sight`).
+//!
+//! Once this pod's connection is known, later runs ask for it alone by its `cid`
+//! (`lookup_account`, `lookup_monitor`; `rules::remembered` decides when, and whether the
+//! answer is still this pod's).
 
 use super::jetstream::{ApiError, ParseError};
 use super::nats::Session;
 use crate::config::MonitorUrl;
-use crate::facts::{Connz, ServerConnection, Unknown, Wanted};
+use crate::facts::{Connz, LookedUp, ServerConnection, ServerIdent, Unknown, Wanted};
 use futures_core::Stream;
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -52,6 +56,8 @@ pub struct Page {
     pub connections: Vec<ServerConnection>,
     /// The servers of the leaf node connections it lists (their names).
     pub leaf_nodes: Vec<String>,
+    /// The answering server's name and id, when the answer gave both.
+    pub ident: Option<ServerIdent>,
 }
 
 #[derive(Deserialize)]
@@ -66,6 +72,8 @@ struct RawConn {
     #[serde(default)]
     kind: String,
     #[serde(default)]
+    cid: u64,
+    #[serde(default)]
     ip: String,
     #[serde(default)]
     port: u16,
@@ -77,12 +85,15 @@ struct RawConn {
 struct RawConnz {
     #[serde(default)]
     total: u64,
+    #[serde(default)]
+    server_id: String,
     connections: Option<Vec<RawConn>>,
 }
 
 #[derive(Deserialize)]
 struct RawServer {
     name: Option<String>,
+    id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -101,8 +112,13 @@ struct RawEnvelope {
     error: Option<RawError>,
 }
 
-/// The clients, and the names of the leaf node connections.
-fn connections(raw: RawConnz, details: bool) -> (Vec<ServerConnection>, Vec<String>) {
+/// The clients (of the server `server`, when known), and the names of the leaf node
+/// connections.
+fn connections(
+    raw: RawConnz,
+    details: bool,
+    server: Option<&ServerIdent>,
+) -> (Vec<ServerConnection>, Vec<String>) {
     let (leafs, clients): (Vec<RawConn>, Vec<RawConn>) = raw
         .connections
         .unwrap_or_default()
@@ -115,6 +131,8 @@ fn connections(raw: RawConnz, details: bool) -> (Vec<ServerConnection>, Vec<Stri
             let ip: IpAddr = c.ip.parse().ok()?;
             Some(ServerConnection {
                 addr: SocketAddr::new(crate::facts::unmap(ip), c.port),
+                cid: c.cid,
+                server: server.cloned(),
                 name: c.name.filter(|n| !n.is_empty()),
                 subscriptions: details.then(|| {
                     c.subscriptions_list_detail
@@ -143,27 +161,42 @@ pub fn parse_envelope(body: &[u8], details: bool) -> Result<Page, ParseError> {
     let data = raw
         .data
         .ok_or_else(|| ParseError::Malformed("no data".into()))?;
+    let (name, id) = raw.server.map_or((None, None), |s| (s.name, s.id));
+    let ident = match (&name, id) {
+        (Some(name), Some(id)) => Some(ServerIdent {
+            name: name.clone(),
+            id,
+        }),
+        _ => None,
+    };
     let total = data.total;
-    let (connections, leaf_nodes) = connections(data, details);
+    let (connections, leaf_nodes) = connections(data, details, ident.as_ref());
     Ok(Page {
-        server: raw.server.and_then(|s| s.name),
+        server: name,
         total,
         connections,
         leaf_nodes,
+        ident,
     })
 }
 
-/// One page of `/connz?subs=detail`.
-pub fn parse_connz(body: &[u8]) -> Result<Page, ParseError> {
+/// One page of `/connz?subs=detail` from the monitoring port at `url` (the server's name
+/// there is the URL: the page names only the server's id).
+pub fn parse_connz(body: &[u8], url: &str) -> Result<Page, ParseError> {
     let raw: RawConnz =
         serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    let ident = (!raw.server_id.is_empty()).then(|| ServerIdent {
+        name: url.to_string(),
+        id: raw.server_id.clone(),
+    });
     let total = raw.total;
-    let (connections, leaf_nodes) = connections(raw, true);
+    let (connections, leaf_nodes) = connections(raw, true, ident.as_ref());
     Ok(Page {
         server: None,
         total,
         connections,
         leaf_nodes,
+        ident,
     })
 }
 
@@ -281,6 +314,53 @@ pub async fn from_account(
     Ok(connz)
 }
 
+/// One connection by its cid, from the account's connection report of the server named
+/// `at`: the server finds it directly (`s.clients[cid]`, monitor.go), where a subject filter
+/// walks every connection's subscriptions. The name filter of a system request matches by
+/// substring (events.go `filterRequest`), so every answer is kept with its server's name and
+/// id, and the caller compares both.
+pub async fn lookup_account(
+    session: &Session,
+    at: &ServerIdent,
+    cid: u64,
+    deadline: Instant,
+) -> Result<Vec<LookedUp>, Unknown> {
+    let body = serde_json::json!({
+        "cid": cid,
+        "subscriptions_detail": true,
+        "server_name": at.name,
+    });
+    let exact = |pages: &[Page]| pages.iter().any(|p| p.server.as_deref() == Some(&at.name));
+    let pages = ping(session, &body, true, deadline, exact).await?;
+    Ok(pages.into_iter().filter_map(looked_up).collect())
+}
+
+/// One connection by its cid from the monitoring port (`/connz?cid=N&subs=detail`).
+pub async fn lookup_monitor(
+    url: &MonitorUrl,
+    cid: u64,
+    deadline: Instant,
+) -> Result<Vec<LookedUp>, Unknown> {
+    let path = format!("/connz?cid={cid}&subs=detail");
+    let body = tokio::time::timeout_at(deadline.into(), http_get(url, &path))
+        .await
+        .map_err(|_| Unknown::Deadline)??;
+    let page =
+        parse_connz(&body, &url.to_string()).map_err(|e| Unknown::Failed(format!("{url}: {e}")))?;
+    Ok(looked_up(page).into_iter().collect())
+}
+
+/// A lookup's page: the server that answered, and the connection (a cid no longer open
+/// comes back as an empty list).
+fn looked_up(page: Page) -> Option<LookedUp> {
+    let server = page.ident?;
+    let connection = page
+        .connections
+        .into_iter()
+        .find(|c| c.server.as_ref() == Some(&server));
+    Some(LookedUp { server, connection })
+}
+
 /// Whether a listed connection holds `w`: the same subject, in the same queue group.
 pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
     c.subscriptions
@@ -351,7 +431,7 @@ pub async fn from_monitor(
             let body = tokio::time::timeout_at(deadline.into(), http_get(url, &path))
                 .await
                 .map_err(|_| Unknown::Deadline)??;
-            parse_connz(&body).map_err(|e| Unknown::Failed(format!("{url}: {e}")))
+            parse_connz(&body, &url.to_string()).map_err(|e| Unknown::Failed(format!("{url}: {e}")))
         }
     };
     let first = get(0).await?;
@@ -482,7 +562,9 @@ mod tests {
     #[test]
     fn a_monitoring_page_and_mapped_addresses() {
         let body = r#"{"server_id":"N","now":"2026-12-01T08:00:00Z","num_connections":2,"total":2000,"offset":1024,"limit":1024,"connections":[{"cid":1,"ip":"::ffff:10.0.0.7","port":4000,"subscriptions_list_detail":[{"subject":"journal.>","sid":"1"}]},{"cid":2,"ip":"not an ip","port":1}]}"#;
-        let page = parse_connz(body.as_bytes()).unwrap();
+        let page = parse_connz(body.as_bytes(), "http://m:8222").unwrap();
+        assert_eq!(page.ident.as_ref().map(|i| i.id.as_str()), Some("N"));
+        assert_eq!(page.connections[0].cid, 1);
         assert_eq!(page.total, 2000);
         assert_eq!(
             page.connections.len(),

@@ -8,6 +8,7 @@ pub mod connz;
 pub mod jetstream;
 pub mod listing;
 pub mod nats;
+pub mod remembered;
 pub mod server;
 pub mod sockets;
 pub mod state;
@@ -45,6 +46,9 @@ pub struct Observations {
     /// Whether that server announced JetStream of its own (a leaf node may carry only its
     /// hub's).
     pub server_jetstream: bool,
+    /// Whether the consumers were asked this run or skipped between looks (`--sample-every`);
+    /// None when there are none, or no connection to judge them by.
+    pub sampling: Option<crate::rules::remembered::Sampling>,
 }
 
 /// The state dir a run used (`state::open`).
@@ -255,6 +259,35 @@ impl Nats {
                 .runtime
                 .block_on(connz::from_monitor(url, wanted, ours, &self.name, deadline)),
             (Err(why), None) => Err(why),
+        }
+    }
+}
+
+impl Nats {
+    /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
+    /// when it was matched there, else from the account's connection report.
+    pub fn lookup(
+        &self,
+        at: &crate::facts::ServerIdent,
+        cid: u64,
+        monitor: Option<&crate::config::MonitorUrl>,
+        deadline: Instant,
+    ) -> Result<Vec<crate::facts::LookedUp>, crate::facts::Unknown> {
+        crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
+        if let Some(url) = monitor.filter(|u| u.to_string() == at.name) {
+            let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
+            return self
+                .runtime
+                .block_on(connz::lookup_monitor(url, cid, until));
+        }
+        // Half the time that is left: a server that does not answer by name leaves the rest
+        // to matching by address.
+        let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
+        match &self.session {
+            Ok(session) => self
+                .runtime
+                .block_on(connz::lookup_account(session, at, cid, until)),
+            Err(why) => Err(why.clone()),
         }
     }
 }

@@ -72,6 +72,8 @@ pub struct JudgedSubscription {
     pub held: Held,
     /// Why it could not be judged, and for how long; None when it was.
     pub standing: Option<Standing>,
+    /// How this run found the pod's connection at the server; None when it never got that far.
+    pub found: Option<crate::rules::remembered::Found>,
 }
 
 impl JudgedSubscription {
@@ -96,6 +98,10 @@ pub struct CheckReport {
     pub connection: ConnectionSection,
     pub server: Option<ServerSection>,
     pub consumers: Vec<ConsumerSection>,
+    /// `asked`, or `skipped` between looks (`--sample-every`); absent without consumers to
+    /// ask.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumers_looked: Option<&'static str>,
     /// The subscriptions this pod's connection must hold (`--own-subscription`,
     /// `--subscription`); absent when none was asked for.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -151,6 +157,10 @@ pub struct SubscriptionSection {
     pub summary: String,
     /// Where the server's connection list came from.
     pub source: Option<String>,
+    /// How this run found the pod's connection: `trusted` (seen holding it on the same
+    /// socket within --subscription-every), `looked_up` (by cid), `matched` (by address).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -374,6 +384,10 @@ pub fn check(input: &CheckInput) -> CheckReport {
         },
         server,
         consumers: input.consumers.iter().map(consumer_section).collect(),
+        consumers_looked: input
+            .observations
+            .sampling
+            .map(super::remembered::sampling_word),
         subscriptions: input
             .subscriptions
             .iter()
@@ -546,6 +560,7 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
             Some(Ok(c)) => Some(c.source.clone()),
             _ => None,
         },
+        found: s.found.map(super::remembered::found_word),
     }
 }
 

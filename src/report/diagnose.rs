@@ -130,9 +130,10 @@ pub fn diagnose(
             format!("  asked in {}", jetstream_asked(input)),
         )]);
         if input.consumers.is_empty() {
-            lines.push(plain(
-                "  not asked: the client holds no connection to judge them by".into(),
-            ));
+            lines.push(plain(match input.observations.sampling {
+                Some(sampling) => format!("  {}", super::remembered::sampling_phrase(sampling)),
+                None => "  not asked: the client holds no connection to judge them by".into(),
+            }));
         }
         for r in input.consumers {
             consumer(r, input.observations.now_ms, &mut lines);
@@ -155,6 +156,12 @@ pub fn diagnose(
                 ),
                 (style, human::subscription_phrase(s)),
             ]);
+            if let Some(found) = s.found {
+                lines.push(vec![(
+                    Style::Dim,
+                    format!("    {}", super::remembered::found_phrase(found)),
+                )]);
+            }
         }
         if let Some(Ok(connz)) = &input.observations.connz {
             lines.push(vec![(

@@ -7,6 +7,7 @@ use crate::rules::cause::{Cause, Class, Standing};
 use crate::rules::check::{ConsumerHealth, Health, Reason};
 use crate::rules::connection::live;
 use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
+use crate::rules::remembered::Sampling;
 use crate::rules::subscription::Held;
 use std::fmt::Write;
 
@@ -46,6 +47,13 @@ pub fn summary(report: &CheckInput) -> String {
             }
             for r in report.consumers {
                 let _ = write!(text, "; consumer {} {}", r.seen.name, consumer_phrase(r));
+            }
+            if let Some(Sampling::Skip { asked_ago }) = report.observations.sampling {
+                let _ = write!(
+                    text,
+                    "; consumers healthy when asked {} ago",
+                    display(asked_ago)
+                );
             }
             for s in report.subscriptions {
                 let _ = write!(
@@ -735,9 +743,17 @@ pub fn details(report: &CheckInput) -> Vec<String> {
                 if connz.servers == 1 { "" } else { "s" }
             );
         }
+        if let Some(found) = s.found {
+            let _ = write!(line, "; {}", super::remembered::found_phrase(found));
+        }
         out.push(line);
     }
-    if report.consumers_configured > 0 && report.consumers.is_empty() {
+    if let Some(sampling) = report.observations.sampling {
+        out.push(format!(
+            "  consumers {}",
+            super::remembered::sampling_phrase(sampling)
+        ));
+    } else if report.consumers_configured > 0 && report.consumers.is_empty() {
         out.push("  consumers not asked about: no connection to judge them by".into());
     }
     if let Some(line) = state_dir(report) {

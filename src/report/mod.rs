@@ -6,6 +6,7 @@ pub mod check;
 pub mod diagnose;
 pub mod guard;
 pub mod human;
+pub mod remembered;
 
 use serde::Serialize;
 
@@ -181,6 +182,7 @@ mod tests {
                 state_dir: None,
                 server_domain: None,
                 server_jetstream: true,
+                sampling: None,
             },
             servers: vec![],
             consumers: vec![],

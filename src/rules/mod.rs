@@ -9,6 +9,7 @@ pub mod cidr;
 pub mod connection;
 pub mod consumer;
 pub mod guard;
+pub mod remembered;
 pub mod subscription;
 
 #[cfg(test)]

@@ -66,7 +66,8 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
     }
 }
 
-fn holds(c: &ServerConnection, w: &Wanted) -> bool {
+/// Whether a listed connection holds `w`: the same subject, in the same queue group.
+pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
     c.subscriptions
         .as_ref()
         .is_some_and(|subs| subs.iter().any(|(s, q)| *s == w.subject && *q == w.queue))
@@ -80,6 +81,8 @@ mod tests {
         ServerConnection {
             addr: addr.parse().unwrap(),
             name: None,
+            cid: 0,
+            server: None,
             subscriptions: subs.map(|s| {
                 s.iter()
                     .map(|(a, b)| (a.to_string(), b.map(str::to_string)))

@@ -372,12 +372,19 @@ func dropOnSignal(nc *nats.Conn, sub *nats.Subscription) {
 // cmdMany holds -n idle connections to the server: a busy server's other clients.
 func cmdMany(c *common, fs *flag.FlagSet, args []string) {
 	n := fs.Int("n", 2000, "connections")
+	subscribe := fs.String("subscribe", "", "each connection subscribes to SUBJECT.<i> (none if empty)")
 	parse(fs, args)
 	var conns []*nats.Conn
 	for i := 0; i < *n; i++ {
-		nc, err := nats.Connect(c.url, nats.Name(fmt.Sprintf("idle-%d", i)), nats.MaxReconnects(-1))
+		opts := append(c.baseOptions(), nats.Name(fmt.Sprintf("idle-%d", i)), nats.MaxReconnects(-1))
+		nc, err := nats.Connect(c.url, opts...)
 		if err != nil {
 			fatal("connect %d: %v", i, err)
+		}
+		if *subscribe != "" {
+			if _, err := nc.SubscribeSync(fmt.Sprintf("%s.%d", *subscribe, i)); err != nil {
+				fatal("subscribe %d: %v", i, err)
+			}
 		}
 		conns = append(conns, nc)
 	}

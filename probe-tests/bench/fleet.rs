@@ -1,0 +1,679 @@
+//! Benchmark: what a fleet of probes costs the NATS server (issue 20). For each mode of
+//! `check`, at 100, 1,000 and 10,000 idle connections on the server (each holding one
+//! subscription, from one natspeer process beside the server), on one server, one server with
+//! TLS, and a 3-node cluster: the server's CPU per run (utime + stime, read in ns as the sum
+//! of /proc/<pid>/task/*/schedstat, every node's, the servers' idle rate measured just before
+//! and subtracted), the bytes the
+//! server's pod received and sent per run (its veth's counters: TLS and all, the idle rate
+//! subtracted), and the probe's median wall time. The app pod holds a bound push consumer in a
+//! deliver group and a core subscription. Then the guard's server CPU per durable.
+//!
+//! Each mode is measured alone (the server's CPU is per cell, not per run), a cell's runs back
+//! to back. A kubelet's runs are 10 s apart, so with the defaults most of them ask the server
+//! nothing: the "kubelet average" rows weigh the measured kinds of run by how often each
+//! happens at `periodSeconds: 10` with the defaults (`--sample-every 45s`: 1 run in 5 asks
+//! about the consumers; `--subscription-every 5m`: 1 in 30 asks for the connection by cid;
+//! `rules::remembered`'s tests pin that schedule).
+//!
+//! Run: `cargo bench --bench fleet` (root; probe-tests/setup first, and the static build).
+//! NATSPROBE_BASELINE=<a build before issue 20> is measured in the same setups.
+//! FLEET_SIZES (default `100,1000,10000`), FLEET_RUNS (runs per cell, default 100),
+//! FLEET_SETUPS (default `single,tls,cluster`), FLEET_GUARD (default `1000,10000`; empty:
+//! none).
+
+// A benchmark uses part of the shared harness; the test crate uses all of it, and the
+// compiler flags what none uses there.
+#[allow(dead_code, unused_imports, unused_macros)]
+#[path = "../harness/mod.rs"]
+mod harness;
+#[allow(dead_code)]
+mod measure;
+
+use harness::cluster::Cluster;
+use harness::{link, NatsServer, NetNs, Peer, Version};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const IDLE: Duration = Duration::from_millis(1500);
+
+fn main() {
+    raise_fd_limit();
+    let bin = harness::static_binary().to_string_lossy().to_string();
+    let baseline = std::env::var("NATSPROBE_BASELINE")
+        .ok()
+        .filter(|b| !b.is_empty());
+    let list = |name: &str, default: &str| -> Vec<String> {
+        std::env::var(name)
+            .unwrap_or_else(|_| default.into())
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let sizes: Vec<usize> = list("FLEET_SIZES", "100,1000,10000")
+        .iter()
+        .map(|s| s.parse().expect("FLEET_SIZES: numbers"))
+        .collect();
+    let runs: usize = std::env::var("FLEET_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(100);
+    let setups = list("FLEET_SETUPS", "single,tls,cluster");
+    println!("natsprobe fleet benchmark: {bin}");
+    if let Some(b) = &baseline {
+        println!("baseline (NATSPROBE_BASELINE): {b}");
+    }
+    println!("load before: {}", load());
+
+    let mut summary: Vec<Setup> = Vec::new();
+    for setup in &setups {
+        for &size in &sizes {
+            let rows = setup_cell(setup, size, runs, &bin, baseline.as_deref());
+            summary.push((setup.clone(), size, rows));
+        }
+    }
+    print_summary(&summary);
+    for durables in list("FLEET_GUARD", "1000,10000") {
+        guard(
+            durables.parse().expect("FLEET_GUARD: numbers"),
+            &bin,
+            baseline.as_deref(),
+        );
+    }
+    println!("\nload after: {}", load());
+}
+
+/// One setup at one size: (setup, idle connections, each cell's name and cost).
+type Setup = (String, usize, Vec<(String, Cost)>);
+
+/// What one run costs, averaged over a cell's runs.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cost {
+    cpu_ms: f64,
+    rx: f64,
+    tx: f64,
+    wall_ms: f64,
+}
+
+impl Cost {
+    fn weigh(parts: &[(f64, Cost)]) -> Cost {
+        let total: f64 = parts.iter().map(|(w, _)| w).sum();
+        let mut c = Cost::default();
+        for (w, p) in parts {
+            c.cpu_ms += w * p.cpu_ms / total;
+            c.rx += w * p.rx / total;
+            c.tx += w * p.tx / total;
+            c.wall_ms += w * p.wall_ms / total;
+        }
+        c
+    }
+}
+
+/// The servers' side: their processes and their pod's interface.
+struct Servers {
+    ns: Arc<NetNs>,
+    pids: Vec<u32>,
+    dev: &'static str,
+}
+
+impl Servers {
+    fn cpu(&self) -> f64 {
+        self.pids.iter().map(|&p| cpu_ms(p)).sum()
+    }
+
+    /// (received, sent) by the servers' pod on the link to the app pod.
+    fn bytes(&self) -> (u64, u64) {
+        let out = self
+            .ns
+            .command("cat")
+            .arg("/proc/net/dev")
+            .output()
+            .expect("read /proc/net/dev");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{}:", self.dev)))
+            .unwrap_or_else(|| panic!("no {} in /proc/net/dev", self.dev));
+        let fields: Vec<u64> = line
+            .split_once(':')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .map(|f| f.parse().unwrap())
+            .collect();
+        (fields[0], fields[8])
+    }
+
+    /// The servers' CPU (ms per second) and bytes (per second) while nobody probes.
+    fn idle(&self) -> (f64, f64, f64) {
+        let (c0, (r0, t0), at) = (self.cpu(), self.bytes(), Instant::now());
+        std::thread::sleep(IDLE);
+        let (c1, (r1, t1)) = (self.cpu(), self.bytes());
+        let secs = at.elapsed().as_secs_f64();
+        (
+            (c1 - c0) / secs,
+            (r1 - r0) as f64 / secs,
+            (t1 - t0) as f64 / secs,
+        )
+    }
+
+    /// `runs` runs of `argv` in `app`, after `warmup` unmeasured ones.
+    fn cell(&self, app: &NetNs, argv: &[String], runs: usize, warmup: usize) -> Cost {
+        for _ in 0..warmup {
+            measure::run_once(app, argv);
+        }
+        let (idle_cpu, idle_rx, idle_tx) = self.idle();
+        let (c0, (r0, t0), at) = (self.cpu(), self.bytes(), Instant::now());
+        let mut walls = Vec::with_capacity(runs);
+        let mut codes = Vec::new();
+        for _ in 0..runs {
+            let s = measure::run_once(app, argv);
+            walls.push(s.wall);
+            codes.push(s.code);
+        }
+        let (c1, (r1, t1)) = (self.cpu(), self.bytes());
+        let secs = at.elapsed().as_secs_f64();
+        assert!(
+            codes.iter().all(|&c| c == 0),
+            "{argv:?}: not healthy on every run: {codes:?}"
+        );
+        walls.sort();
+        let n = runs as f64;
+        Cost {
+            cpu_ms: ((c1 - c0) - idle_cpu * secs).max(0.0) / n,
+            rx: ((r1 - r0) as f64 - idle_rx * secs).max(0.0) / n,
+            tx: ((t1 - t0) as f64 - idle_tx * secs).max(0.0) / n,
+            wall_ms: walls[runs / 2].as_secs_f64() * 1e3,
+        }
+    }
+}
+
+fn setup_cell(
+    setup: &str,
+    size: usize,
+    runs: usize,
+    bin: &str,
+    baseline: Option<&str>,
+) -> Vec<(String, Cost)> {
+    let nats = Arc::new(NetNs::new());
+    let app = Arc::new(NetNs::new());
+    let (ip, _) = link(&nats, &app);
+    let certs = tempfile::tempdir().unwrap();
+    let mut single = None;
+    let mut cluster = None;
+    let mut tls: Vec<String> = Vec::new();
+    let mut peer_tls: Vec<String> = Vec::new();
+    let url = match setup {
+        "single" => {
+            let s = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
+            let url = s.url();
+            single = Some(s);
+            url
+        }
+        "tls" => {
+            certificates(certs.path(), ip);
+            let f = |n: &str| certs.path().join(n).to_string_lossy().to_string();
+            let s = NatsServer::start_with(
+                Some(&nats),
+                Version::Pinned,
+                "0.0.0.0",
+                4222,
+                &[
+                    "--tls",
+                    "--tlscert",
+                    &f("server.pem"),
+                    "--tlskey",
+                    &f("server.key"),
+                ],
+            );
+            single = Some(s);
+            tls = vec!["--tlsca".into(), f("ca.pem")];
+            peer_tls = vec!["-tls-ca".into(), f("ca.pem")];
+            format!("tls://{ip}:4222")
+        }
+        "cluster" => {
+            let c = Cluster::start(&nats, Version::Pinned, "0.0.0.0");
+            cluster = Some(c);
+            (4222..4225)
+                .map(|p| format!("nats://{ip}:{p}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+        other => panic!("FLEET_SETUPS: unknown setup {other}"),
+    };
+    let first = url.split(',').next().unwrap().to_string();
+    let pids: Vec<u32> = match (&single, &cluster) {
+        (Some(s), _) => vec![s.pid().unwrap()],
+        (_, Some(c)) => c.nodes.iter().filter_map(NatsServer::pid).collect(),
+        _ => unreachable!(),
+    };
+    let servers = Servers {
+        ns: Arc::clone(&nats),
+        pids,
+        dev: "veth200",
+    };
+    let peer = |args: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        v.extend(peer_tls.iter().cloned());
+        v
+    };
+    let setup_args = peer(&[
+        "-url",
+        &first,
+        "-stream",
+        "S",
+        "-subjects",
+        "s.>",
+        "-durable",
+        "D",
+        "-deliver-subject",
+        "deliver.D",
+        "-deliver-group",
+        "D",
+        "-replicas",
+        if cluster.is_some() { "3" } else { "1" },
+    ]);
+    let setup_args: Vec<&str> = setup_args.iter().map(String::as_str).collect();
+    Peer::setup(Some(&nats), &setup_args);
+    // The idle connections, beside the server (their traffic never crosses the probe's link).
+    let n = size.to_string();
+    let many = peer(&["many", "-url", &first, "-n", &n, "-subscribe", "idle"]);
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let mut idle = Peer::spawn(Some(&nats), &many);
+    idle.wait_for("ready", Duration::from_secs(600));
+    let consume = peer(&[
+        "consume",
+        "-url",
+        &first,
+        "-deliver-subject",
+        "deliver.D",
+        "-deliver-group",
+        "D",
+    ]);
+    let consume: Vec<&str> = consume.iter().map(String::as_str).collect();
+    let mut consumer = Peer::spawn(Some(&app), &consume);
+    consumer.wait_for("ready", Duration::from_secs(30));
+    let conn = peer(&["conn", "-url", &first, "-subscribe", "journal.>"]);
+    let conn: Vec<&str> = conn.iter().map(String::as_str).collect();
+    let mut journal = Peer::spawn(Some(&app), &conn);
+    journal.wait_for("ready", Duration::from_secs(30));
+    println!(
+        "\n{setup}, {size} idle connections (ready in {:.0?}); {runs} runs a cell; idle server CPU {:.2} ms/s",
+        started.elapsed(),
+        servers.idle().0
+    );
+    println!(
+        "  {:<58} {:>11} {:>10} {:>10} {:>9}",
+        "run", "server CPU", "bytes in", "bytes out", "wall"
+    );
+
+    let mut rows: Vec<(String, Cost)> = Vec::new();
+    let mut cell = |name: &str, exe: &str, flags: &[&str], warmup: usize| {
+        let state = tempfile::tempdir().unwrap();
+        let mut argv: Vec<String> =
+            vec![exe.into(), "check".into(), "--timeout".into(), "3s".into()];
+        let needs_server = flags
+            .iter()
+            .any(|f| f.starts_with("--consumer") || f.starts_with("--subscription"));
+        if needs_server {
+            argv.extend(["--server".into(), url.clone()]);
+            argv.extend(tls.iter().cloned());
+            if !flags.contains(&"--state-dir") {
+                argv.extend([
+                    "--state-dir".into(),
+                    state.path().to_string_lossy().to_string(),
+                ]);
+            }
+        } else {
+            argv.extend(["--port".into(), "4222".into()]);
+        }
+        argv.extend(flags.iter().map(|f| f.to_string()));
+        let cost = servers.cell(&app, &argv, runs, warmup);
+        println!(
+            "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6.1} ms",
+            name, cost.cpu_ms, cost.rx, cost.tx, cost.wall_ms
+        );
+        rows.push((name.to_string(), cost));
+    };
+    let own = ["--consumer", "S/D", "--own-subscription"];
+    let core = ["--subscription", "journal.>"];
+    cell("sockets only", bin, &[], 1);
+    cell(
+        "--consumer: a look",
+        bin,
+        &["--consumer", "S/D", "--sample-every", "0s"],
+        1,
+    );
+    cell("--consumer: between looks", bin, &["--consumer", "S/D"], 1);
+    cell(
+        "--own-subscription: a look, connection trusted",
+        bin,
+        &[&own[..], &["--sample-every", "0s"]].concat(),
+        2,
+    );
+    cell(
+        "--own-subscription: a look, connection by cid",
+        bin,
+        &[
+            &own[..],
+            &["--sample-every", "0s", "--subscription-every", "0s"],
+        ]
+        .concat(),
+        2,
+    );
+    cell("--own-subscription: between looks, trusted", bin, &own, 2);
+    cell(
+        "--subscription: connection by cid",
+        bin,
+        &[&core[..], &["--subscription-every", "0s"]].concat(),
+        2,
+    );
+    cell("--subscription: trusted", bin, &core, 2);
+    cell(
+        "--subscription: matched by address (first run)",
+        bin,
+        &[
+            &core[..],
+            &[
+                "--subscription-every",
+                "0s",
+                "--state-dir",
+                "/nonexistent/x",
+            ],
+        ]
+        .concat(),
+        0,
+    );
+    if let Some(b) = baseline {
+        cell("baseline: --consumer", b, &["--consumer", "S/D"], 1);
+        cell("baseline: --own-subscription", b, &own, 1);
+        cell("baseline: --subscription", b, &core, 1);
+    }
+    drop(journal);
+    drop(consumer);
+    drop(idle);
+    drop(single);
+    drop(cluster);
+    rows
+}
+
+/// The kubelet's average per run at `periodSeconds: 10` with the defaults, for each mode.
+fn averages(rows: &[(String, Cost)]) -> Vec<(&'static str, Cost, Option<Cost>)> {
+    let get = |name: &str| rows.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
+    let must = |name: &str| get(name).unwrap_or_else(|| panic!("no row {name}"));
+    let (look, between) = (
+        must("--consumer: a look"),
+        must("--consumer: between looks"),
+    );
+    let (own_trusted, own_cid, own_between) = (
+        must("--own-subscription: a look, connection trusted"),
+        must("--own-subscription: a look, connection by cid"),
+        must("--own-subscription: between looks, trusted"),
+    );
+    let (sub_cid, sub_trusted) = (
+        must("--subscription: connection by cid"),
+        must("--subscription: trusted"),
+    );
+    vec![
+        ("sockets only", must("sockets only"), None),
+        (
+            "--consumer",
+            Cost::weigh(&[(1.0, look), (4.0, between)]),
+            get("baseline: --consumer"),
+        ),
+        (
+            // Over 30 runs (5 minutes): 6 looks, one of them with the lookup by cid, 24
+            // between looks.
+            "--consumer --own-subscription",
+            Cost::weigh(&[(5.0, own_trusted), (1.0, own_cid), (24.0, own_between)]),
+            get("baseline: --own-subscription"),
+        ),
+        (
+            "--subscription",
+            Cost::weigh(&[(1.0, sub_cid), (29.0, sub_trusted)]),
+            get("baseline: --subscription"),
+        ),
+    ]
+}
+
+fn print_summary(summary: &[Setup]) {
+    println!(
+        "\nkubelet average per run, periodSeconds: 10, default settings (baseline: every run asks)"
+    );
+    println!(
+        "  {:<8} {:>6}  {:<30} {:>10} {:>9} {:>9} {:>8} | {:>10} {:>9} {:>9} {:>8}",
+        "setup", "conns", "mode", "CPU", "in", "out", "wall", "base CPU", "in", "out", "wall"
+    );
+    let mut by_size: Vec<(String, usize, &'static str, f64)> = Vec::new();
+    for (setup, size, rows) in summary {
+        for (mode, c, base) in averages(rows) {
+            let b = base
+                .map(|b| {
+                    format!(
+                        "{:>7.3} ms {:>9.0} {:>9.0} {:>5.1} ms",
+                        b.cpu_ms, b.rx, b.tx, b.wall_ms
+                    )
+                })
+                .unwrap_or_else(|| format!("{:>10} {:>9} {:>9} {:>8}", "-", "-", "-", "-"));
+            println!(
+                "  {:<8} {:>6}  {:<30} {:>7.3} ms {:>9.0} {:>9.0} {:>5.1} ms | {b}",
+                setup, size, mode, c.cpu_ms, c.rx, c.tx, c.wall_ms
+            );
+            by_size.push((setup.clone(), *size, mode, c.cpu_ms));
+        }
+    }
+    println!("\n1,000 pods at periodSeconds: 10 (100 runs/s): share of one server core = CPU per run (ms) x 100 / 1000 ms");
+    for (setup, size, mode, cpu) in &by_size {
+        if *mode != "sockets only" {
+            println!("  {setup:<8} {size:>6}  {mode:<30} {:>6.1} %", cpu * 10.0);
+        }
+    }
+    println!("\ngoals (issue 20)");
+    let find = |setup: &str, size: usize, mode: &str| {
+        by_size
+            .iter()
+            .find(|(s, n, m, _)| s == setup && *n == size && *m == mode)
+            .map(|r| r.3)
+    };
+    for setup in ["single", "tls", "cluster"] {
+        if let (Some(small), Some(big), Some(consumer)) = (
+            find(setup, 100, "--consumer --own-subscription"),
+            find(setup, 10000, "--consumer --own-subscription"),
+            find(setup, 10000, "--consumer"),
+        ) {
+            let r = big / small.max(1e-9);
+            println!(
+                "  {setup}: --own-subscription at 10,000 / at 100 = {r:.2}x (goal <= 1.5x): {}",
+                measure::verdict(r <= 1.5)
+            );
+            let r = big / consumer.max(1e-9);
+            println!(
+                "  {setup}: --own-subscription / --consumer at 10,000 = {r:.2}x (goal <= 2x): {}",
+                measure::verdict(r <= 2.0)
+            );
+        }
+        for size in [100, 1000, 10000] {
+            if let Some(c) = find(setup, size, "--consumer") {
+                println!(
+                    "  {setup} {size}: 1,000 pods with --consumer = {:.1} % of a core (goal <= 5 %): {}",
+                    c * 10.0,
+                    measure::verdict(c * 10.0 <= 5.0)
+                );
+            }
+        }
+    }
+}
+
+/// The guard's server CPU per durable: one guard run (two looks) over an idle account.
+fn guard(durables: usize, bin: &str, baseline: Option<&str>) {
+    let nats = Arc::new(NetNs::new());
+    let app = Arc::new(NetNs::new());
+    let (ip, _) = link(&nats, &app);
+    let server = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
+    let url = server.url();
+    let streams = (durables / 10).to_string();
+    let mut bulk = Peer::spawn(
+        Some(&nats),
+        &[
+            "bulk",
+            "-url",
+            &url,
+            "-streams",
+            &streams,
+            "-consumers",
+            "10",
+        ],
+    );
+    bulk.wait_for("ready", Duration::from_secs(900));
+    let servers = Servers {
+        ns: Arc::clone(&nats),
+        pids: vec![server.pid().unwrap()],
+        dev: "veth200",
+    };
+    println!("\nguard over {durables} durables (10 runs, --interval 10ms)");
+    let mut tools = vec![("guard", bin.to_string())];
+    if let Some(b) = baseline {
+        tools.push(("baseline: guard", b.to_string()));
+    }
+    for (name, exe) in tools {
+        let argv: Vec<String> = [
+            &exe,
+            "guard",
+            "--server",
+            &url,
+            "--interval",
+            "10ms",
+            "--timeout",
+            "60s",
+            "--json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let c = servers.cell(&app, &argv, 10, 1);
+        println!(
+            "  {name:<16} server CPU {:>8.1} ms a run = {:>6.2} µs per durable; in {:.0} B, out {:.0} B a run; wall {:.0} ms",
+            c.cpu_ms,
+            c.cpu_ms * 1000.0 / durables as f64,
+            c.rx,
+            c.tx,
+            c.wall_ms
+        );
+    }
+    drop(bulk);
+}
+
+/// The process's CPU time in ms: the sum over its threads of the scheduler's run time
+/// (`/proc/<pid>/task/*/schedstat`, ns), which is utime + stime without /proc/<pid>/stat's
+/// 10 ms ticks (a run costs the server well under one tick).
+fn cpu_ms(pid: u32) -> f64 {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's tasks") {
+        let path = task.unwrap().path().join("schedstat");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            ns += text
+                .split_whitespace()
+                .next()
+                .and_then(|f| f.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    ns as f64 / 1e6
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// 10,000 connections need as many descriptors in the server and in the client holding
+/// them: both inherit this process's soft limit, raised to its hard limit.
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a plain struct.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    limit.rlim_cur = limit.rlim_max;
+    let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0;
+    assert!(
+        ok && limit.rlim_max >= 12_000,
+        "RLIMIT_NOFILE's hard limit {} is below 12,000 descriptors",
+        limit.rlim_max
+    );
+}
+
+/// A CA and a server certificate for `ip`, in `dir`.
+fn certificates(dir: &std::path::Path, ip: &str) {
+    let run = |args: &[&str]| {
+        let ok = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl")
+            .success();
+        assert!(ok, "openssl {args:?}");
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=fleet CA",
+        ],
+    ]
+    .concat());
+    std::fs::write(dir.join("server.ext"), format!("subjectAltName=IP:{ip}")).unwrap();
+    run(&[
+        &["req"][..],
+        &ec,
+        &[
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=fleet",
+        ],
+    ]
+    .concat());
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+}

@@ -1,0 +1,409 @@
+//! What the state dir remembers between runs besides the consumers' samples (issue 20): the
+//! last look at the consumers (`look-*.json`: when, whether calm, on which connections, and
+//! the deliver subscriptions then), and how each wanted subscription's connection is known at
+//! the server (`subscription-*.json`: server name and id, cid, socket). Same rules as the
+//! samples (`observe::state`): each file names its own key, is written to a temporary file and
+//! renamed, read without following a symlink, at most 64 KiB; anything else is "nothing
+//! remembered", which costs one full look, never a verdict.
+
+use super::state::StateDir;
+use crate::facts::{ConsumerName, Remembered, ServerIdent, Wanted};
+use crate::rules::remembered::LastLook;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+
+const VERSION: u32 = 1;
+const MAX_FILE: u64 = 64 * 1024;
+
+#[derive(Serialize, Deserialize, PartialEq)]
+struct WantedKey {
+    subject: String,
+    queue: Option<String>,
+}
+
+impl From<&Wanted> for WantedKey {
+    fn from(w: &Wanted) -> WantedKey {
+        WantedKey {
+            subject: w.subject.clone(),
+            queue: w.queue.clone(),
+        }
+    }
+}
+
+impl From<WantedKey> for Wanted {
+    fn from(w: WantedKey) -> Wanted {
+        Wanted {
+            subject: w.subject,
+            queue: w.queue,
+        }
+    }
+}
+
+/// Which check a look is for: the servers as shown (never with userinfo) and the consumers.
+#[derive(Serialize, Deserialize, PartialEq)]
+struct LookKey {
+    server: String,
+    consumers: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredWanted {
+    subject: String,
+    queue: Option<String>,
+    stream: String,
+    durable: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LookFile {
+    version: u32,
+    key: LookKey,
+    at_ms: i64,
+    calm: bool,
+    inodes: Vec<u64>,
+    wanted: Vec<StoredWanted>,
+}
+
+#[derive(Serialize, Deserialize, PartialEq)]
+struct SubscriptionKey {
+    server: String,
+    wanted: WantedKey,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SubscriptionFile {
+    version: u32,
+    key: SubscriptionKey,
+    server_name: String,
+    server_id: String,
+    cid: u64,
+    local: SocketAddr,
+    inode: u64,
+    held_at_ms: Option<i64>,
+}
+
+fn look_key(server: &str, consumers: &[ConsumerName]) -> LookKey {
+    LookKey {
+        server: server.to_string(),
+        consumers: consumers.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The last look at `consumers` through `server`, if one is remembered.
+pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Option<LastLook> {
+    let key = look_key(server, consumers);
+    let f: LookFile = serde_json::from_slice(&read(dir, &look_file(dir, &key))?).ok()?;
+    if f.version != VERSION || f.key != key {
+        return None;
+    }
+    Some(LastLook {
+        at_ms: f.at_ms,
+        calm: f.calm,
+        inodes: f.inodes,
+        wanted: f
+            .wanted
+            .into_iter()
+            .map(|w| {
+                let name = ConsumerName {
+                    stream: w.stream,
+                    durable: w.durable,
+                };
+                let wanted = Wanted {
+                    subject: w.subject,
+                    queue: w.queue,
+                };
+                (wanted, name)
+            })
+            .collect(),
+    })
+}
+
+pub fn store_look(
+    dir: &StateDir,
+    server: &str,
+    consumers: &[ConsumerName],
+    look: &LastLook,
+) -> Result<(), String> {
+    let key = look_key(server, consumers);
+    let path = look_file(dir, &key);
+    let file = LookFile {
+        version: VERSION,
+        key,
+        at_ms: look.at_ms,
+        calm: look.calm,
+        inodes: look.inodes.clone(),
+        wanted: look
+            .wanted
+            .iter()
+            .map(|(w, name)| StoredWanted {
+                subject: w.subject.clone(),
+                queue: w.queue.clone(),
+                stream: name.stream.clone(),
+                durable: name.durable.clone(),
+            })
+            .collect(),
+    };
+    write(
+        dir,
+        &path,
+        &serde_json::to_vec(&file).map_err(|e| e.to_string())?,
+    )
+}
+
+fn subscription_key(server: &str, wanted: &Wanted) -> SubscriptionKey {
+    SubscriptionKey {
+        server: server.to_string(),
+        wanted: wanted.into(),
+    }
+}
+
+/// How `wanted`'s connection was known at the server, if it is remembered.
+pub fn load_subscription(dir: &StateDir, server: &str, wanted: &Wanted) -> Option<Remembered> {
+    let key = subscription_key(server, wanted);
+    let path = subscription_file(dir, &key);
+    let f: SubscriptionFile = serde_json::from_slice(&read(dir, &path)?).ok()?;
+    if f.version != VERSION || f.key != key {
+        return None;
+    }
+    Some(Remembered {
+        server: ServerIdent {
+            name: f.server_name,
+            id: f.server_id,
+        },
+        cid: f.cid,
+        local: f.local,
+        inode: f.inode,
+        held_at_ms: f.held_at_ms,
+    })
+}
+
+/// Remembers `memo` for `wanted`, or forgets it (None): the next run matches by address.
+pub fn store_subscription(
+    dir: &StateDir,
+    server: &str,
+    wanted: &Wanted,
+    memo: Option<&Remembered>,
+) -> Result<(), String> {
+    let key = subscription_key(server, wanted);
+    let path = subscription_file(dir, &key);
+    let Some(m) = memo else {
+        return match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(format!("cannot remove {}: {e}", path.display()))
+            }
+            _ => Ok(()),
+        };
+    };
+    let file = SubscriptionFile {
+        version: VERSION,
+        key,
+        server_name: m.server.name.clone(),
+        server_id: m.server.id.clone(),
+        cid: m.cid,
+        local: m.local,
+        inode: m.inode,
+        held_at_ms: m.held_at_ms,
+    };
+    write(
+        dir,
+        &path,
+        &serde_json::to_vec(&file).map_err(|e| e.to_string())?,
+    )
+}
+
+fn look_file(dir: &StateDir, key: &LookKey) -> PathBuf {
+    let text = serde_json::to_string(key).unwrap_or_default();
+    dir.path.join(format!("look-{:016x}.json", fnv1a(&text)))
+}
+
+fn subscription_file(dir: &StateDir, key: &SubscriptionKey) -> PathBuf {
+    let text = serde_json::to_string(key).unwrap_or_default();
+    dir.path
+        .join(format!("subscription-{:016x}.json", fnv1a(&text)))
+}
+
+/// A file's bytes; None when missing, a symlink, unreadable or oversized.
+fn read(_dir: &StateDir, path: &PathBuf) -> Option<Vec<u8>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let mut text = Vec::new();
+    file.take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
+    (text.len() as u64 <= MAX_FILE).then_some(text)
+}
+
+/// Removes this module's temporary files a killed run left (older than a minute), as
+/// `observe::state` does for the samples'.
+fn sweep(dir: &StateDir) {
+    let Ok(entries) = fs::read_dir(&dir.path) else {
+        return;
+    };
+    let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let ours = name.starts_with(".look-") || name.starts_with(".subscription-");
+        if !(ours && name.ends_with(".tmp")) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < stale);
+        if old {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Replaces `path` atomically, never writing through a symlink.
+fn write(dir: &StateDir, path: &PathBuf, body: &[u8]) -> Result<(), String> {
+    sweep(dir);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.path.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(body));
+    let result = written.and_then(|()| fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!("cannot write {}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+fn fnv1a(text: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in text.as_bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> (tempfile::TempDir, StateDir) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
+        (tmp, dir)
+    }
+
+    fn wanted(subject: &str) -> Wanted {
+        Wanted {
+            subject: subject.into(),
+            queue: Some("G".into()),
+        }
+    }
+
+    #[test]
+    fn a_subscription_is_remembered_per_server_and_subscription() {
+        let (_tmp, dir) = dir();
+        let memo = Remembered {
+            server: ServerIdent {
+                name: "n1".into(),
+                id: "NID".into(),
+            },
+            cid: 12,
+            local: "10.200.0.2:51828".parse().unwrap(),
+            inode: 77,
+            held_at_ms: Some(5),
+        };
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), None);
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), Some(&memo)).unwrap();
+        assert_eq!(
+            load_subscription(&dir, "nats://a:4222", &wanted("x")),
+            Some(memo.clone())
+        );
+        assert_eq!(load_subscription(&dir, "nats://b:4222", &wanted("x")), None);
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("y")), None);
+        // A file holding another key is nothing remembered.
+        let a = subscription_file(&dir, &subscription_key("nats://a:4222", &wanted("x")));
+        let b = subscription_file(&dir, &subscription_key("nats://a:4222", &wanted("z")));
+        fs::copy(&a, &b).unwrap();
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("z")), None);
+        // A symlink is not followed; garbage is nothing.
+        fs::remove_file(&b).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("z")), None);
+        fs::write(&a, b"{\"version\":").unwrap();
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), None);
+        // Forgotten.
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), Some(&memo)).unwrap();
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), None);
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
+    }
+
+    /// A temporary file a killed run left is removed once it is a minute old; a fresh one,
+    /// and the samples' own, are left alone.
+    #[test]
+    fn stale_temporary_files_are_swept() {
+        let (_tmp, dir) = dir();
+        let stale = dir.path.join(".look-00000000000000aa.json.4242.tmp");
+        let fresh = dir
+            .path
+            .join(".subscription-00000000000000bb.json.4343.tmp");
+        let sample = dir.path.join(".consumer-00000000000000cc.json.4444.tmp");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+        for f in [&stale, &fresh, &sample] {
+            fs::write(f, b"half").unwrap();
+        }
+        for f in [&stale, &sample] {
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
+        assert!(stale.exists(), "nothing written, nothing swept");
+        let look = LastLook {
+            at_ms: 1,
+            calm: true,
+            inodes: vec![],
+            wanted: vec![],
+        };
+        store_look(&dir, "nats://a:4222", &[], &look).unwrap();
+        assert!(!stale.exists(), "the stale file stays");
+        assert!(fresh.exists() && sample.exists());
+    }
+
+    #[test]
+    fn a_look_is_remembered_per_server_and_consumers() {
+        let (_tmp, dir) = dir();
+        let name = |d: &str| ConsumerName {
+            stream: "S".into(),
+            durable: d.into(),
+        };
+        let look = LastLook {
+            at_ms: 99,
+            calm: true,
+            inodes: vec![3, 4],
+            wanted: vec![(wanted("deliver.D"), name("D"))],
+        };
+        store_look(&dir, "nats://a:4222", &[name("D")], &look).unwrap();
+        assert_eq!(load_look(&dir, "nats://a:4222", &[name("D")]), Some(look));
+        assert_eq!(load_look(&dir, "nats://a:4222", &[name("E")]), None);
+        assert_eq!(
+            load_look(&dir, "nats://a:4222", &[name("D"), name("E")]),
+            None
+        );
+        let leftovers = fs::read_dir(&dir.path).unwrap().count();
+        assert_eq!(leftovers, 1, "no temporary file left behind");
+    }
+}

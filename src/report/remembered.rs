@@ -1,0 +1,105 @@
+//! The words for what a run took from the runs before it (issue 20): whether the consumers
+//! were asked or skipped between looks, and how the pod's connection was found at the server.
+
+use super::human::display;
+use crate::rules::remembered::{Due, Found, Rematch, Sampling};
+
+/// The `-v` line about the consumers' look, and the JSON word.
+pub fn sampling_phrase(s: Sampling) -> String {
+    match s {
+        Sampling::Skip { asked_ago } => format!(
+            "not asked this run: all healthy when asked {} ago, on the same connections (--sample-every)",
+            display(asked_ago)
+        ),
+        Sampling::Ask(due) => format!("asked: {}", due_phrase(due)),
+    }
+}
+
+fn due_phrase(d: Due) -> &'static str {
+    match d {
+        Due::EveryRun => "every run (--sample-every 0)",
+        Due::FirstLook => "no earlier look remembered",
+        Due::NotCalm => "the last look was not all idle or progressing",
+        Due::Old => "the last look is --sample-every old",
+        Due::NewConnection => "a connection the last look did not see",
+    }
+}
+
+/// `sampled` or `skipped`, for the JSON.
+pub fn sampling_word(s: Sampling) -> &'static str {
+    match s {
+        Sampling::Skip { .. } => "skipped",
+        Sampling::Ask(_) => "asked",
+    }
+}
+
+/// How the pod's connection was found at the server, for `-v` and `diagnose`.
+pub fn found_phrase(f: Found) -> String {
+    match f {
+        Found::Trusted { held_ago } => format!(
+            "trusted: seen holding it {} ago, on the same socket since (--subscription-every)",
+            display(held_ago)
+        ),
+        Found::LookedUp { cid } => format!("asked for this pod's connection alone (cid {cid})"),
+        Found::Matched(why) => format!("matched by address ({})", rematch_phrase(why)),
+    }
+}
+
+/// `trusted`, `looked_up` or `matched`, for the JSON.
+pub fn found_word(f: Found) -> &'static str {
+    match f {
+        Found::Trusted { .. } => "trusted",
+        Found::LookedUp { .. } => "looked_up",
+        Found::Matched(_) => "matched",
+    }
+}
+
+fn rematch_phrase(r: Rematch) -> String {
+    match r {
+        Rematch::FirstTime => "no connection remembered".into(),
+        Rematch::SocketChanged => "the remembered socket is gone".into(),
+        Rematch::ServerNotAnswering => "the remembered server did not answer by name".into(),
+        Rematch::ServerRestarted => "the server restarted: its cids start again".into(),
+        Rematch::Closed => "the server has no connection with the remembered cid".into(),
+        Rematch::AnotherConnection(addr) => {
+            format!("the remembered cid is now another connection's, from {addr}")
+        }
+        Rematch::LookupFailed => "the lookup by cid failed".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn each_path_is_said() {
+        assert_eq!(
+            found_phrase(Found::Trusted {
+                held_ago: Duration::from_secs(70)
+            }),
+            "trusted: seen holding it 1m10s ago, on the same socket since (--subscription-every)"
+        );
+        assert_eq!(
+            found_phrase(Found::LookedUp { cid: 12 }),
+            "asked for this pod's connection alone (cid 12)"
+        );
+        assert_eq!(
+            found_phrase(Found::Matched(Rematch::AnotherConnection(
+                "10.0.0.3:4000".parse().unwrap()
+            ))),
+            "matched by address (the remembered cid is now another connection's, from 10.0.0.3:4000)"
+        );
+        assert_eq!(
+            sampling_phrase(Sampling::Skip {
+                asked_ago: Duration::from_secs(20)
+            }),
+            "not asked this run: all healthy when asked 20s ago, on the same connections (--sample-every)"
+        );
+        assert_eq!(
+            sampling_phrase(Sampling::Ask(Due::NotCalm)),
+            "asked: the last look was not all idle or progressing"
+        );
+    }
+}

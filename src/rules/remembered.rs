@@ -1,0 +1,608 @@
+//! What a run may take from the runs before it instead of asking the server, so that a fleet
+//! of probes costs the server O(1) per run on average (issue 20). Pure.
+//!
+//! - The consumers are asked at most every `--sample-every`, and only while the last look
+//!   found every one healthy with its stall clock at zero, on the connections it saw: between
+//!   looks only the sockets are read. A look is never skipped after a fault, a running stall
+//!   clock, a consumer that could not be judged, or a new connection, so no verdict is carried
+//!   over from one run to the next except "healthy, nothing waiting unworked".
+//! - The pod's connection is found at the server once by address (`rules::subscription`);
+//!   later runs ask the server for that connection alone, by the cid it had there, and match
+//!   by address again when the socket, the server or the answer's address differ: a cid is
+//!   unique per server only and is reused after a restart. A connection seen holding the
+//!   subscription, on the same socket since, is trusted for `--subscription-every`.
+
+use super::consumer::{Healthy, Outcome};
+use super::subscription::{holds, Held};
+use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection, Wanted};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// One of this pod's ESTABLISHED connections: the local address (IPv4 unmapped) and the
+/// socket's inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Socket {
+    pub addr: SocketAddr,
+    pub inode: u64,
+}
+
+/// The last run that asked the server about the consumers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastLook {
+    /// Local clock, ms since the epoch.
+    pub at_ms: i64,
+    /// Every consumer healthy, its stall clock at zero, nothing pinned.
+    pub calm: bool,
+    /// The inodes of the connections counted then.
+    pub inodes: Vec<u64>,
+    /// The deliver subscriptions the consumers had then (`--own-subscription`).
+    pub wanted: Vec<(Wanted, ConsumerName)>,
+}
+
+/// Why this run asks about the consumers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// `--sample-every 0`.
+    EveryRun,
+    /// No look remembered (the first run, or an unusable state dir).
+    FirstLook,
+    /// The last look found a fault, a running stall clock, or a consumer it could not judge.
+    NotCalm,
+    /// The last look is `--sample-every` old (or from the future: the clock moved back).
+    Old,
+    /// A connection the last look did not see: the client reconnected.
+    NewConnection,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampling {
+    Ask(Due),
+    /// Between looks: the sockets only.
+    Skip {
+        asked_ago: Duration,
+    },
+}
+
+/// Whether to ask about the consumers now.
+pub fn sampling(last: Option<&LastLook>, inodes: &[u64], every: Duration, now_ms: i64) -> Sampling {
+    if every.is_zero() {
+        return Sampling::Ask(Due::EveryRun);
+    }
+    let Some(last) = last else {
+        return Sampling::Ask(Due::FirstLook);
+    };
+    if !last.calm {
+        return Sampling::Ask(Due::NotCalm);
+    }
+    let age = now_ms - last.at_ms;
+    if age < 0 || age >= every.as_millis() as i64 {
+        return Sampling::Ask(Due::Old);
+    }
+    if inodes.is_empty() || inodes.iter().any(|i| !last.inodes.contains(i)) {
+        return Sampling::Ask(Due::NewConnection);
+    }
+    Sampling::Skip {
+        asked_ago: Duration::from_millis(age as u64),
+    }
+}
+
+/// Whether a look lets the next runs skip: every consumer idle, paused or progressing, its
+/// stall clock at zero and its floor not pinned (work waiting unmeasured, or waiting inside
+/// the window, is asked again every run, so the window is judged exactly as without skips). Anything else is asked again on the next run.
+pub fn calm(judged: &[(&Outcome, Option<&Sample>)]) -> bool {
+    judged.iter().all(|(outcome, sample)| {
+        let settled = matches!(
+            outcome,
+            Outcome::Healthy(
+                Healthy::Idle
+                    | Healthy::Paused
+                    | Healthy::Progressing(_)
+                    | Healthy::CannotTell { .. }
+            )
+        );
+        settled && sample.is_some_and(|s| s.stalled_ms == 0 && s.pinned_ms.is_none())
+    })
+}
+
+/// Why the pod's connection is matched by address again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rematch {
+    /// Nothing remembered.
+    FirstTime,
+    /// The remembered socket is gone (a new connection, a new port, or the same port on a new
+    /// socket).
+    SocketChanged,
+    /// The remembered server did not answer the lookup (it is gone, renamed, or slow).
+    ServerNotAnswering,
+    /// The server answering by that name has another id: it restarted, and its cids restarted.
+    ServerRestarted,
+    /// The server has no open connection with that cid.
+    Closed,
+    /// The server's connection with that cid comes from another address: not this pod's.
+    AnotherConnection(SocketAddr),
+    /// The lookup itself failed.
+    LookupFailed,
+}
+
+/// How this run found the pod's connection at the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// Seen holding the subscription this long ago, on the same socket since: not asked.
+    Trusted { held_ago: Duration },
+    /// The server was asked for the remembered connection alone, by cid.
+    LookedUp { cid: u64 },
+    /// Matched by address in the server's connection list.
+    Matched(Rematch),
+}
+
+/// What to do first, before any lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    Trust { held_ago: Duration },
+    LookUp,
+    Match(Rematch),
+}
+
+/// Trust, look up, or match again.
+pub fn plan(memo: Option<&Remembered>, ours: &[Socket], trust_for: Duration, now_ms: i64) -> Plan {
+    let Some(m) = memo else {
+        return Plan::Match(Rematch::FirstTime);
+    };
+    if !ours.iter().any(|s| s.addr == m.local && s.inode == m.inode) {
+        return Plan::Match(Rematch::SocketChanged);
+    }
+    match m.held_at_ms.map(|at| now_ms - at) {
+        Some(ago) if ago >= 0 && ago < trust_for.as_millis() as i64 => Plan::Trust {
+            held_ago: Duration::from_millis(ago as u64),
+        },
+        _ => Plan::LookUp,
+    }
+}
+
+/// The remembered connection in a lookup's answers, if it is still this pod's: the same
+/// server (name and id) and the address it was matched by. Otherwise why not.
+pub fn confirm<'a>(
+    memo: &Remembered,
+    answers: &'a [LookedUp],
+) -> Result<&'a ServerConnection, Rematch> {
+    let answer = answers
+        .iter()
+        .find(|a| a.server.name == memo.server.name)
+        .ok_or(Rematch::ServerNotAnswering)?;
+    if answer.server.id != memo.server.id {
+        return Err(Rematch::ServerRestarted);
+    }
+    let c = answer.connection.as_ref().ok_or(Rematch::Closed)?;
+    if c.addr != memo.local || c.cid != memo.cid {
+        return Err(Rematch::AnotherConnection(c.addr));
+    }
+    Ok(c)
+}
+
+/// The verdict on a confirmed connection: it is this pod's, so it holds the subscription or
+/// this pod's connection does not.
+pub fn judge_confirmed(wanted: &Wanted, c: &ServerConnection) -> Held {
+    match holds(c, wanted) {
+        true => Held::Yes { by: c.addr },
+        false => Held::NotByThisConnection { connection: c.addr },
+    }
+}
+
+/// What to remember after a run that reached the server: the connection the verdict was
+/// drawn from, when the server named itself and the connection is one of this pod's sockets.
+pub fn remember(
+    wanted: &Wanted,
+    held: &Held,
+    ours: &[Socket],
+    listed: &[&ServerConnection],
+    now_ms: i64,
+) -> Option<Remembered> {
+    let (addr, holding) = match held {
+        Held::Yes { by } => (*by, true),
+        Held::NotByThisConnection { connection } => (*connection, false),
+        Held::NoConnection { .. } | Held::NotJudged(_) => return None,
+    };
+    let socket = ours.iter().find(|s| s.addr == addr)?;
+    let c = listed
+        .iter()
+        .filter(|c| c.addr == addr)
+        .find(|c| !holding || holds(c, wanted))?;
+    Some(Remembered {
+        server: c.server.clone()?,
+        cid: c.cid,
+        local: addr,
+        inode: socket.inode,
+        held_at_ms: holding.then_some(now_ms),
+    })
+}
+
+/// Every connection a full match listed.
+pub fn listed(connz: &Connz) -> Vec<&ServerConnection> {
+    connz
+        .holding
+        .iter()
+        .chain(connz.all.iter().flatten())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::ServerIdent;
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn ident(name: &str, id: &str) -> ServerIdent {
+        ServerIdent {
+            name: name.into(),
+            id: id.into(),
+        }
+    }
+
+    fn wanted() -> Wanted {
+        Wanted {
+            subject: "deliver.D".into(),
+            queue: Some("D".into()),
+        }
+    }
+
+    fn conn(addr: &str, cid: u64, at: &ServerIdent, holding: bool) -> ServerConnection {
+        ServerConnection {
+            addr: addr.parse().unwrap(),
+            name: None,
+            subscriptions: Some(match holding {
+                true => vec![("deliver.D".into(), Some("D".into()))],
+                false => vec![("_INBOX.x.*".into(), None)],
+            }),
+            cid,
+            server: Some(at.clone()),
+        }
+    }
+
+    fn socket(addr: &str, inode: u64) -> Socket {
+        Socket {
+            addr: addr.parse().unwrap(),
+            inode,
+        }
+    }
+
+    fn memo(held_secs_ago: Option<i64>) -> Remembered {
+        Remembered {
+            server: ident("n1", "NID1"),
+            cid: 7,
+            local: "10.200.0.2:51828".parse().unwrap(),
+            inode: 4242,
+            held_at_ms: held_secs_ago.map(|s| NOW - s * 1000),
+        }
+    }
+
+    const TRUST: Duration = Duration::from_secs(300);
+
+    #[test]
+    fn trust_only_the_same_socket_for_a_bounded_time() {
+        let same = [socket("10.200.0.2:51828", 4242)];
+        assert_eq!(
+            plan(None, &same, TRUST, NOW),
+            Plan::Match(Rematch::FirstTime)
+        );
+        assert_eq!(
+            plan(Some(&memo(Some(60))), &same, TRUST, NOW),
+            Plan::Trust {
+                held_ago: Duration::from_secs(60)
+            }
+        );
+        // Past the trust time, or never seen holding it: asked by cid.
+        assert_eq!(
+            plan(Some(&memo(Some(300))), &same, TRUST, NOW),
+            Plan::LookUp
+        );
+        assert_eq!(plan(Some(&memo(None)), &same, TRUST, NOW), Plan::LookUp);
+        // A held time in the future (the clock went back) is no trust.
+        assert_eq!(plan(Some(&memo(Some(-5))), &same, TRUST, NOW), Plan::LookUp);
+        // A trust time of zero asks every run.
+        assert_eq!(
+            plan(Some(&memo(Some(0))), &same, Duration::ZERO, NOW),
+            Plan::LookUp
+        );
+        // The same port on another socket, or another port: matched again.
+        for ours in [
+            [socket("10.200.0.2:51828", 9999)],
+            [socket("10.200.0.2:51900", 4242)],
+        ] {
+            assert_eq!(
+                plan(Some(&memo(Some(1))), &ours, TRUST, NOW),
+                Plan::Match(Rematch::SocketChanged)
+            );
+        }
+    }
+
+    #[test]
+    fn a_lookup_is_believed_only_for_the_same_server_and_address() {
+        let m = memo(Some(400));
+        let n1 = ident("n1", "NID1");
+        let ok = [LookedUp {
+            server: n1.clone(),
+            connection: Some(conn("10.200.0.2:51828", 7, &n1, true)),
+        }];
+        assert_eq!(confirm(&m, &ok).unwrap().cid, 7);
+        assert_eq!(
+            judge_confirmed(&wanted(), confirm(&m, &ok).unwrap()),
+            Held::Yes {
+                by: "10.200.0.2:51828".parse().unwrap()
+            }
+        );
+        // A server whose name contains "n1" answered too (the filter is a substring).
+        let n10 = ident("n10", "NID10");
+        let both = [
+            LookedUp {
+                server: n10.clone(),
+                connection: Some(conn("10.200.0.9:1000", 7, &n10, true)),
+            },
+            ok[0].clone(),
+        ];
+        assert_eq!(confirm(&m, &both).unwrap().addr, m.local);
+        assert_eq!(confirm(&m, &both[..1]), Err(Rematch::ServerNotAnswering));
+        // Restarted: another id; its cid 7 is someone else's now.
+        let again = ident("n1", "NID2");
+        let restarted = [LookedUp {
+            server: again.clone(),
+            connection: Some(conn("10.200.0.3:40000", 7, &again, true)),
+        }];
+        assert_eq!(confirm(&m, &restarted), Err(Rematch::ServerRestarted));
+        // Same server, the cid now another connection's (it holds the subscription: taking
+        // it would call a deaf pod healthy).
+        let other = [LookedUp {
+            server: n1.clone(),
+            connection: Some(conn("10.200.0.3:40000", 7, &n1, true)),
+        }];
+        assert_eq!(
+            confirm(&m, &other),
+            Err(Rematch::AnotherConnection(
+                "10.200.0.3:40000".parse().unwrap()
+            ))
+        );
+        let closed = [LookedUp {
+            server: n1.clone(),
+            connection: None,
+        }];
+        assert_eq!(confirm(&m, &closed), Err(Rematch::Closed));
+        // This pod's connection, without the subscription: the deaf replica, by cid.
+        let deaf = conn("10.200.0.2:51828", 7, &n1, false);
+        assert_eq!(
+            judge_confirmed(&wanted(), &deaf),
+            Held::NotByThisConnection {
+                connection: m.local
+            }
+        );
+    }
+
+    #[test]
+    fn what_is_remembered_after_a_match() {
+        let n1 = ident("n1", "NID1");
+        let ours = [socket("10.200.0.2:51828", 4242)];
+        let mine = conn("10.200.0.2:51828", 7, &n1, true);
+        let theirs = conn("10.200.0.3:40000", 8, &n1, true);
+        let yes = Held::Yes { by: mine.addr };
+        assert_eq!(
+            remember(&wanted(), &yes, &ours, &[&theirs, &mine], NOW),
+            Some(Remembered {
+                held_at_ms: Some(NOW),
+                ..memo(None)
+            })
+        );
+        let deaf = conn("10.200.0.2:51828", 7, &n1, false);
+        let not = Held::NotByThisConnection {
+            connection: deaf.addr,
+        };
+        assert_eq!(
+            remember(&wanted(), &not, &ours, &[&deaf], NOW),
+            Some(memo(None))
+        );
+        // A server that did not name itself, or no connection: nothing to remember.
+        let anonymous = ServerConnection {
+            server: None,
+            ..mine.clone()
+        };
+        assert_eq!(remember(&wanted(), &yes, &ours, &[&anonymous], NOW), None);
+        let none = Held::NoConnection {
+            ours: vec![mine.addr],
+        };
+        assert_eq!(remember(&wanted(), &none, &ours, &[&mine], NOW), None);
+    }
+
+    fn look(calm: bool, secs_ago: i64) -> LastLook {
+        LastLook {
+            at_ms: NOW - secs_ago * 1000,
+            calm,
+            inodes: vec![1, 2],
+            wanted: vec![],
+        }
+    }
+
+    #[test]
+    fn the_consumers_are_skipped_only_after_a_calm_look_on_the_same_connections() {
+        let every = Duration::from_secs(45);
+        assert_eq!(
+            sampling(Some(&look(true, 10)), &[1], every, NOW),
+            Sampling::Skip {
+                asked_ago: Duration::from_secs(10)
+            }
+        );
+        assert_eq!(
+            sampling(Some(&look(true, 10)), &[1], Duration::ZERO, NOW),
+            Sampling::Ask(Due::EveryRun)
+        );
+        assert_eq!(
+            sampling(None, &[1], every, NOW),
+            Sampling::Ask(Due::FirstLook)
+        );
+        assert_eq!(
+            sampling(Some(&look(false, 10)), &[1], every, NOW),
+            Sampling::Ask(Due::NotCalm)
+        );
+        assert_eq!(
+            sampling(Some(&look(true, 45)), &[1], every, NOW),
+            Sampling::Ask(Due::Old)
+        );
+        assert_eq!(
+            sampling(Some(&look(true, -1)), &[1], every, NOW),
+            Sampling::Ask(Due::Old)
+        );
+        assert_eq!(
+            sampling(Some(&look(true, 10)), &[1, 3], every, NOW),
+            Sampling::Ask(Due::NewConnection)
+        );
+    }
+
+    /// The schedule the README's fleet table and the fleet benchmark's kubelet averages rest
+    /// on: at `periodSeconds: 10` with the defaults (`--sample-every` 45s, `--subscription-every`
+    /// 5m), 1 run in 5 asks about the consumers and 1 in 30 asks for the connection by cid.
+    #[test]
+    fn the_default_schedule_at_period_ten_seconds() {
+        let (every, trust) = (Duration::from_secs(45), Duration::from_secs(300));
+        let ours = [socket("10.200.0.2:51828", 4242)];
+        let mut last: Option<LastLook> = None;
+        let mut kept: Option<Remembered> = None;
+        let (mut looks, mut lookups, mut matches) = (0, 0, 0);
+        for run in 0..60 {
+            let now = NOW + run * 10_000;
+            if let Sampling::Ask(_) = sampling(last.as_ref(), &[4242], every, now) {
+                looks += 1;
+                last = Some(LastLook {
+                    at_ms: now,
+                    calm: true,
+                    inodes: vec![4242],
+                    wanted: vec![],
+                });
+            }
+            match plan(kept.as_ref(), &ours, trust, now) {
+                Plan::Trust { .. } => {}
+                Plan::LookUp => lookups += 1,
+                Plan::Match(_) => matches += 1,
+            }
+            if !matches!(plan(kept.as_ref(), &ours, trust, now), Plan::Trust { .. }) {
+                kept = Some(Remembered {
+                    held_at_ms: Some(now),
+                    ..memo(None)
+                });
+            }
+        }
+        assert_eq!((looks, lookups, matches), (12, 1, 1));
+    }
+
+    /// The stall clock across skipped runs. A consumer acks every 5 s with work waiting, then
+    /// stops at 100 s. Judged every 10 s run, and judged only when `sampling` says so (the
+    /// defaults: `--sample-every` 45s): neither calls it stalled before a whole window (60 s)
+    /// without progress, no skipped run is a gap or stall time, the stall clock never exceeds
+    /// the time since the last ack, and the skipping probe sees the stall at most
+    /// `--sample-every` + a period later.
+    #[test]
+    fn skipped_runs_are_neither_gaps_nor_stall_time() {
+        use crate::rules::consumer::{Intervals, Policy};
+        let policy = Policy {
+            stall_after: Duration::from_secs(60),
+            intervals: Intervals::UpToWindow,
+        };
+        let every = Duration::from_secs(45);
+        // Stopping right after a look, between looks, and on one.
+        for stop in [55, 72, 100] {
+            stalls_once(stop, every, &policy);
+        }
+    }
+
+    fn stalls_once(stop: i64, every: Duration, policy: &crate::rules::consumer::Policy) {
+        use crate::facts::Observed;
+        use crate::rules::consumer::{self, tests::facts, Fault, Unmeasured};
+        const S: i64 = 1_000_000_000;
+        let seen = |t: i64| {
+            let last_ack = if t < stop { t - t % 5 } else { stop - 5 };
+            let mut f = facts(4, 1, (last_ack / 5) as u64 + 1);
+            f.ts = Some(1_000 * S + t * S);
+            f.ack_floor.last_active = Some(1_000 * S + last_ack * S);
+            f.delivered.last_active = Some(1_000 * S + last_ack * S);
+            (
+                Observed::Found {
+                    facts: f,
+                    stream: None,
+                },
+                last_ack,
+            )
+        };
+        let mut first_stall = [None, None];
+        for (i, skipping) in [false, true].into_iter().enumerate() {
+            let mut prev: Option<Sample> = None;
+            let mut last: Option<LastLook> = None;
+            for t in (0..400).step_by(10) {
+                let now = NOW + t * 1000;
+                let every = if skipping { every } else { Duration::ZERO };
+                if let Sampling::Skip { .. } = sampling(last.as_ref(), &[1], every, now) {
+                    continue;
+                }
+                let (observed, last_ack) = seen(t);
+                let j = consumer::judge(&observed, prev.as_ref(), policy, now);
+                let stalled_ms = j.sample.as_ref().map_or(0, |s| s.stalled_ms);
+                assert!(
+                    stalled_ms <= (t - last_ack) * 1000,
+                    "t={t}: {stalled_ms} ms"
+                );
+                assert!(
+                    !matches!(
+                        j.outcome,
+                        Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Gap))
+                    ),
+                    "t={t}"
+                );
+                if let Outcome::Unhealthy(Fault::Stalled { .. }) = j.outcome {
+                    assert!(t - last_ack >= 60, "t={t}: stalled before a window");
+                    first_stall[i].get_or_insert(t);
+                }
+                last = Some(LastLook {
+                    at_ms: now,
+                    calm: calm(&[(&j.outcome, j.sample.as_ref())]),
+                    inodes: vec![1],
+                    wanted: vec![],
+                });
+                prev = j.sample;
+            }
+        }
+        let [Some(every_run), Some(sampled)] = first_stall else {
+            panic!("never stalled: {first_stall:?}");
+        };
+        assert!(
+            sampled >= every_run && sampled <= every_run + 45 + 10,
+            "stopped at {stop} s: stalled at {every_run} s every run, {sampled} s sampled"
+        );
+    }
+
+    #[test]
+    fn only_a_healthy_consumer_with_no_stall_clock_is_calm() {
+        use crate::rules::consumer::{Fault, Unmeasured};
+        let s = |stalled_ms: i64, pinned_ms: Option<i64>| Sample {
+            created: "c".into(),
+            floor_consumer_seq: 1,
+            floor_stream_seq: 1,
+            delivered_stream_seq: 1,
+            ack_last_active: None,
+            delivered_last_active: None,
+            waiting: 1,
+            stalled_ms,
+            pinned_ms,
+            seen_at_ms: NOW,
+            seen_ts: None,
+            gap: false,
+        };
+        let healthy = Outcome::Healthy(Healthy::Idle);
+        let unbound = Outcome::Unhealthy(Fault::Unbound { waiting: 1 });
+        let unmeasured = Outcome::Healthy(Healthy::Unmeasured(Unmeasured::FirstSample));
+        let quiet = s(0, None);
+        let stalling = s(5_000, None);
+        let pinned = s(0, Some(0));
+        assert!(calm(&[(&healthy, Some(&quiet))]));
+        assert!(calm(&[]));
+        assert!(!calm(&[(&healthy, Some(&quiet)), (&unbound, Some(&quiet))]));
+        assert!(!calm(&[(&healthy, Some(&stalling))]));
+        assert!(!calm(&[(&healthy, Some(&pinned))]));
+        assert!(!calm(&[(&healthy, None)]));
+        assert!(!calm(&[(&unmeasured, Some(&quiet))]));
+    }
+}
