@@ -555,7 +555,11 @@ fn twenty_thousand_durables_in_bounded_memory() {
         let mut args = vec!["guard", "--server", pods.url.as_str(), "--interval", "1s"];
         args.extend_from_slice(extra);
         let path = out.path().join(file);
-        let run = probe(&args).ns(&pods.app).stdout_to(&path).run();
+        let run = probe(&args)
+            .ns(&pods.app)
+            .stdout_to(&path)
+            .rss_by_time()
+            .run();
         (run, path)
     };
     // Counts `pattern` in `file` outside this process.

@@ -98,6 +98,7 @@ fn hostile_servers_end_inside_the_deadline_in_bounded_memory() {
                 "800ms",
             ])
             .ns(&ns)
+            .rss_by_time()
             .run();
             println!(
                 "hostile | {name} | {command} | exit {:?} after {:?}, {} KiB | {}",
@@ -132,6 +133,7 @@ fn hostile_servers_end_inside_the_deadline_in_bounded_memory() {
             "1s",
         ])
         .ns(&ns)
+        .rss_by_time()
         .run();
         println!(
             "hostile | {name} | guard | exit {:?} after {:?}, {} KiB | {}",

@@ -192,8 +192,13 @@ fn under_deadline<T>(
 }
 
 /// `check`, or with `diagnose: Some(colour)` `diagnose` (the check with every socket listed,
-/// explained), under `--timeout`; `diagnose` exits as the check would.
+/// explained), under `--timeout`; `diagnose` exits as the check would. The answer is rendered
+/// after the deadline is disarmed, as before it was armed: under emulation formatting is slow.
 fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) -> Outcome {
+    enum Report {
+        Check(natsprobe::report::check::CheckReport),
+        Diagnose(natsprobe::report::diagnose::DiagnoseReport, bool),
+    }
     config.verbose |= diagnose.is_some();
     let (json, verbose) = (config.json, config.verbose);
     let named = format!("--timeout {}", duration::display(config.timeout));
@@ -204,19 +209,20 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
         started,
         Memory::of_check(),
         |deadline| match diagnose {
-            None => commands::check::run(&config, deadline)
-                .map(|r| (report::render_check(&r, json, verbose), r.health)),
+            None => commands::check::run(&config, deadline).map(Report::Check),
             Some(colour) => commands::diagnose::run(&config, deadline, cli::VERSION)
-                .map(|r| (report::render_diagnose(&r, json, colour), r.health())),
+                .map(|r| Report::Diagnose(r, colour)),
         },
     );
-    match ran {
-        Ok((text, health)) => Outcome {
-            text: Text::Line(text),
-            to_stderr: false,
-            exit: health.into(),
-        },
-        Err(e) => failure(e, json),
+    let (text, health) = match ran {
+        Ok(Report::Check(r)) => (report::render_check(&r, json, verbose), r.health),
+        Ok(Report::Diagnose(r, colour)) => (report::render_diagnose(&r, json, colour), r.health()),
+        Err(e) => return failure(e, json),
+    };
+    Outcome {
+        text: Text::Line(text),
+        to_stderr: false,
+        exit: health.into(),
     }
 }
 
