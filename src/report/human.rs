@@ -261,9 +261,10 @@ fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
     match s.class {
         Class::Transient => String::new(),
         Class::ConfigurationAtOnce => format!(": {}", fix(s, checked)),
+        // Rounded up: "for 2s, longer than the window 2s" would read as a contradiction.
         Class::ConfigurationIfItPersists if s.is_configuration_error() => format!(
             "; for {}, longer than the window {}: {}",
-            display(s.lasted),
+            display(s.lasted.max(s.window + display_step(s.window))),
             display(s.window),
             fix(s, checked)
         ),
@@ -492,6 +493,14 @@ fn consumer_details(r: &JudgedConsumer) -> String {
         (None, None) => {}
     }
     out
+}
+
+/// The smallest step `display` shows near `d`: a tenth below 10 s, else a second.
+fn display_step(d: std::time::Duration) -> std::time::Duration {
+    match d.as_secs() {
+        0..=9 => std::time::Duration::from_millis(100),
+        _ => std::time::Duration::from_secs(1),
+    }
 }
 
 pub fn display(d: std::time::Duration) -> String {
