@@ -158,9 +158,24 @@ impl Servers {
         )
     }
 
-    /// `runs` runs of `argv` in `app`, after `warmup` unmeasured ones.
-    fn cell(&self, app: &NetNs, argv: &[String], runs: usize, warmup: usize) -> Cost {
+    /// `runs` runs of `argv` in `app`, after `warmup` unmeasured ones; with `fresh`, that
+    /// state dir emptied before each (every run a first run: nothing remembered).
+    fn cell(
+        &self,
+        app: &NetNs,
+        argv: &[String],
+        runs: usize,
+        warmup: usize,
+        fresh: Option<&std::path::Path>,
+    ) -> Cost {
+        let empty = || {
+            if let Some(dir) = fresh {
+                let _ = std::fs::remove_dir_all(dir);
+                std::fs::create_dir(dir).unwrap();
+            }
+        };
         for _ in 0..warmup {
+            empty();
             measure::run_once(app, argv);
         }
         let (idle_cpu, idle_rx, idle_tx) = self.idle();
@@ -168,6 +183,7 @@ impl Servers {
         let mut walls = Vec::with_capacity(runs);
         let mut codes = Vec::new();
         for _ in 0..runs {
+            empty();
             let s = measure::run_once(app, argv);
             walls.push(s.wall);
             codes.push(s.code);
@@ -330,7 +346,10 @@ fn setup_cell(
             argv.extend(["--port".into(), "4222".into()]);
         }
         argv.extend(flags.iter().map(|f| f.to_string()));
-        let cost = servers.cell(&app, &argv, runs, warmup);
+        // `--fresh`: a state dir emptied before every run (bench only; stripped here).
+        let fresh = argv.iter().any(|a| a == "--fresh");
+        argv.retain(|a| a != "--fresh");
+        let cost = servers.cell(&app, &argv, runs, warmup, fresh.then(|| state.path()));
         println!(
             "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6.1} ms",
             name, cost.cpu_ms, cost.rx, cost.tx, cost.wall_ms
@@ -374,16 +393,7 @@ fn setup_cell(
     cell(
         "--subscription: matched by address (first run)",
         bin,
-        &[
-            &core[..],
-            &[
-                "--subscription-every",
-                "0s",
-                "--state-dir",
-                "/nonexistent/x",
-            ],
-        ]
-        .concat(),
+        &[&core[..], &["--subscription-every", "0s", "--fresh"]].concat(),
         0,
     );
     if let Some(b) = baseline {
@@ -552,7 +562,7 @@ fn guard(durables: usize, bin: &str, baseline: Option<&str>) {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let c = servers.cell(&app, &argv, 10, 1);
+        let c = servers.cell(&app, &argv, 10, 1, None);
         println!(
             "  {name:<16} server CPU {:>8.1} ms a run = {:>6.2} µs per durable; in {:.0} B, out {:.0} B a run; wall {:.0} ms",
             c.cpu_ms,
