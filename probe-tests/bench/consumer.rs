@@ -83,6 +83,9 @@ fn main() {
                 "S/D",
                 "--state-dir",
                 &state,
+                // A look every run, as nats.go asks: the default skips after a calm look.
+                "--sample-every",
+                "0s",
             ]),
         ),
         (

@@ -70,6 +70,11 @@ fn main() {
         "S/D",
         "--state-dir",
         &state,
+        // Asked every run, as before issue 20: the defaults trust the connection for 5m.
+        "--sample-every",
+        "0s",
+        "--subscription-every",
+        "0s",
     ]);
     let mut own = plain.clone();
     own.push("--own-subscription".into());
