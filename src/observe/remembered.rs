@@ -6,18 +6,16 @@
 //! renamed, read without following a symlink, at most 64 KiB; anything else is "nothing
 //! remembered", which costs one full look, never a verdict.
 
-use super::state::StateDir;
+use super::state::{fnv1a, StateDir};
 use crate::facts::{ConsumerName, Remembered, ServerIdent, Wanted};
 use crate::rules::remembered::LastLook;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self};
+use std::io;
 use std::net::SocketAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 const VERSION: u32 = 1;
-const MAX_FILE: u64 = 64 * 1024;
 
 #[derive(Serialize, Deserialize, PartialEq)]
 struct WantedKey {
@@ -96,7 +94,7 @@ fn look_key(server: &str, consumers: &[ConsumerName]) -> LookKey {
 /// The last look at `consumers` through `server`, if one is remembered.
 pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Option<LastLook> {
     let key = look_key(server, consumers);
-    let f: LookFile = serde_json::from_slice(&read(dir, &look_file(dir, &key))?).ok()?;
+    let f: LookFile = serde_json::from_slice(&dir.read_small(&look_file(dir, &key))?).ok()?;
     if f.version != VERSION || f.key != key {
         return None;
     }
@@ -147,8 +145,7 @@ pub fn store_look(
             })
             .collect(),
     };
-    write(
-        dir,
+    dir.replace(
         &path,
         &serde_json::to_vec(&file).map_err(|e| e.to_string())?,
     )
@@ -165,7 +162,7 @@ fn subscription_key(server: &str, wanted: &Wanted) -> SubscriptionKey {
 pub fn load_subscription(dir: &StateDir, server: &str, wanted: &Wanted) -> Option<Remembered> {
     let key = subscription_key(server, wanted);
     let path = subscription_file(dir, &key);
-    let f: SubscriptionFile = serde_json::from_slice(&read(dir, &path)?).ok()?;
+    let f: SubscriptionFile = serde_json::from_slice(&dir.read_small(&path)?).ok()?;
     if f.version != VERSION || f.key != key {
         return None;
     }
@@ -208,8 +205,7 @@ pub fn store_subscription(
         inode: m.inode,
         held_at_ms: m.held_at_ms,
     };
-    write(
-        dir,
+    dir.replace(
         &path,
         &serde_json::to_vec(&file).map_err(|e| e.to_string())?,
     )
@@ -217,79 +213,14 @@ pub fn store_subscription(
 
 fn look_file(dir: &StateDir, key: &LookKey) -> PathBuf {
     let text = serde_json::to_string(key).unwrap_or_default();
-    dir.path.join(format!("look-{:016x}.json", fnv1a(&text)))
+    dir.path
+        .join(format!("look-{:016x}.json", fnv1a(text.bytes())))
 }
 
 fn subscription_file(dir: &StateDir, key: &SubscriptionKey) -> PathBuf {
     let text = serde_json::to_string(key).unwrap_or_default();
     dir.path
-        .join(format!("subscription-{:016x}.json", fnv1a(&text)))
-}
-
-/// A file's bytes; None when missing, a symlink, unreadable or oversized.
-fn read(_dir: &StateDir, path: &PathBuf) -> Option<Vec<u8>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
-    let mut text = Vec::new();
-    file.take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
-    (text.len() as u64 <= MAX_FILE).then_some(text)
-}
-
-/// Removes this module's temporary files a killed run left (older than a minute), as
-/// `observe::state` does for the samples'.
-fn sweep(dir: &StateDir) {
-    let Ok(entries) = fs::read_dir(&dir.path) else {
-        return;
-    };
-    let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let ours = name.starts_with(".look-") || name.starts_with(".subscription-");
-        if !(ours && name.ends_with(".tmp")) {
-            continue;
-        }
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t < stale);
-        if old {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// Replaces `path` atomically, never writing through a symlink.
-fn write(dir: &StateDir, path: &PathBuf, body: &[u8]) -> Result<(), String> {
-    sweep(dir);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.path.join(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(body));
-    let result = written.and_then(|()| fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(format!("cannot write {}: {e}", path.display()));
-    }
-    Ok(())
-}
-
-fn fnv1a(text: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in text.as_bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
+        .join(format!("subscription-{:016x}.json", fnv1a(text.bytes())))
 }
 
 #[cfg(test)]
@@ -362,7 +293,9 @@ mod tests {
         for f in [&stale, &fresh, &sample] {
             fs::write(f, b"half").unwrap();
         }
-        for f in [&stale, &sample] {
+        // One sweep for the whole dir (`StateDir::replace`): only what is stale goes.
+        {
+            let f = &stale;
             fs::File::options()
                 .write(true)
                 .open(f)

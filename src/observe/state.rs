@@ -274,22 +274,25 @@ impl StateDir {
     }
 
     fn cause_file(&self, key: &Key) -> PathBuf {
-        self.path.join(format!("cause-{:016x}.json", fnv1a(key)))
+        self.path.join(format!("cause-{:016x}.json", key_hash(key)))
     }
 
     /// The cause the last run kept for `key`, if any (an unreadable or foreign file: none).
     pub fn load_cause(&self, key: &Key) -> Option<Persisting> {
+        decode_cause(&self.read_small(&self.cause_file(key))?, key)
+    }
+
+    /// A small file's bytes, read without following a symlink; None when missing, a symlink,
+    /// unreadable or larger than any state file (64 KiB).
+    pub(crate) fn read_small(&self, path: &Path) -> Option<Vec<u8>> {
         let file = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
-            .open(self.cause_file(key))
+            .open(path)
             .ok()?;
         let mut text = Vec::new();
-        Read::by_ref(&mut &file)
-            .take(MAX_FILE)
-            .read_to_end(&mut text)
-            .ok()?;
-        decode_cause(&text, key)
+        file.take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
+        (text.len() as u64 <= MAX_FILE).then_some(text)
     }
 
     /// Keeps `cause` for `key`, or clears what was kept (None).
@@ -315,7 +318,8 @@ impl StateDir {
     }
 
     pub fn file(&self, key: &Key) -> PathBuf {
-        self.path.join(format!("consumer-{:016x}.json", fnv1a(key)))
+        self.path
+            .join(format!("consumer-{:016x}.json", key_hash(key)))
     }
 
     pub fn load(&self, key: &Key) -> Loaded {
@@ -367,7 +371,6 @@ impl StateDir {
 
     /// Replaces the file atomically: a reader sees the old sample or the new, never half.
     pub fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
-        self.sweep();
         let body = serde_json::to_vec(&File {
             version: VERSION,
             key: key.clone(),
@@ -377,13 +380,17 @@ impl StateDir {
         self.replace(&self.file(key), &body)
     }
 
-    /// Writes `body` to a temporary file and renames it over `target`.
-    fn replace(&self, target: &Path, body: &[u8]) -> Result<(), String> {
+    /// Writes `body` to a temporary file and renames it over `target` (a file in this dir):
+    /// a reader sees the old contents or the new, never half. Every state file goes this way.
+    pub(crate) fn replace(&self, target: &Path, body: &[u8]) -> Result<(), String> {
+        self.sweep();
         let tmp = self.path.join(format!(
             ".{}.{}.tmp",
-            target.file_name().unwrap().to_string_lossy(),
+            target.file_name().unwrap_or_default().to_string_lossy(),
             std::process::id()
         ));
+        // A killed run of a process with this PID may have left one.
+        let _ = fs::remove_file(&tmp);
         let written = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -410,13 +417,17 @@ fn text(e: &io::Error) -> String {
 }
 
 /// A stable file name per key (FNV-1a, 64 bit); the key inside the file settles collisions.
-fn fnv1a(key: &Key) -> u64 {
+fn key_hash(key: &Key) -> u64 {
+    let parts = [&key.server, &key.stream, &key.durable];
+    fnv1a(parts.iter().flat_map(|p| p.bytes().chain([0u8])))
+}
+
+/// FNV-1a, 64 bit: the state files' names.
+pub(crate) fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in [&key.server, &key.stream, &key.durable] {
-        for &b in part.as_bytes().iter().chain(&[0u8]) {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
+    for b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     hash
 }
