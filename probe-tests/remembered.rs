@@ -171,6 +171,55 @@ fn a_replaced_connection_is_matched_again() {
     assert_eq!(found(&later), "looked_up", "{later}");
 }
 
+/// `--subscription-every auto` in a large account: every lookup by cid through the account's
+/// report costs the server in proportion to the account's connections, so the connection is
+/// trusted 120 ms per connection the server listed (past 2,500), and the count is the one the
+/// server gave. A time given is kept as given.
+#[test]
+fn a_large_account_is_trusted_longer() {
+    let r = Replicas::new();
+    let _server = NatsServer::start(Some(&r.nats), Version::Pinned, "0.0.0.0", 4222);
+    let url = format!("nats://{}:4222", r.gateways[0]);
+    setup(&r, &url);
+    let mut others = Peer::spawn(Some(&r.nats), &["many", "-url", &url, "-n", "2600"]);
+    others.wait_for("ready", Duration::from_secs(60));
+    let _app = replica(&r.pods[0], &url);
+    let run = |extra: &[&str]| {
+        let base = [
+            "--server",
+            url.as_str(),
+            "--consumer",
+            "S/D",
+            "--own-subscription",
+            "-v",
+        ];
+        r.check_with_defaults(0, &[&base[..], extra].concat())
+    };
+    let first = run(&[]);
+    first.expect(0);
+    assert!(first.stdout.contains("matched by address"), "{first}");
+    // The others, the replica, the setup's own and the probe: the server's count, kept.
+    let counted = memo(&r, 0).1["account_connections"].as_u64().unwrap();
+    assert!((2_601..2_610).contains(&counted), "{counted}");
+    let trusted = run(&[]);
+    trusted.expect(0);
+    // 120 ms a connection, in whole seconds: past 5m by the connections over 2,500.
+    let secs = counted * 120 / 1000;
+    assert!(
+        trusted.stdout.contains(&format!(
+            "(trusted for 5m{}s: --subscription-every auto, {counted} connections in the account make each lookup dearer)",
+            secs - 300
+        )),
+        "{trusted}"
+    );
+    let given = run(&["--subscription-every", "5m"]);
+    given.expect(0);
+    assert!(
+        given.stdout.contains("(trusted for 5m: --subscription-every)"),
+        "{given}"
+    );
+}
+
 /// The server restarted: its ids and cids start again, every client reconnects from a new
 /// port. Each pod's remembered connection is dropped, its own matched again, and a deaf
 /// replica is told from the other.

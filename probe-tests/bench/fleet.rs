@@ -11,9 +11,10 @@
 //! Each mode is measured alone (the server's CPU is per cell, not per run), a cell's runs back
 //! to back. A kubelet's runs are 10 s apart, so with the defaults most of them ask the server
 //! nothing: the "kubelet average" rows weigh the measured kinds of run by how often each
-//! happens at `periodSeconds: 10` with the defaults (`--sample-every 45s`: 1 run in 5 asks
-//! about the consumers; `--subscription-every 5m`: 1 in 30 asks for the connection by cid;
-//! `rules::remembered`'s tests pin that schedule).
+//! happens at `periodSeconds: 10` with the defaults, from the probe's own schedule
+//! (`rules::remembered::schedule`: `--sample-every 45s`, 1 run in 5 asks about the
+//! consumers; `--subscription-every auto`, 1 in 30 asks for the connection by cid at 100 and
+//! 1,000 connections, 1 in 120 at 10,000; its tests pin it).
 //!
 //! Run: `cargo bench --bench fleet` (root; probe-tests/setup first, and the static build).
 //! NATSPROBE_BASELINE=<a build before issue 20> is measured in the same setups.
@@ -383,6 +384,13 @@ fn setup_cell(
         2,
     );
     cell("--own-subscription: between looks, trusted", bin, &own, 2);
+    // The warm-up's look is calm, so the measured runs (within --sample-every 45s) skip it.
+    cell(
+        "--own-subscription: between looks, connection by cid",
+        bin,
+        &[&own[..], &["--subscription-every", "0s"]].concat(),
+        2,
+    );
     cell(
         "--subscription: connection by cid",
         bin,
@@ -409,40 +417,70 @@ fn setup_cell(
     rows
 }
 
-/// The kubelet's average per run at `periodSeconds: 10` with the defaults, for each mode.
-fn averages(rows: &[(String, Cost)]) -> Vec<(&'static str, Cost, Option<Cost>)> {
+/// The kubelet's average per run at `periodSeconds: 10` with the defaults, for each mode:
+/// the measured kinds of run weighed by how often each comes over a day
+/// (`rules::remembered::schedule`, the probe's own decisions). The account's connections at
+/// the server are the idle ones and the app pod's three (the consumer, the journal
+/// subscriber, the probe itself), which set `--subscription-every auto`'s trust time.
+fn averages(rows: &[(String, Cost)], size: usize) -> Vec<(&'static str, Cost, Option<Cost>)> {
+    use natsprobe::rules::remembered::{schedule, TrustSetting};
     let get = |name: &str| rows.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
     let must = |name: &str| get(name).unwrap_or_else(|| panic!("no row {name}"));
+    let day = schedule(
+        8640,
+        Duration::from_secs(10),
+        Duration::from_secs(45),
+        TrustSetting::Auto,
+        size as u64 + 3,
+        false,
+    );
+    let w = |n: u32| n as f64;
+    // A day of one pod: the first run's match is left out (a rollout's cost, said apart).
+    let looks = w(day.looks + day.looks_with_lookup) + w(day.matches);
+    let quiet = w(day.quiet + day.lookups_alone);
     let (look, between) = (
         must("--consumer: a look"),
         must("--consumer: between looks"),
-    );
-    let (own_trusted, own_cid, own_between) = (
-        must("--own-subscription: a look, connection trusted"),
-        must("--own-subscription: a look, connection by cid"),
-        must("--own-subscription: between looks, trusted"),
-    );
-    let (sub_cid, sub_trusted) = (
-        must("--subscription: connection by cid"),
-        must("--subscription: trusted"),
     );
     vec![
         ("sockets only", must("sockets only"), None),
         (
             "--consumer",
-            Cost::weigh(&[(1.0, look), (4.0, between)]),
+            Cost::weigh(&[(looks, look), (quiet, between)]),
             get("baseline: --consumer"),
         ),
         (
-            // Over 30 runs (5 minutes): 6 looks, one of them with the lookup by cid, 24
-            // between looks.
             "--consumer --own-subscription",
-            Cost::weigh(&[(5.0, own_trusted), (1.0, own_cid), (24.0, own_between)]),
+            Cost::weigh(&[
+                (
+                    w(day.looks + day.matches),
+                    must("--own-subscription: a look, connection trusted"),
+                ),
+                (
+                    w(day.looks_with_lookup),
+                    must("--own-subscription: a look, connection by cid"),
+                ),
+                (
+                    w(day.lookups_alone),
+                    must("--own-subscription: between looks, connection by cid"),
+                ),
+                (w(day.quiet), must("--own-subscription: between looks, trusted")),
+            ]),
             get("baseline: --own-subscription"),
         ),
         (
+            // No consumer, no looks: a lookup by cid whenever one is due.
             "--subscription",
-            Cost::weigh(&[(1.0, sub_cid), (29.0, sub_trusted)]),
+            Cost::weigh(&[
+                (
+                    w(day.looks_with_lookup + day.lookups_alone),
+                    must("--subscription: connection by cid"),
+                ),
+                (
+                    w(day.looks + day.quiet + day.matches),
+                    must("--subscription: trusted"),
+                ),
+            ]),
             get("baseline: --subscription"),
         ),
     ]
@@ -458,7 +496,7 @@ fn print_summary(summary: &[Setup]) {
     );
     let mut by_size: Vec<(String, usize, &'static str, f64)> = Vec::new();
     for (setup, size, rows) in summary {
-        for (mode, c, base) in averages(rows) {
+        for (mode, c, base) in averages(rows, *size) {
             let b = base
                 .map(|b| {
                     format!(

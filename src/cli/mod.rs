@@ -12,6 +12,7 @@ use crate::observe::state;
 use crate::rules::cidr::Cidr;
 use crate::rules::connection::{Policy, WhenServerDown};
 use crate::rules::consumer;
+use crate::rules::remembered::TrustSetting;
 use clap::builder::FalseyValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
@@ -368,10 +369,11 @@ pub struct CheckArgs {
     pub sample_every: Option<Duration>,
 
     /// Trust this pod's connection, on the same socket since it was seen holding the
-    /// subscription, this long before asking the server again. 0: ask every run
-    /// [default: 5m]
-    #[arg(long, value_name = "DUR", env = "NATSPROBE_SUBSCRIPTION_EVERY", hide_env_values = true, value_parser = duration::parse, help_heading = "Subscriptions")]
-    pub subscription_every: Option<Duration>,
+    /// subscription, this long before asking the server again. 0: ask every run. auto: 5m,
+    /// longer in accounts of over 2,500 connections (120ms per connection, at most 1h),
+    /// where each lookup costs the server more
+    #[arg(long, value_name = "DUR|auto", env = "NATSPROBE_SUBSCRIPTION_EVERY", hide_env_values = true, default_value = "auto", value_parser = trust_setting, help_heading = "Subscriptions")]
+    pub subscription_every: TrustSetting,
 
     /// With --consumer: one of this pod's connections must hold each push consumer's
     /// deliver subscription, matched by address in the server's connection list
@@ -649,10 +651,15 @@ impl CheckArgs {
     }
 }
 
-/// The subscriptions' trust time when not given: a deaf replica (its connection up, its
-/// subscription gone) is seen at most this long after it went deaf, plus the kubelet's
-/// threshold.
-const SUBSCRIPTION_EVERY: Duration = Duration::from_secs(300);
+/// `--subscription-every`: `auto` or a duration.
+fn trust_setting(text: &str) -> Result<TrustSetting, String> {
+    match text.trim() {
+        "auto" => Ok(TrustSetting::Auto),
+        other => duration::parse(other)
+            .map(TrustSetting::Fixed)
+            .map_err(|e| format!("{e} (or auto)")),
+    }
+}
 
 /// `--sample-every` and `--subscription-every`, checked against what they bound. Looks
 /// further apart than the stall window would never count towards it.
@@ -660,9 +667,9 @@ const SUBSCRIPTION_EVERY: Duration = Duration::from_secs(300);
 /// environment set for a whole fleet need not be trimmed per pod).
 fn sampling(
     sample_every: Option<Duration>,
-    subscription_every: Option<Duration>,
+    subscription_every: TrustSetting,
     stall_after: Duration,
-) -> Result<(Duration, Duration), Error> {
+) -> Result<(Duration, TrustSetting), Error> {
     let sample_every = match sample_every {
         Some(every) if every >= stall_after => {
             return Err(Error::Usage(format!(
@@ -674,10 +681,7 @@ fn sampling(
         Some(every) => every,
         None => stall_after * 3 / 4,
     };
-    Ok((
-        sample_every,
-        subscription_every.unwrap_or(SUBSCRIPTION_EVERY),
-    ))
+    Ok((sample_every, subscription_every))
 }
 
 /// `STREAM/DURABLE`, with names JetStream accepts: no whitespace, `.`, `*`, `>`, `/` or `\\`.
@@ -1291,7 +1295,7 @@ mod tests {
         ];
         let c = parse(&base).unwrap();
         assert_eq!(c.sample_every, Duration::from_secs(45));
-        assert_eq!(c.subscription_every, Duration::from_secs(300));
+        assert_eq!(c.subscription_every, TrustSetting::Auto);
         let c = parse(&[&base[..], &["--stall-after", "2m"]].concat()).unwrap();
         assert_eq!(c.sample_every, Duration::from_secs(90));
         let c = parse(&[&base[..], &["--sample-every", "0s"]].concat()).unwrap();
@@ -1304,7 +1308,12 @@ mod tests {
             .concat(),
         )
         .unwrap();
-        assert_eq!(c.subscription_every, Duration::from_secs(60));
+        assert_eq!(
+            c.subscription_every,
+            TrustSetting::Fixed(Duration::from_secs(60))
+        );
+        let err = parse(&[&base[..], &["--subscription-every", "often"]].concat()).unwrap_err();
+        assert!(err.contains("(or auto)"), "{err}");
         let err = parse(&[&base[..], &["--sample-every", "60s"]].concat()).unwrap_err();
         assert!(
             err.contains("--sample-every 1m must be shorter than --stall-after 1m"),

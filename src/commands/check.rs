@@ -307,7 +307,7 @@ fn deliver_subscriptions(
 }
 
 /// Does this pod's connection hold each wanted subscription? Trusted where it was seen
-/// holding it on the same socket within `--subscription-every`; else the remembered
+/// holding it on the same socket within its trust time (`--subscription-every`); else the remembered
 /// connection is asked for by cid; else (or when that answer is not this pod's connection)
 /// matched by address in the server's list, as the first run does. Remembers the result.
 #[allow(clippy::too_many_arguments)]
@@ -330,13 +330,17 @@ fn judge_subscriptions(
     let mut rematch = vec![Rematch::FirstTime; wanted.len()];
     let mut lookups: HashMap<(ServerIdent, u64), Result<Vec<LookedUp>, Unknown>> = HashMap::new();
     for (i, ((w, _), memo)) in wanted.iter().zip(&memos).enumerate() {
+        let direct = memo
+            .as_ref()
+            .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
         match (
-            remembered::plan(memo.as_ref(), live, config.subscription_every, now_ms),
+            remembered::plan(memo.as_ref(), live, config.subscription_every, direct, now_ms),
             memo,
         ) {
-            (Plan::Trust { held_ago }, Some(m)) => {
+            (Plan::Trust { held_ago, trust }, Some(m)) => {
                 let held = Held::Yes { by: m.local };
-                results[i] = Some((held, Found::Trusted { held_ago }, Some(m.clone())));
+                let found = Found::Trusted { held_ago, trust };
+                results[i] = Some((held, found, Some(m.clone())));
             }
             (Plan::LookUp, Some(m)) => {
                 let key = (m.server.clone(), m.cid);
@@ -354,6 +358,7 @@ fn judge_subscriptions(
                         let held = remembered::judge_confirmed(w, c);
                         let again = Remembered {
                             held_at_ms: matches!(held, Held::Yes { .. }).then_some(now_ms),
+                            account_connections: c.account_connections,
                             ..m.clone()
                         };
                         results[i] = Some((held, Found::LookedUp { cid: m.cid }, Some(again)));

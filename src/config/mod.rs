@@ -63,9 +63,9 @@ pub struct CheckConfig {
     pub monitor: Option<MonitorUrl>,
     /// The consumers are asked at most this often while the last look was calm (0: every run).
     pub sample_every: std::time::Duration,
-    /// A connection seen holding its subscription, on the same socket since, is trusted this
-    /// long (0: asked every run).
-    pub subscription_every: std::time::Duration,
+    /// How long a connection seen holding its subscription, on the same socket since, is
+    /// trusted (0: asked every run).
+    pub subscription_every: rules::remembered::TrustSetting,
     pub state_dir: StateDirChoice,
     pub auth: Auth,
     /// Where every JetStream request goes.

@@ -314,6 +314,9 @@ pub struct ServerConnection {
     pub cid: u64,
     /// The server that listed it, when the answer said.
     pub server: Option<ServerIdent>,
+    /// How many connections that server listed for the account (its answer's `total`): what
+    /// a lookup by cid through the account's report costs grows with it.
+    pub account_connections: u64,
 }
 
 /// A server as its connection report names it. The id is new at every start, so a restarted
@@ -337,6 +340,8 @@ pub struct Remembered {
     /// When (local clock, ms since the epoch) the server last showed this connection holding
     /// the subscription; None when it showed it without.
     pub held_at_ms: Option<i64>,
+    /// How many connections the server listed for the account when it last answered.
+    pub account_connections: u64,
 }
 
 /// One server's answer to a lookup by cid: the connection with that cid, if any.

@@ -125,6 +125,7 @@ fn connections(
         .into_iter()
         .partition(|c| c.kind == "Leafnode");
     let leafs = leafs.into_iter().filter_map(|c| c.name).collect();
+    let total = raw.total;
     let clients = clients
         .into_iter()
         .filter_map(|c| {
@@ -133,6 +134,7 @@ fn connections(
                 addr: SocketAddr::new(crate::facts::unmap(ip), c.port),
                 cid: c.cid,
                 server: server.cloned(),
+                account_connections: total,
                 name: c.name.filter(|n| !n.is_empty()),
                 subscriptions: details.then(|| {
                     c.subscriptions_list_detail
@@ -315,8 +317,10 @@ pub async fn from_account(
 }
 
 /// One connection by its cid, from the account's connection report of the server named
-/// `at`: the server finds it directly (`s.clients[cid]`, monitor.go), where a subject filter
-/// walks every connection's subscriptions. The name filter of a system request matches by
+/// `at`. Cheaper than a subject filter, which walks every connection's subscriptions, but
+/// not direct: for an account's report the server first copies the account's list of
+/// connections (monitor.go `Connz`), so the cost grows with the account's connections
+/// (docs/server-facts.md); `rules::remembered::trust_time` asks less often for that. The name filter of a system request matches by
 /// substring (events.go `filterRequest`), so every answer is kept with its server's name and
 /// id, and the caller compares both.
 pub async fn lookup_account(
@@ -335,7 +339,8 @@ pub async fn lookup_account(
     Ok(pages.into_iter().filter_map(looked_up).collect())
 }
 
-/// One connection by its cid from the monitoring port (`/connz?cid=N&subs=detail`).
+/// One connection by its cid from the monitoring port (`/connz?cid=N&subs=detail`): with no
+/// account filter the server finds it directly (`s.clients[cid]`, monitor.go `Connz`).
 pub async fn lookup_monitor(
     url: &MonitorUrl,
     cid: u64,
@@ -542,6 +547,7 @@ mod tests {
         let c = &page.connections[0];
         assert_eq!(c.addr, "10.200.0.2:51828".parse().unwrap());
         assert_eq!(c.name.as_deref(), Some("natspeer"));
+        assert_eq!(c.account_connections, 1, "the answer's total, for the trust time");
         let group = Wanted {
             subject: "deliver.D".into(),
             queue: Some("D".into()),
@@ -566,6 +572,7 @@ mod tests {
         assert_eq!(page.ident.as_ref().map(|i| i.id.as_str()), Some("N"));
         assert_eq!(page.connections[0].cid, 1);
         assert_eq!(page.total, 2000);
+        assert_eq!(page.connections[0].account_connections, 2000);
         assert_eq!(
             page.connections.len(),
             1,

@@ -266,6 +266,15 @@ impl Nats {
 impl Nats {
     /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
     /// when it was matched there, else from the account's connection report.
+    /// Whether a connection remembered at `at` is looked up at the monitoring port (it was
+    /// matched there), which finds a cid directly, rather than through the account's report.
+    pub fn direct_lookup(
+        at: &crate::facts::ServerIdent,
+        monitor: Option<&crate::config::MonitorUrl>,
+    ) -> bool {
+        monitor.is_some_and(|u| u.to_string() == at.name)
+    }
+
     pub fn lookup(
         &self,
         at: &crate::facts::ServerIdent,
@@ -274,7 +283,7 @@ impl Nats {
         deadline: Instant,
     ) -> Result<Vec<crate::facts::LookedUp>, crate::facts::Unknown> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
-        if let Some(url) = monitor.filter(|u| u.to_string() == at.name) {
+        if let Some(url) = monitor.filter(|_| Self::direct_lookup(at, monitor)) {
             let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
             return self
                 .runtime

@@ -82,6 +82,8 @@ struct SubscriptionFile {
     local: SocketAddr,
     inode: u64,
     held_at_ms: Option<i64>,
+    #[serde(default)]
+    account_connections: u64,
 }
 
 fn look_key(server: &str, consumers: &[ConsumerName]) -> LookKey {
@@ -175,6 +177,7 @@ pub fn load_subscription(dir: &StateDir, server: &str, wanted: &Wanted) -> Optio
         local: f.local,
         inode: f.inode,
         held_at_ms: f.held_at_ms,
+        account_connections: f.account_connections,
     })
 }
 
@@ -204,6 +207,7 @@ pub fn store_subscription(
         local: m.local,
         inode: m.inode,
         held_at_ms: m.held_at_ms,
+        account_connections: m.account_connections,
     };
     dir.replace(
         &path,
@@ -252,6 +256,7 @@ mod tests {
             local: "10.200.0.2:51828".parse().unwrap(),
             inode: 77,
             held_at_ms: Some(5),
+            account_connections: 10_000,
         };
         assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), None);
         store_subscription(&dir, "nats://a:4222", &wanted("x"), Some(&memo)).unwrap();

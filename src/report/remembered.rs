@@ -2,7 +2,7 @@
 //! were asked or skipped between looks, and how the pod's connection was found at the server.
 
 use super::human::display;
-use crate::rules::remembered::{Due, Found, Rematch, Sampling};
+use crate::rules::remembered::{Due, Found, Rematch, Sampling, Trust};
 
 /// The `-v` line about the consumers' look, and the JSON word.
 pub fn sampling_phrase(s: Sampling) -> String {
@@ -36,9 +36,11 @@ pub fn sampling_word(s: Sampling) -> &'static str {
 /// How the pod's connection was found at the server, for `-v` and `diagnose`.
 pub fn found_phrase(f: Found) -> String {
     match f {
-        Found::Trusted { held_ago } => format!(
-            "trusted: seen holding it {} ago, on the same socket since (--subscription-every)",
-            display(held_ago)
+        Found::Trusted { held_ago, trust } => format!(
+            "trusted: seen holding it {} ago, on the same socket since (trusted for {}: {})",
+            display(held_ago),
+            display(trust.length),
+            trust_reason(trust)
         ),
         Found::LookedUp { cid } => format!("asked for this pod's connection alone (cid {cid})"),
         Found::Matched(why) => format!("matched by address ({})", rematch_phrase(why)),
@@ -51,6 +53,15 @@ pub fn found_word(f: Found) -> &'static str {
         Found::Trusted { .. } => "trusted",
         Found::LookedUp { .. } => "looked_up",
         Found::Matched(_) => "matched",
+    }
+}
+
+fn trust_reason(t: Trust) -> String {
+    match t.stretched_for {
+        Some(n) => format!(
+            "--subscription-every auto, {n} connections in the account make each lookup dearer"
+        ),
+        None => "--subscription-every".into(),
     }
 }
 
@@ -77,9 +88,23 @@ mod tests {
     fn each_path_is_said() {
         assert_eq!(
             found_phrase(Found::Trusted {
-                held_ago: Duration::from_secs(70)
+                held_ago: Duration::from_secs(70),
+                trust: Trust {
+                    length: Duration::from_secs(300),
+                    stretched_for: None
+                }
             }),
-            "trusted: seen holding it 1m10s ago, on the same socket since (--subscription-every)"
+            "trusted: seen holding it 1m10s ago, on the same socket since (trusted for 5m: --subscription-every)"
+        );
+        assert_eq!(
+            found_phrase(Found::Trusted {
+                held_ago: Duration::from_secs(70),
+                trust: Trust {
+                    length: Duration::from_secs(1200),
+                    stretched_for: Some(10_000)
+                }
+            }),
+            "trusted: seen holding it 1m10s ago, on the same socket since (trusted for 20m: --subscription-every auto, 10000 connections in the account make each lookup dearer)"
         );
         assert_eq!(
             found_phrase(Found::LookedUp { cid: 12 }),

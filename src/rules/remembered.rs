@@ -10,7 +10,8 @@
 //!   later runs ask the server for that connection alone, by the cid it had there, and match
 //!   by address again when the socket, the server or the answer's address differ: a cid is
 //!   unique per server only and is reused after a restart. A connection seen holding the
-//!   subscription, on the same socket since, is trusted for `--subscription-every`.
+//!   subscription, on the same socket since, is trusted for `--subscription-every`: given, or
+//!   `auto` (`trust_time`), which asks less often where each lookup costs the server more.
 
 use super::consumer::{Healthy, Outcome};
 use super::subscription::{holds, Held};
@@ -128,7 +129,7 @@ pub enum Rematch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Found {
     /// Seen holding the subscription this long ago, on the same socket since: not asked.
-    Trusted { held_ago: Duration },
+    Trusted { held_ago: Duration, trust: Trust },
     /// The server was asked for the remembered connection alone, by cid.
     LookedUp { cid: u64 },
     /// Matched by address in the server's connection list.
@@ -138,25 +139,153 @@ pub enum Found {
 /// What to do first, before any lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
-    Trust { held_ago: Duration },
+    Trust { held_ago: Duration, trust: Trust },
     LookUp,
     Match(Rematch),
 }
 
-/// Trust, look up, or match again.
-pub fn plan(memo: Option<&Remembered>, ours: &[Socket], trust_for: Duration, now_ms: i64) -> Plan {
+/// `--subscription-every`: a time, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustSetting {
+    Auto,
+    Fixed(Duration),
+}
+
+/// How long a connection seen holding its subscription is trusted, and why that long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trust {
+    pub length: Duration,
+    /// `auto` stretched past `AUTO_TRUST` for this many connections in the account.
+    pub stretched_for: Option<u64>,
+}
+
+/// `auto`'s trust time: a deaf replica (its connection up, its subscription gone) is seen at
+/// most this long after it went deaf, plus the kubelet's threshold.
+pub const AUTO_TRUST: Duration = Duration::from_secs(300);
+/// `auto`'s trust time per connection the server lists for the account, where a lookup by
+/// cid goes through the account's report, whose cost grows with those connections
+/// (docs/server-facts.md): a fleet's lookups then cost the server about the same per second
+/// at 10,000 connections as at 100.
+pub const AUTO_TRUST_PER_CONNECTION: Duration = Duration::from_millis(120);
+/// `auto` never trusts longer than this (reached at 30,000 connections).
+pub const AUTO_TRUST_MAX: Duration = Duration::from_secs(3600);
+
+/// The trust time of a connection remembered with `account_connections` at its server.
+/// `direct`: its lookup goes to the monitoring port, which finds a cid directly.
+pub fn trust_time(setting: TrustSetting, account_connections: u64, direct: bool) -> Trust {
+    let fixed = |length| Trust {
+        length,
+        stretched_for: None,
+    };
+    match setting {
+        TrustSetting::Fixed(length) => fixed(length),
+        TrustSetting::Auto if direct => fixed(AUTO_TRUST),
+        TrustSetting::Auto => {
+            // In whole seconds, as it is said.
+            let per = AUTO_TRUST_PER_CONNECTION.as_millis() as u64;
+            let wanted = Duration::from_secs(account_connections.saturating_mul(per) / 1000);
+            match wanted > AUTO_TRUST {
+                true => Trust {
+                    length: wanted.min(AUTO_TRUST_MAX),
+                    stretched_for: Some(account_connections),
+                },
+                false => fixed(AUTO_TRUST),
+            }
+        }
+    }
+}
+
+/// Trust, look up, or match again. `direct`: the remembered connection's lookup goes to the
+/// monitoring port.
+pub fn plan(
+    memo: Option<&Remembered>,
+    ours: &[Socket],
+    setting: TrustSetting,
+    direct: bool,
+    now_ms: i64,
+) -> Plan {
     let Some(m) = memo else {
         return Plan::Match(Rematch::FirstTime);
     };
     if !ours.iter().any(|s| s.addr == m.local && s.inode == m.inode) {
         return Plan::Match(Rematch::SocketChanged);
     }
+    let trust = trust_time(setting, m.account_connections, direct);
     match m.held_at_ms.map(|at| now_ms - at) {
-        Some(ago) if ago >= 0 && ago < trust_for.as_millis() as i64 => Plan::Trust {
+        Some(ago) if ago >= 0 && ago < trust.length.as_millis() as i64 => Plan::Trust {
             held_ago: Duration::from_millis(ago as u64),
+            trust,
         },
         _ => Plan::LookUp,
     }
+}
+
+/// How often each kind of run comes, over `runs` runs `period` apart of a pod whose client
+/// keeps its connection and whose consumers stay calm: what `sampling` and `plan` decide,
+/// run after run (the fleet benchmark weighs its measured kinds of run by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Schedule {
+    /// Runs that ask about the consumers and trust the connection.
+    pub looks: u32,
+    /// Runs that ask about the consumers and look the connection up by cid.
+    pub looks_with_lookup: u32,
+    /// Runs that look the connection up by cid alone.
+    pub lookups_alone: u32,
+    /// Runs that match the connection by address (the first).
+    pub matches: u32,
+    /// Runs that ask the server nothing.
+    pub quiet: u32,
+}
+
+pub fn schedule(
+    runs: u32,
+    period: Duration,
+    sample_every: Duration,
+    trust: TrustSetting,
+    account_connections: u64,
+    direct: bool,
+) -> Schedule {
+    let ours = [Socket {
+        addr: SocketAddr::from(([10, 0, 0, 1], 40000)),
+        inode: 1,
+    }];
+    let mut last: Option<LastLook> = None;
+    let mut kept: Option<Remembered> = None;
+    let mut s = Schedule::default();
+    for run in 0..runs {
+        let now = run as i64 * period.as_millis() as i64;
+        let look = matches!(sampling(last.as_ref(), &[1], sample_every, now), Sampling::Ask(_));
+        if look {
+            last = Some(LastLook {
+                at_ms: now,
+                calm: true,
+                inodes: vec![1],
+                wanted: vec![],
+            });
+        }
+        let planned = plan(kept.as_ref(), &ours, trust, direct, now);
+        match (planned, look) {
+            (Plan::Trust { .. }, true) => s.looks += 1,
+            (Plan::Trust { .. }, false) => s.quiet += 1,
+            (Plan::LookUp, true) => s.looks_with_lookup += 1,
+            (Plan::LookUp, false) => s.lookups_alone += 1,
+            (Plan::Match(_), _) => s.matches += 1,
+        }
+        if !matches!(planned, Plan::Trust { .. }) {
+            kept = Some(Remembered {
+                server: crate::facts::ServerIdent {
+                    name: "n".into(),
+                    id: "N".into(),
+                },
+                cid: 1,
+                local: ours[0].addr,
+                inode: 1,
+                held_at_ms: Some(now),
+                account_connections,
+            });
+        }
+    }
+    s
 }
 
 /// The remembered connection in a lookup's answers, if it is still this pod's: the same
@@ -213,6 +342,7 @@ pub fn remember(
         local: addr,
         inode: socket.inode,
         held_at_ms: holding.then_some(now_ms),
+        account_connections: c.account_connections,
     })
 }
 
@@ -256,6 +386,7 @@ mod tests {
             }),
             cid,
             server: Some(at.clone()),
+            account_connections: 0,
         }
     }
 
@@ -273,35 +404,53 @@ mod tests {
             local: "10.200.0.2:51828".parse().unwrap(),
             inode: 4242,
             held_at_ms: held_secs_ago.map(|s| NOW - s * 1000),
+            account_connections: 0,
         }
     }
 
-    const TRUST: Duration = Duration::from_secs(300);
+    const TRUST: TrustSetting = TrustSetting::Fixed(Duration::from_secs(300));
+    const FIVE_MINUTES: Trust = Trust {
+        length: Duration::from_secs(300),
+        stretched_for: None,
+    };
 
     #[test]
     fn trust_only_the_same_socket_for_a_bounded_time() {
         let same = [socket("10.200.0.2:51828", 4242)];
         assert_eq!(
-            plan(None, &same, TRUST, NOW),
+            plan(None, &same, TRUST, false, NOW),
             Plan::Match(Rematch::FirstTime)
         );
         assert_eq!(
-            plan(Some(&memo(Some(60))), &same, TRUST, NOW),
+            plan(Some(&memo(Some(60))), &same, TRUST, false, NOW),
             Plan::Trust {
-                held_ago: Duration::from_secs(60)
+                held_ago: Duration::from_secs(60),
+                trust: FIVE_MINUTES
             }
         );
         // Past the trust time, or never seen holding it: asked by cid.
         assert_eq!(
-            plan(Some(&memo(Some(300))), &same, TRUST, NOW),
+            plan(Some(&memo(Some(300))), &same, TRUST, false, NOW),
             Plan::LookUp
         );
-        assert_eq!(plan(Some(&memo(None)), &same, TRUST, NOW), Plan::LookUp);
+        assert_eq!(
+            plan(Some(&memo(None)), &same, TRUST, false, NOW),
+            Plan::LookUp
+        );
         // A held time in the future (the clock went back) is no trust.
-        assert_eq!(plan(Some(&memo(Some(-5))), &same, TRUST, NOW), Plan::LookUp);
+        assert_eq!(
+            plan(Some(&memo(Some(-5))), &same, TRUST, false, NOW),
+            Plan::LookUp
+        );
         // A trust time of zero asks every run.
         assert_eq!(
-            plan(Some(&memo(Some(0))), &same, Duration::ZERO, NOW),
+            plan(
+                Some(&memo(Some(0))),
+                &same,
+                TrustSetting::Fixed(Duration::ZERO),
+                false,
+                NOW
+            ),
             Plan::LookUp
         );
         // The same port on another socket, or another port: matched again.
@@ -310,7 +459,7 @@ mod tests {
             [socket("10.200.0.2:51900", 4242)],
         ] {
             assert_eq!(
-                plan(Some(&memo(Some(1))), &ours, TRUST, NOW),
+                plan(Some(&memo(Some(1))), &ours, TRUST, false, NOW),
                 Plan::Match(Rematch::SocketChanged)
             );
         }
@@ -454,40 +603,89 @@ mod tests {
         );
     }
 
+    #[test]
+    fn auto_trusts_longer_where_each_lookup_costs_more() {
+        let auto = |n, direct| trust_time(TrustSetting::Auto, n, direct);
+        assert_eq!(auto(0, false), FIVE_MINUTES);
+        assert_eq!(auto(100, false), FIVE_MINUTES);
+        assert_eq!(auto(2_500, false), FIVE_MINUTES);
+        assert_eq!(auto(2_605, false).length, Duration::from_secs(312));
+        assert_eq!(
+            auto(10_000, false),
+            Trust {
+                length: Duration::from_secs(1200),
+                stretched_for: Some(10_000)
+            }
+        );
+        assert_eq!(auto(30_000, false).length, Duration::from_secs(3600));
+        assert_eq!(auto(u64::MAX, false).length, Duration::from_secs(3600));
+        // The monitoring port finds a cid directly: its cost does not grow.
+        assert_eq!(auto(10_000, true), FIVE_MINUTES);
+        // A time given is kept, whatever the account's size.
+        assert_eq!(
+            trust_time(TrustSetting::Fixed(Duration::from_secs(60)), 10_000, false),
+            Trust {
+                length: Duration::from_secs(60),
+                stretched_for: None
+            }
+        );
+        // The count remembered is the one used.
+        let big = Remembered {
+            account_connections: 10_000,
+            ..memo(Some(400))
+        };
+        let same = [socket("10.200.0.2:51828", 4242)];
+        assert!(matches!(
+            plan(Some(&big), &same, TrustSetting::Auto, false, NOW),
+            Plan::Trust { .. }
+        ));
+        assert_eq!(
+            plan(Some(&big), &same, TrustSetting::Auto, true, NOW),
+            Plan::LookUp
+        );
+    }
+
     /// The schedule the README's fleet table and the fleet benchmark's kubelet averages rest
-    /// on: at `periodSeconds: 10` with the defaults (`--sample-every` 45s, `--subscription-every`
-    /// 5m), 1 run in 5 asks about the consumers and 1 in 30 asks for the connection by cid.
+    /// on: two hours of runs at `periodSeconds: 10` with the defaults. 1 run in 5 asks about
+    /// the consumers; 1 in 30 asks for the connection by cid at up to 2,500 connections in
+    /// the account (or at the monitoring port), 1 in 120 at 10,000.
     #[test]
     fn the_default_schedule_at_period_ten_seconds() {
-        let (every, trust) = (Duration::from_secs(45), Duration::from_secs(300));
-        let ours = [socket("10.200.0.2:51828", 4242)];
-        let mut last: Option<LastLook> = None;
-        let mut kept: Option<Remembered> = None;
-        let (mut looks, mut lookups, mut matches) = (0, 0, 0);
-        for run in 0..60 {
-            let now = NOW + run * 10_000;
-            if let Sampling::Ask(_) = sampling(last.as_ref(), &[4242], every, now) {
-                looks += 1;
-                last = Some(LastLook {
-                    at_ms: now,
-                    calm: true,
-                    inodes: vec![4242],
-                    wanted: vec![],
-                });
-            }
-            match plan(kept.as_ref(), &ours, trust, now) {
-                Plan::Trust { .. } => {}
-                Plan::LookUp => lookups += 1,
-                Plan::Match(_) => matches += 1,
-            }
-            if !matches!(plan(kept.as_ref(), &ours, trust, now), Plan::Trust { .. }) {
-                kept = Some(Remembered {
-                    held_at_ms: Some(now),
-                    ..memo(None)
-                });
-            }
-        }
-        assert_eq!((looks, lookups, matches), (12, 1, 1));
+        let at = |connections, direct| {
+            let s = schedule(
+                720,
+                Duration::from_secs(10),
+                Duration::from_secs(45),
+                TrustSetting::Auto,
+                connections,
+                direct,
+            );
+            assert_eq!(
+                s.looks + s.looks_with_lookup + s.lookups_alone + s.matches + s.quiet,
+                720
+            );
+            (
+                s.looks + s.looks_with_lookup + s.matches,
+                s.looks_with_lookup + s.lookups_alone,
+                s.matches,
+            )
+        };
+        assert_eq!(at(100, false), (144, 23, 1));
+        assert_eq!(at(1_000, false), (144, 23, 1));
+        assert_eq!(at(10_000, false), (144, 5, 1));
+        assert_eq!(at(10_003, false), (144, 5, 1));
+        assert_eq!(at(10_000, true), (144, 23, 1));
+        assert_eq!(at(100_000, false), (144, 1, 1));
+        // A lookup 126 runs apart (21 minutes) falls between looks 4 times in 5.
+        let s = schedule(
+            126 * 5 + 1,
+            Duration::from_secs(10),
+            Duration::from_secs(45),
+            TrustSetting::Auto,
+            10_500,
+            false,
+        );
+        assert_eq!((s.looks_with_lookup, s.lookups_alone), (1, 4));
     }
 
     /// The stall clock across skipped runs. A consumer acks every 5 s with work waiting, then

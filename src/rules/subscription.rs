@@ -82,6 +82,7 @@ mod tests {
             addr: addr.parse().unwrap(),
             name: None,
             cid: 0,
+            account_connections: 0,
             server: None,
             subscriptions: subs.map(|s| {
                 s.iter()
