@@ -369,4 +369,7 @@ pub struct Connz {
     /// an answering server names did not answer, or the monitoring port's server has leaf
     /// nodes. Then a connection absent from the list is no evidence.
     pub out_of_sight: Option<String>,
+    /// Why the lists may lack this pod's connection or its subscriptions: a server holding
+    /// the account's connections did not answer in time. Then absence is no evidence.
+    pub incomplete: Option<String>,
 }

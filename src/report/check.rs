@@ -150,7 +150,7 @@ pub struct SubscriptionSection {
     pub verdict: &'static str,
     /// Why it could not be judged, and its class; null when it was.
     pub cannot_judge: Option<StandingJson>,
-    /// `held`, `not_by_this_connection`, `no_connection`, or the not-judged kind.
+    /// `held`, `not_by_this_connection`, or the not-judged kind.
     pub outcome: &'static str,
     /// This pod's connection that holds it, or that is listed without it.
     pub connection: Option<String>,
@@ -544,7 +544,6 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         Held::NotByThisConnection { connection } => {
             ("not_by_this_connection", Some(connection.to_string()))
         }
-        Held::NoConnection { .. } => ("no_connection", None),
         Held::NotJudged(why) => (why.kind(), None),
     };
     SubscriptionSection {

@@ -216,13 +216,6 @@ pub fn subscription_phrase(s: &JudgedSubscription) -> String {
         Held::NotByThisConnection { connection } => {
             format!("this pod's connection {connection} holds no such subscription")
         }
-        Held::NoConnection { ours } => {
-            let ours: Vec<String> = ours.iter().map(ToString::to_string).collect();
-            format!(
-                "the server lists no connection from {} (it sees this pod's address)",
-                list(&ours, 2)
-            )
-        }
         Held::NotJudged(why) => format!(
             "not judged: {why}{}",
             standing_phrase(s.standing, Checked::Subscription)

@@ -117,12 +117,10 @@ pub fn advise(
     for s in subscriptions {
         match s.held {
             Held::Yes { .. } => {}
-            Held::NotByThisConnection { .. } | Held::NoConnection { .. } => {
-                advice.push(Advice::Deaf {
-                    wanted: s.wanted.clone(),
-                    consumer: s.consumer.cloned(),
-                })
-            }
+            Held::NotByThisConnection { .. } => advice.push(Advice::Deaf {
+                wanted: s.wanted.clone(),
+                consumer: s.consumer.cloned(),
+            }),
             Held::NotJudged(why) => advice.push(Advice::NotJudged {
                 what: format!("subscription {}", s.wanted),
                 why: why.clone(),

@@ -254,7 +254,10 @@ pub fn schedule(
     let mut s = Schedule::default();
     for run in 0..runs {
         let now = run as i64 * period.as_millis() as i64;
-        let look = matches!(sampling(last.as_ref(), &[1], sample_every, now), Sampling::Ask(_));
+        let look = matches!(
+            sampling(last.as_ref(), &[1], sample_every, now),
+            Sampling::Ask(_)
+        );
         if look {
             last = Some(LastLook {
                 at_ms: now,
@@ -329,7 +332,7 @@ pub fn remember(
     let (addr, holding) = match held {
         Held::Yes { by } => (*by, true),
         Held::NotByThisConnection { connection } => (*connection, false),
-        Held::NoConnection { .. } | Held::NotJudged(_) => return None,
+        Held::NotJudged(_) => return None,
     };
     let socket = ours.iter().find(|s| s.addr == addr)?;
     let c = listed
@@ -553,9 +556,7 @@ mod tests {
             ..mine.clone()
         };
         assert_eq!(remember(&wanted(), &yes, &ours, &[&anonymous], NOW), None);
-        let none = Held::NoConnection {
-            ours: vec![mine.addr],
-        };
+        let none = Held::NotJudged(crate::facts::Unknown::Deadline);
         assert_eq!(remember(&wanted(), &none, &ours, &[&mine], NOW), None);
     }
 

@@ -17,11 +17,6 @@ pub enum Held {
     NotByThisConnection {
         connection: SocketAddr,
     },
-    /// The server sees this pod's address (it sees the probe from it), yet lists no
-    /// connection from this pod's socket: the connection is gone at the server.
-    NoConnection {
-        ours: Vec<SocketAddr>,
-    },
     NotJudged(Unknown),
 }
 
@@ -44,6 +39,11 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
     if let Some(c) = mine.iter().find(|c| holds(c, wanted)) {
         return Held::Yes { by: c.addr };
     }
+    // A server holding the account's connections did not answer: its connection, or its
+    // subscription, may be the one missing.
+    if let Some(why) = &connz.incomplete {
+        return Held::NotJudged(Unknown::Failed(why.clone()));
+    }
     if let Some(c) = mine.first() {
         return Held::NotByThisConnection { connection: c.addr };
     }
@@ -58,10 +58,19 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
     }
     // Does the server see this pod's addresses at all? Its view of the probe's own
     // connection says.
+    // It does, and none that answered lists this pod's socket. Yet an ESTABLISHED socket
+    // whose peer answers (the socket check counts no half-open one) is held open by a server:
+    // one that did not answer in time (a server throttled for longer than the others'
+    // answers took), or one listing it in another account than the probe's. No evidence
+    // that the pod lost its connection: not judged (persisting, a configuration to fix).
     match connz.probe_seen_as {
-        Some(seen) if ours.iter().any(|o| o.ip() == seen.ip()) => Held::NoConnection {
-            ours: ours.to_vec(),
-        },
+        Some(seen) if ours.iter().any(|o| o.ip() == seen.ip()) => {
+            let ours: Vec<String> = ours.iter().map(ToString::to_string).collect();
+            Held::NotJudged(Unknown::OutOfSight(format!(
+                "no server that answered lists a connection from {}: it is on a server that did not answer in time, or in another account than the probe's",
+                ours.join(", ")
+            )))
+        }
         seen => Held::NotJudged(Unknown::CannotMatch(seen)),
     }
 }
@@ -115,7 +124,39 @@ mod tests {
             probe_seen_as: probe.map(|p| p.parse().unwrap()),
             servers: 1,
             out_of_sight: None,
+            incomplete: None,
         })
+    }
+
+    /// A server holding the account's connections did not answer in time (it walks all of
+    /// them, and answers last): a connection listed without the subscription, or not listed
+    /// at all, is no evidence then. One listed holding it still is.
+    #[test]
+    fn an_incomplete_list_is_no_evidence_of_absence() {
+        let why = "server n1 holds connections of this account and did not answer in time";
+        let incomplete = |holding, all| {
+            connz(holding, all, Some("10.200.0.2:51900")).map(|c| Connz {
+                incomplete: Some(why.into()),
+                ..c
+            })
+        };
+        let listed = vec![conn("10.200.0.2:51828", None)];
+        assert_eq!(
+            judge(&wanted(), &ours(), &incomplete(vec![], Some(listed))),
+            Held::NotJudged(Unknown::Failed(why.into()))
+        );
+        assert_eq!(
+            judge(&wanted(), &ours(), &incomplete(vec![], Some(vec![]))),
+            Held::NotJudged(Unknown::Failed(why.into()))
+        );
+        let group = [("deliver.D", Some("D"))];
+        let holding = vec![conn("10.200.0.2:51828", Some(&group))];
+        assert_eq!(
+            judge(&wanted(), &ours(), &incomplete(holding, None)),
+            Held::Yes {
+                by: "10.200.0.2:51828".parse().unwrap()
+            }
+        );
     }
 
     /// Two replicas in one deliver group, one deaf: the consumer stays bound; each pod
@@ -174,7 +215,9 @@ mod tests {
                 &ours(),
                 &connz(vec![], Some(all.clone()), Some("10.200.0.2:51900"))
             ),
-            Held::NoConnection { ours: ours() }
+            Held::NotJudged(Unknown::OutOfSight(
+                "no server that answered lists a connection from 10.200.0.2:51828: it is on a server that did not answer in time, or in another account than the probe's".into()
+            ))
         );
         assert_eq!(
             judge(
