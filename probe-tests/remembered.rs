@@ -215,7 +215,9 @@ fn a_large_account_is_trusted_longer() {
     let given = run(&["--subscription-every", "5m"]);
     given.expect(0);
     assert!(
-        given.stdout.contains("(trusted for 5m: --subscription-every)"),
+        given
+            .stdout
+            .contains("(trusted for 5m: --subscription-every)"),
         "{given}"
     );
 }

@@ -464,7 +464,10 @@ fn averages(rows: &[(String, Cost)], size: usize) -> Vec<(&'static str, Cost, Op
                     w(day.lookups_alone),
                     must("--own-subscription: between looks, connection by cid"),
                 ),
-                (w(day.quiet), must("--own-subscription: between looks, trusted")),
+                (
+                    w(day.quiet),
+                    must("--own-subscription: between looks, trusted"),
+                ),
             ]),
             get("baseline: --own-subscription"),
         ),

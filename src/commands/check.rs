@@ -334,7 +334,13 @@ fn judge_subscriptions(
             .as_ref()
             .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
         match (
-            remembered::plan(memo.as_ref(), live, config.subscription_every, direct, now_ms),
+            remembered::plan(
+                memo.as_ref(),
+                live,
+                config.subscription_every,
+                direct,
+                now_ms,
+            ),
             memo,
         ) {
             (Plan::Trust { held_ago, trust }, Some(m)) => {

@@ -547,7 +547,10 @@ mod tests {
         let c = &page.connections[0];
         assert_eq!(c.addr, "10.200.0.2:51828".parse().unwrap());
         assert_eq!(c.name.as_deref(), Some("natspeer"));
-        assert_eq!(c.account_connections, 1, "the answer's total, for the trust time");
+        assert_eq!(
+            c.account_connections, 1,
+            "the answer's total, for the trust time"
+        );
         let group = Wanted {
             subject: "deliver.D".into(),
             queue: Some("D".into()),

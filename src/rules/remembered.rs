@@ -254,7 +254,10 @@ pub fn schedule(
     let mut s = Schedule::default();
     for run in 0..runs {
         let now = run as i64 * period.as_millis() as i64;
-        let look = matches!(sampling(last.as_ref(), &[1], sample_every, now), Sampling::Ask(_));
+        let look = matches!(
+            sampling(last.as_ref(), &[1], sample_every, now),
+            Sampling::Ask(_)
+        );
         if look {
             last = Some(LastLook {
                 at_ms: now,
