@@ -209,7 +209,7 @@ impl Nats {
             .iter()
             .zip(observed)
             .map(|(name, observed)| ConsumerSeen {
-                previous: Some(state.load(&state::Key::new(&server, name))),
+                previous: Some(state.load_sample(&server, name)),
                 state_problem: None,
                 name: name.clone(),
                 observed,
