@@ -239,6 +239,51 @@ pub async fn from_account(
     probe_name: &str,
     deadline: Instant,
 ) -> Result<Connz, Unknown> {
+    let (holding, mut answered) = holding(session, wanted, ours, deadline).await?;
+    let shown = wanted.iter().all(|w| {
+        holding
+            .iter()
+            .any(|c| ours.contains(&c.addr) && holds(c, w))
+    });
+    let mut connz = Connz {
+        source: PING_CONNZ.into(),
+        holding,
+        all: None,
+        probe_seen_as: None,
+        servers: answered.len().max(1),
+        out_of_sight: None,
+    };
+    if shown {
+        return Ok(connz);
+    }
+    let (all, leaf_nodes) = every_connection(session, deadline, &mut answered).await?;
+    connz.probe_seen_as = all
+        .iter()
+        .find(|c| c.name.as_deref() == Some(probe_name))
+        .map(|c| c.addr);
+    connz.all = Some(all);
+    connz.servers = answered.len().max(1);
+    let silent: Vec<String> = leaf_nodes
+        .into_iter()
+        .filter(|l| !answered.contains(l))
+        .collect();
+    if !silent.is_empty() {
+        connz.out_of_sight = Some(format!(
+            "leaf node {} is connected and did not answer {PING_CONNZ} (the pod's connection may be on it)",
+            silent.join(", ")
+        ));
+    }
+    Ok(connz)
+}
+
+/// The connections holding a subscription on each wanted subject, one filtered report per
+/// subject, and the servers that answered.
+async fn holding(
+    session: &Session,
+    wanted: &[Wanted],
+    ours: &[SocketAddr],
+    deadline: Instant,
+) -> Result<(Vec<ServerConnection>, BTreeSet<String>), Unknown> {
     let subjects: BTreeSet<&str> = wanted.iter().map(|w| w.subject.as_str()).collect();
     let mut holding = Vec::new();
     let mut answered: BTreeSet<String> = BTreeSet::new();
@@ -259,23 +304,16 @@ pub async fn from_account(
         answered.extend(pages.iter().filter_map(|p| p.server.clone()));
         holding.extend(pages.into_iter().flat_map(|p| p.connections));
     }
-    let shown = wanted.iter().all(|w| {
-        holding
-            .iter()
-            .any(|c| ours.contains(&c.addr) && holds(c, w))
-    });
-    let mut connz = Connz {
-        source: PING_CONNZ.into(),
-        holding,
-        all: None,
-        probe_seen_as: None,
-        servers: answered.len().max(1),
-        out_of_sight: None,
-    };
-    if shown {
-        return Ok(connz);
-    }
-    // Not shown: every connection, without subscriptions, every page of every server.
+    Ok((holding, answered))
+}
+
+/// Every connection, without subscriptions, every page of every server (each that answers
+/// is added to `answered`), and the leaf nodes' servers they list.
+async fn every_connection(
+    session: &Session,
+    deadline: Instant,
+    answered: &mut BTreeSet<String>,
+) -> Result<(Vec<ServerConnection>, BTreeSet<String>), Unknown> {
     let first = serde_json::json!({ "limit": PAGE });
     let pages = ping(session, &first, false, deadline, |_| false).await?;
     answered.extend(pages.iter().filter_map(|p| p.server.clone()));
@@ -297,23 +335,7 @@ pub async fn from_account(
             offset += PAGE;
         }
     }
-    connz.probe_seen_as = all
-        .iter()
-        .find(|c| c.name.as_deref() == Some(probe_name))
-        .map(|c| c.addr);
-    connz.all = Some(all);
-    connz.servers = answered.len().max(1);
-    let silent: Vec<String> = leaf_nodes
-        .into_iter()
-        .filter(|l| !answered.contains(l))
-        .collect();
-    if !silent.is_empty() {
-        connz.out_of_sight = Some(format!(
-            "leaf node {} is connected and did not answer {PING_CONNZ} (the pod's connection may be on it)",
-            silent.join(", ")
-        ));
-    }
-    Ok(connz)
+    Ok((all, leaf_nodes))
 }
 
 /// One connection by its cid, from the account's connection report of the server named
