@@ -221,26 +221,7 @@ fn after_a_server_restart_samples_decide_and_the_verdict_never_latches() {
 #[test]
 fn a_wedged_consumer_on_a_capped_discard_old_stream_is_losing_messages() {
     let pods = Pods::new(Version::Pinned);
-    pods.setup(&[
-        "-stream",
-        "CAP",
-        "-subjects",
-        "cap.>",
-        "-max-msgs",
-        "200",
-        "-discard",
-        "old",
-        "-durable",
-        "W",
-        "-deliver-subject",
-        "deliver.W",
-        "-deliver-group",
-        "W",
-        "-max-ack-pending",
-        "10",
-        "-ack-wait",
-        "1s",
-    ]);
+    pods.push_with("CAP", "W", "10", &["-max-msgs", "200", "-discard", "old"]);
     let _consumer = pods.consume("CAP", "W", &["-ack", "never"]);
     let _producer = pods.producer("cap.x", 400);
     std::thread::sleep(Duration::from_millis(500));

@@ -47,25 +47,7 @@ fn summary(run: &Run) -> String {
 /// A stream `S` on `s.>` with `stream_args`, and a push consumer `D` in group `D`, max ack
 /// pending 10, ack_wait 1 s, with `consumer_args`.
 fn stream_and_consumer(pods: &Pods, stream_args: &[&str], consumer_args: &[&str]) {
-    let mut args = vec![
-        "-stream",
-        "S",
-        "-subjects",
-        "s.>",
-        "-durable",
-        "D",
-        "-deliver-subject",
-        "deliver.D",
-        "-deliver-group",
-        "D",
-        "-max-ack-pending",
-        "10",
-        "-ack-wait",
-        "1s",
-    ];
-    args.extend_from_slice(stream_args);
-    args.extend_from_slice(consumer_args);
-    pods.setup(&args);
+    pods.push_with("S", "D", "10", &[stream_args, consumer_args].concat());
 }
 
 /// Issue family 1: a quiet consumer idle at one run; the next run comes more than a window

@@ -192,42 +192,8 @@ fn ignore_expect_whole_streams_and_comma_lists() {
 #[test]
 fn retention_losses_are_counted_and_named() {
     let pods = Pods::new(Version::Pinned);
-    pods.setup(&[
-        "-stream",
-        "CAP",
-        "-subjects",
-        "cap.>",
-        "-max-msgs",
-        "200",
-        "-durable",
-        "W",
-        "-deliver-subject",
-        "deliver.W",
-        "-deliver-group",
-        "W",
-        "-max-ack-pending",
-        "10",
-        "-ack-wait",
-        "1s",
-    ]);
-    pods.setup(&[
-        "-stream",
-        "ONE",
-        "-subjects",
-        "one.>",
-        "-max-msgs",
-        "1",
-        "-durable",
-        "A",
-        "-deliver-subject",
-        "deliver.A",
-        "-deliver-group",
-        "A",
-        "-max-ack-pending",
-        "1",
-        "-ack-wait",
-        "1s",
-    ]);
+    pods.push_with("CAP", "W", "10", &["-max-msgs", "200"]);
+    pods.push("ONE", "A", &["-max-msgs", "1"]);
     let _never = pods.consume("CAP", "W", &["-ack", "never"]);
     let _acking = pods.consume("ONE", "A", &["-work", "300ms", "-chain", "one.x"]);
     pods.publish_n("one.x", 1);

@@ -7,7 +7,7 @@
 //! connection (counted from the right domain, or "not counted" with the reason) and the
 //! connection report where it cannot see the pod's connection.
 
-use crate::harness::pods::S10;
+use crate::harness::pods::{push_consumer, S10};
 use crate::harness::probe::Run;
 use crate::harness::topology::{request, HubAndLeaf, Leaf, Supercluster};
 use crate::harness::*;
@@ -84,24 +84,10 @@ impl<'a> Scene<'a> {
     /// The pod's client: a nats.go push consumer on the pod's server, through the domain,
     /// giving up after 3 × 200 ms of reconnects.
     fn consume(&self, stream: &str, durable: &str, extra: &[&str]) -> Peer {
-        let deliver = format!("deliver.{durable}");
-        let mut args = vec![
-            "consume",
-            "-url",
-            &self.pod,
-            "-stream",
-            stream,
-            "-durable",
-            durable,
-            "-deliver-subject",
-            &deliver,
-            "-deliver-group",
-            durable,
-            "-max-reconnects",
-            "3",
-            "-reconnect-wait",
-            "200ms",
-        ];
+        let push = push_consumer(stream, durable);
+        let mut args = vec!["consume", "-url", &self.pod];
+        args.extend(push.iter().map(String::as_str));
+        args.extend(["-max-reconnects", "3", "-reconnect-wait", "200ms"]);
         if let Some(d) = self.domain {
             args.extend(["-domain", d]);
         }

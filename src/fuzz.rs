@@ -116,7 +116,7 @@ mod tests {
         let long_line = vec![b'A'; 4 << 20];
         let many_lines = "0: x\n".repeat(200_000);
         let huge_len = [0xffu8; 64];
-        for (name, target) in TARGETS {
+        for (_, target) in TARGETS {
             for data in [
                 deep.as_bytes(),
                 &long_line[..],
@@ -127,7 +127,21 @@ mod tests {
             ] {
                 target(data);
             }
-            assert!(!name.is_empty());
+        }
+    }
+
+    /// The names are the fuzzer's: each target's file in `fuzz/fuzz_targets/` runs it.
+    #[test]
+    fn every_target_has_its_fuzz_target_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets");
+        for (name, _) in TARGETS {
+            let file = dir.join(format!("{name}.rs"));
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            assert!(
+                text.contains(&format!("natsprobe::fuzz::{name}(data)")),
+                "{} does not run natsprobe::fuzz::{name}",
+                file.display()
+            );
         }
     }
 }

@@ -13,6 +13,8 @@
 //! [`error`] (runs that end without a verdict). `fuzz` (built only for the fuzzer and the tests)
 //! holds the fuzzing entry points.
 
+#[cfg(test)]
+mod architecture;
 pub mod budget;
 pub mod cli;
 pub mod commands;

@@ -100,6 +100,11 @@ impl Pods {
     /// A stream `S` (subjects `S.>`) and a push consumer `D` in deliver group `D`, max
     /// ack pending 1, ack_wait 1 s; `extra` adds setup flags.
     pub fn push(&self, stream: &str, durable: &str, extra: &[&str]) {
+        self.push_with(stream, durable, "1", extra);
+    }
+
+    /// `push`, with max ack pending `max_ack_pending`.
+    pub fn push_with(&self, stream: &str, durable: &str, max_ack_pending: &str, extra: &[&str]) {
         let subjects = format!("{}.>", stream.to_lowercase());
         let deliver = format!("deliver.{durable}");
         let mut rest = vec![
@@ -114,7 +119,7 @@ impl Pods {
             "-deliver-group",
             durable,
             "-max-ack-pending",
-            "1",
+            max_ack_pending,
             "-ack-wait",
             "1s",
         ];

@@ -7,8 +7,9 @@
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Wanted};
-use crate::facts::{LookedUp, Remembered, ServerIdent, Unknown};
-use crate::observe::{self, server, state::StateDir, Observations, Pod, PodTarget, StateDirUsed};
+use crate::facts::{LookedUp, Remembered, ServerAnswer, ServerIdent, Unknown};
+use crate::observe::state::{Of, StateDir};
+use crate::observe::{self, server, Observations, Pod, PodTarget, StateDirUsed};
 use crate::report::check::{CheckInput, CheckReport, JudgedConsumer, JudgedSubscription};
 use crate::rules::cause::{self, Cause};
 use crate::rules::check::{self as verdict, ServerState};
@@ -20,6 +21,10 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+
+/// A subscription this pod's connection must hold, and the consumer it delivers for (None:
+/// a core subscription, `--subscription`).
+type WantedFor = (Wanted, Option<ConsumerName>);
 
 /// Kept back from the network's share of the deadline: shutting the runtime down and
 /// formatting the answer.
@@ -62,25 +67,7 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
 /// Observes what the rules ask for, judges, and keeps each consumer's sample.
 pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> {
     let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
-    let target = PodTarget {
-        owner: &config.owner,
-        netns_of: config.netns_of,
-        reader: config.reader,
-        ports: &config.policy.ports,
-        tcp_info: config.policy.half_open_after.is_some() || config.verbose,
-    };
-    let mut obs = Observations {
-        pod: observe::pod(target, deadline)?,
-        servers: Vec::new(),
-        consumers: Vec::new(),
-        client_age: None,
-        now_ms: 0,
-        connz: None,
-        sampling: None,
-        state_dir: None,
-        server_domain: None,
-        server_jetstream: false,
-    };
+    let mut obs = observe_pod(config, deadline)?;
     let connections = connection::connections(
         &obs.pod.scan.sockets,
         &config.policy,
@@ -90,158 +77,15 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
     if verdict::needs_server(&connections, &config.policy) {
         obs.servers = observe::servers(&config.servers, network_deadline)?;
     }
-    let server_state =
-        (!obs.servers.is_empty()).then(|| match obs.servers.iter().any(|a| a.answer.is_nats()) {
-            true => ServerState::Answers,
-            false => ServerState::NotAnswering,
-        });
+    let server_state = server_state(&obs.servers);
 
-    let mut judged = Vec::new();
-    let mut subscriptions = Vec::new();
     let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
     let asked = config.consumers.len() + usize::from(wants_subscriptions);
-    if verdict::needs_consumers(&connections, &config.policy, asked) {
-        // No place to keep samples: no run could ever compare. Certain, so said at once,
-        // before the server is asked anything.
-        let opened =
-            observe::state::open(&config.state_dir).map_err(|tried| no_place(config, tried))?;
-        let dir = &opened.dir;
-        obs.state_dir = Some(StateDirUsed {
-            path: dir.path.clone(),
-            skipped: opened.skipped.clone(),
-        });
-        let server = observe::state::server_key(&config.servers, &config.js_api);
-        obs.now_ms = observe::now_ms();
-        let sockets: Vec<remembered::Socket> = connections
-            .established
-            .iter()
-            .map(|s| remembered::Socket {
-                addr: SocketAddr::new(unmap(s.local.ip()), s.local.port()),
-                inode: s.inode,
-            })
-            .collect();
-        let inodes: Vec<u64> = sockets.iter().map(|s| s.inode).collect();
-        // Only a live connection is trusted or looked up: a half-open one is matched again.
-        let live: Vec<remembered::Socket> = sockets
-            .iter()
-            .filter(|s| {
-                !connections
-                    .half_open
-                    .iter()
-                    .any(|(h, _)| h.inode == s.inode)
-            })
-            .copied()
-            .collect();
-        let last = match config.consumers.is_empty() {
-            false => observe::remembered::load_look(dir, &server, &config.consumers),
-            true => None,
+    let (judged, subscriptions) =
+        match verdict::needs_consumers(&connections, &config.policy, asked) {
+            true => judge_with_state(config, &connections, &mut obs, network_deadline)?,
+            false => (Vec::new(), Vec::new()),
         };
-        obs.sampling = (!config.consumers.is_empty())
-            .then(|| remembered::sampling(last.as_ref(), &inodes, config.sample_every, obs.now_ms));
-        let mut nats: Option<observe::Nats> = None;
-
-        // The subscriptions this pod's connection must hold: each push consumer's deliver
-        // subject (and group), and the core ones. Between looks, the consumers' as last seen.
-        let mut wanted: Vec<(Wanted, Option<ConsumerName>)> = Vec::new();
-        let mut judgements: Vec<consumer::Judgement> = Vec::new();
-        match obs.sampling {
-            Some(Sampling::Ask(_)) => {
-                let session = open(&mut nats, config, network_deadline)?;
-                obs.consumers = session.consumers(
-                    &config.servers,
-                    &config.js_api,
-                    &config.consumers,
-                    dir,
-                    network_deadline,
-                );
-                obs.server_domain = session.server_domain();
-                obs.server_jetstream = session.server_jetstream();
-                judgements = obs
-                    .consumers
-                    .iter()
-                    .map(|c| {
-                        let previous = c.previous.as_ref().and_then(Loaded::sample);
-                        consumer::judge(&c.observed, previous, &config.consumer_policy, obs.now_ms)
-                    })
-                    .collect();
-                if config.own_subscription {
-                    wanted = deliver_subscriptions(&obs.consumers)?;
-                }
-            }
-            Some(Sampling::Skip { .. }) if config.own_subscription => {
-                let last = last.as_ref().map(|l| l.wanted.clone()).unwrap_or_default();
-                wanted = last.into_iter().map(|(w, c)| (w, Some(c))).collect();
-            }
-            Some(Sampling::Skip { .. }) | None => {}
-        }
-        wanted.extend(config.subscriptions.iter().map(|w| (w.clone(), None)));
-        if !wanted.is_empty() {
-            subscriptions = judge_subscriptions(
-                config,
-                &mut nats,
-                Some(dir),
-                &server,
-                (&sockets, &live),
-                wanted,
-                obs.now_ms,
-                network_deadline,
-                &mut obs.connz,
-            )?;
-        }
-        drop(nats);
-
-        // With --sample-every 0 every run asks: nothing to remember.
-        if matches!(obs.sampling, Some(Sampling::Ask(_))) && !config.sample_every.is_zero() {
-            {
-                let outcomes: Vec<_> = judgements
-                    .iter()
-                    .map(|j| (&j.outcome, j.sample.as_ref()))
-                    .collect();
-                let look = remembered::LastLook {
-                    at_ms: obs.now_ms,
-                    calm: remembered::calm(&outcomes),
-                    inodes,
-                    wanted: subscriptions
-                        .iter()
-                        .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
-                        .collect(),
-                };
-                // Best effort: a look not remembered is asked again next run.
-                let _ = observe::remembered::store_look(dir, &server, &config.consumers, &look);
-            }
-        }
-
-        let outcomes: Vec<&consumer::Outcome> = judgements.iter().map(|j| &j.outcome).collect();
-        if verdict::needs_client_age(&outcomes) {
-            obs.client_age = Some(client_age(&obs.pod, &connections));
-        }
-        for (seen, j) in obs.consumers.iter_mut().zip(&judgements) {
-            if let Some(sample) = &j.sample {
-                let key = observe::state::Key::new(&server, &seen.name);
-                seen.state_problem = dir.store(&key, sample).err();
-            }
-        }
-        judged = obs
-            .consumers
-            .iter()
-            .zip(judgements)
-            .map(|(seen, j)| JudgedConsumer {
-                seen: seen.clone(),
-                outcome: verdict::excuse_young_client(j.outcome, j.window, obs.client_age),
-                window: j.window,
-                progress: j.progress,
-                standing: None,
-            })
-            .collect();
-        let carry = Carry {
-            dir,
-            server: &server,
-            now_ms: obs.now_ms,
-            policy: &config.consumer_policy,
-        };
-        carry.consumers(&mut judged);
-        carry.subscriptions(&mut subscriptions);
-    }
     let skipped = matches!(obs.sampling, Some(Sampling::Skip { .. }));
     if judged.is_empty() && !config.consumers.is_empty() && !skipped {
         mark_unobserved(config);
@@ -262,6 +106,248 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
     })
 }
 
+/// The first observation, and in the common case the only one: the pod's processes and
+/// socket table. Everything else starts out not asked.
+fn observe_pod(config: &CheckConfig, deadline: Instant) -> Result<Observations, Error> {
+    let target = PodTarget {
+        owner: &config.owner,
+        netns_of: config.netns_of,
+        reader: config.reader,
+        ports: &config.policy.ports,
+        tcp_info: config.policy.half_open_after.is_some() || config.verbose,
+    };
+    Ok(Observations {
+        pod: observe::pod(target, deadline)?,
+        servers: Vec::new(),
+        consumers: Vec::new(),
+        client_age: None,
+        now_ms: 0,
+        connz: None,
+        sampling: None,
+        state_dir: None,
+        server_domain: None,
+        server_jetstream: false,
+    })
+}
+
+/// Whether any server answered as NATS; None when none was asked.
+fn server_state(servers: &[ServerAnswer]) -> Option<ServerState> {
+    (!servers.is_empty()).then(|| match servers.iter().any(|a| a.answer.is_nats()) {
+        true => ServerState::Answers,
+        false => ServerState::NotAnswering,
+    })
+}
+
+/// The consumers and subscriptions, each judged against what the state dir kept from the
+/// last run; this run's samples, look, connections and causes are kept for the next.
+fn judge_with_state(
+    config: &CheckConfig,
+    connections: &Connections,
+    obs: &mut Observations,
+    deadline: Instant,
+) -> Result<(Vec<JudgedConsumer>, Vec<JudgedSubscription>), Error> {
+    // No place to keep samples: no run could ever compare. Certain, so said at once,
+    // before the server is asked anything.
+    let opened =
+        observe::state::open(&config.state_dir).map_err(|tried| no_place(config, tried))?;
+    let dir = &opened.dir;
+    obs.state_dir = Some(StateDirUsed {
+        path: dir.path.clone(),
+        skipped: opened.skipped.clone(),
+    });
+    let server = observe::state::server_key(&config.servers, &config.js_api);
+    obs.now_ms = observe::now_ms();
+    let (sockets, live) = our_sockets(connections);
+    let inodes: Vec<u64> = sockets.iter().map(|s| s.inode).collect();
+    let last = match config.consumers.is_empty() {
+        false => observe::remembered::load_look(dir, &server, &config.consumers),
+        true => None,
+    };
+    obs.sampling = (!config.consumers.is_empty())
+        .then(|| remembered::sampling(last.as_ref(), &inodes, config.sample_every, obs.now_ms));
+    let mut nats: Option<observe::Nats> = None;
+
+    let (judgements, mut wanted) =
+        ask_consumers(config, &mut nats, last.as_ref(), dir, obs, deadline)?;
+    wanted.extend(config.subscriptions.iter().map(|w| (w.clone(), None)));
+    let mut subscriptions = Vec::new();
+    if !wanted.is_empty() {
+        let judge = Subscriptions {
+            config,
+            dir,
+            server: &server,
+            sockets: &sockets,
+            live: &live,
+            now_ms: obs.now_ms,
+            deadline,
+        };
+        subscriptions = judge.judge(&mut nats, wanted, &mut obs.connz)?;
+    }
+    drop(nats);
+
+    remember_look(
+        config,
+        dir,
+        &server,
+        obs,
+        &judgements,
+        inodes,
+        &subscriptions,
+    );
+    let outcomes: Vec<&consumer::Outcome> = judgements.iter().map(|j| &j.outcome).collect();
+    if verdict::needs_client_age(&outcomes) {
+        obs.client_age = Some(client_age(&obs.pod, connections));
+    }
+    keep_samples(dir, &server, &mut obs.consumers, &judgements);
+    let mut judged = excuse_young_client(obs, judgements);
+    let carry = Carry {
+        dir,
+        server: &server,
+        now_ms: obs.now_ms,
+        policy: &config.consumer_policy,
+    };
+    carry.consumers(&mut judged);
+    carry.subscriptions(&mut subscriptions);
+    Ok((judged, subscriptions))
+}
+
+/// This pod's counted connections as the server sees them (an IPv4-mapped address
+/// unmapped), and of them the live ones: only a live connection is trusted or looked up; a
+/// half-open one is matched again.
+fn our_sockets(connections: &Connections) -> (Vec<remembered::Socket>, Vec<remembered::Socket>) {
+    let sockets: Vec<remembered::Socket> = connections
+        .established
+        .iter()
+        .map(|s| remembered::Socket {
+            addr: SocketAddr::new(unmap(s.local.ip()), s.local.port()),
+            inode: s.inode,
+        })
+        .collect();
+    let live: Vec<remembered::Socket> = sockets
+        .iter()
+        .filter(|s| {
+            !connections
+                .half_open
+                .iter()
+                .any(|(h, _)| h.inode == s.inode)
+        })
+        .copied()
+        .collect();
+    (sockets, live)
+}
+
+/// The consumers, when a look is due: asked at once, and each judged against its previous
+/// sample. And the subscriptions this pod's connection must hold for them
+/// (`--own-subscription`): each push consumer's deliver subject (and group); between looks,
+/// the consumers' as last seen.
+fn ask_consumers(
+    config: &CheckConfig,
+    nats: &mut Option<observe::Nats>,
+    last: Option<&remembered::LastLook>,
+    dir: &StateDir,
+    obs: &mut Observations,
+    deadline: Instant,
+) -> Result<(Vec<consumer::Judgement>, Vec<WantedFor>), Error> {
+    let mut wanted: Vec<WantedFor> = Vec::new();
+    let mut judgements: Vec<consumer::Judgement> = Vec::new();
+    match obs.sampling {
+        Some(Sampling::Ask(_)) => {
+            let session = open(nats, config, deadline)?;
+            obs.consumers = session.consumers(
+                &config.servers,
+                &config.js_api,
+                &config.consumers,
+                dir,
+                deadline,
+            );
+            obs.server_domain = session.server_domain();
+            obs.server_jetstream = session.server_jetstream();
+            judgements = obs
+                .consumers
+                .iter()
+                .map(|c| {
+                    let previous = c.previous.as_ref().and_then(Loaded::sample);
+                    consumer::judge(&c.observed, previous, &config.consumer_policy, obs.now_ms)
+                })
+                .collect();
+            if config.own_subscription {
+                wanted = deliver_subscriptions(&obs.consumers)?;
+            }
+        }
+        Some(Sampling::Skip { .. }) if config.own_subscription => {
+            let last = last.map(|l| l.wanted.clone()).unwrap_or_default();
+            wanted = last.into_iter().map(|(w, c)| (w, Some(c))).collect();
+        }
+        Some(Sampling::Skip { .. }) | None => {}
+    }
+    Ok((judgements, wanted))
+}
+
+/// Remembers a look that asked the consumers, for `--sample-every`: after a calm one, on the
+/// same connections, the next runs need not ask.
+fn remember_look(
+    config: &CheckConfig,
+    dir: &StateDir,
+    server: &str,
+    obs: &Observations,
+    judgements: &[consumer::Judgement],
+    inodes: Vec<u64>,
+    subscriptions: &[JudgedSubscription],
+) {
+    // With --sample-every 0 every run asks: nothing to remember.
+    if !matches!(obs.sampling, Some(Sampling::Ask(_))) || config.sample_every.is_zero() {
+        return;
+    }
+    let outcomes: Vec<_> = judgements
+        .iter()
+        .map(|j| (&j.outcome, j.sample.as_ref()))
+        .collect();
+    let look = remembered::LastLook {
+        at_ms: obs.now_ms,
+        calm: remembered::calm(&outcomes),
+        inodes,
+        wanted: subscriptions
+            .iter()
+            .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
+            .collect(),
+    };
+    // Best effort: a look not remembered is asked again next run.
+    let _ = observe::remembered::store_look(dir, server, &config.consumers, &look);
+}
+
+/// Keeps each consumer's new sample; one that cannot be kept says why beside its consumer.
+fn keep_samples(
+    dir: &StateDir,
+    server: &str,
+    consumers: &mut [observe::ConsumerSeen],
+    judgements: &[consumer::Judgement],
+) {
+    for (seen, j) in consumers.iter_mut().zip(judgements) {
+        if let Some(sample) = &j.sample {
+            seen.state_problem = dir.store_sample(server, &seen.name, sample).err();
+        }
+    }
+}
+
+/// Each consumer with its judgement, the check's per-pod policy applied: a client younger
+/// than the window gets its window.
+fn excuse_young_client(
+    obs: &Observations,
+    judgements: Vec<consumer::Judgement>,
+) -> Vec<JudgedConsumer> {
+    obs.consumers
+        .iter()
+        .zip(judgements)
+        .map(|(seen, j)| JudgedConsumer {
+            seen: seen.clone(),
+            outcome: verdict::excuse_young_client(j.outcome, j.window, obs.client_age),
+            window: j.window,
+            progress: j.progress,
+            standing: None,
+        })
+        .collect()
+}
+
 /// The NATS connection, opened the first time an observation needs it.
 fn open<'a>(
     slot: &'a mut Option<observe::Nats>,
@@ -280,9 +366,7 @@ fn open<'a>(
 }
 
 /// Each push consumer's deliver subject (and group); a pull consumer has none to match.
-fn deliver_subscriptions(
-    consumers: &[observe::ConsumerSeen],
-) -> Result<Vec<(Wanted, Option<ConsumerName>)>, Error> {
+fn deliver_subscriptions(consumers: &[observe::ConsumerSeen]) -> Result<Vec<WantedFor>, Error> {
     let mut wanted = Vec::new();
     for seen in consumers {
         if let Observed::Found { facts, .. } = &seen.observed {
@@ -306,116 +390,171 @@ fn deliver_subscriptions(
     Ok(wanted)
 }
 
-/// Does this pod's connection hold each wanted subscription? Trusted where it was seen
-/// holding it on the same socket within its trust time (`--subscription-every`); else the remembered
-/// connection is asked for by cid; else (or when that answer is not this pod's connection)
-/// matched by address in the server's list, as the first run does. Remembers the result.
-#[allow(clippy::too_many_arguments)]
-fn judge_subscriptions(
-    config: &CheckConfig,
-    nats: &mut Option<observe::Nats>,
-    dir: Option<&StateDir>,
-    server: &str,
-    (sockets, live): (&[remembered::Socket], &[remembered::Socket]),
-    wanted: Vec<(Wanted, Option<ConsumerName>)>,
+/// What judging the subscriptions works with: where the last run's connections were kept,
+/// this pod's sockets (and the live ones), the clock and the deadline.
+struct Subscriptions<'a> {
+    config: &'a CheckConfig,
+    dir: &'a StateDir,
+    server: &'a str,
+    sockets: &'a [remembered::Socket],
+    live: &'a [remembered::Socket],
     now_ms: i64,
     deadline: Instant,
-    connz_seen: &mut Option<Result<crate::facts::Connz, Unknown>>,
-) -> Result<Vec<JudgedSubscription>, Error> {
-    let memos: Vec<Option<Remembered>> = wanted
-        .iter()
-        .map(|(w, _)| dir.and_then(|d| observe::remembered::load_subscription(d, server, w)))
-        .collect();
-    let mut results: Vec<Option<(Held, Found, Option<Remembered>)>> = vec![None; wanted.len()];
-    let mut rematch = vec![Rematch::FirstTime; wanted.len()];
-    let mut lookups: HashMap<(ServerIdent, u64), Result<Vec<LookedUp>, Unknown>> = HashMap::new();
-    for (i, ((w, _), memo)) in wanted.iter().zip(&memos).enumerate() {
-        let direct = memo
-            .as_ref()
-            .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
-        match (
-            remembered::plan(
-                memo.as_ref(),
-                live,
-                config.subscription_every,
-                direct,
-                now_ms,
-            ),
-            memo,
-        ) {
-            (Plan::Trust { held_ago, trust }, Some(m)) => {
-                let held = Held::Yes { by: m.local };
-                let found = Found::Trusted { held_ago, trust };
-                results[i] = Some((held, found, Some(m.clone())));
-            }
-            (Plan::LookUp, Some(m)) => {
-                let key = (m.server.clone(), m.cid);
-                if !lookups.contains_key(&key) {
-                    let answer = open(nats, config, deadline)?.lookup(
-                        &m.server,
-                        m.cid,
-                        config.monitor.as_ref(),
-                        deadline,
-                    );
-                    lookups.insert(key.clone(), answer);
-                }
-                match lookups[&key].as_ref().map(|a| remembered::confirm(m, a)) {
-                    Ok(Ok(c)) => {
-                        let held = remembered::judge_confirmed(w, c);
-                        let again = Remembered {
-                            held_at_ms: matches!(held, Held::Yes { .. }).then_some(now_ms),
-                            account_connections: c.account_connections,
-                            ..m.clone()
-                        };
-                        results[i] = Some((held, Found::LookedUp { cid: m.cid }, Some(again)));
-                    }
-                    Ok(Err(why)) => rematch[i] = why,
-                    Err(_) => rematch[i] = Rematch::LookupFailed,
-                }
-            }
-            (Plan::Match(why), _) => rematch[i] = why,
-            (_, None) => {}
+}
+
+/// A subscription judged: whether it is held, how that was found, and the connection to
+/// remember for the next run.
+type Judged = (Held, Found, Option<Remembered>);
+
+impl Subscriptions<'_> {
+    /// Does this pod's connection hold each wanted subscription? Trusted where it was seen
+    /// holding it on the same socket within its trust time (`--subscription-every`); else the
+    /// remembered connection is asked for by cid; else (or when that answer is not this
+    /// pod's connection) matched by address in the server's list, as the first run does.
+    /// Remembers the result.
+    fn judge(
+        &self,
+        nats: &mut Option<observe::Nats>,
+        wanted: Vec<WantedFor>,
+        connz_seen: &mut Option<Result<crate::facts::Connz, Unknown>>,
+    ) -> Result<Vec<JudgedSubscription>, Error> {
+        let memos: Vec<Option<Remembered>> = wanted
+            .iter()
+            .map(|(w, _)| observe::remembered::load_subscription(self.dir, self.server, w))
+            .collect();
+        let (mut results, rematch) = self.trusted_or_looked_up(nats, &wanted, &memos)?;
+        let rest: Vec<usize> = (0..wanted.len())
+            .filter(|&i| results[i].is_none())
+            .collect();
+        if !rest.is_empty() {
+            let connz = self.match_by_address(nats, &wanted, &rest, &rematch, &mut results)?;
+            *connz_seen = Some(connz);
         }
+        Ok(self.remember(wanted, results, memos))
     }
-    let rest: Vec<usize> = (0..wanted.len())
-        .filter(|&i| results[i].is_none())
-        .collect();
-    if !rest.is_empty() {
-        let ours: Vec<SocketAddr> = sockets.iter().map(|s| s.addr).collect();
+
+    /// Each subscription whose remembered connection is trusted, or confirmed by asking for
+    /// it by cid; for the others, why they are matched by address.
+    fn trusted_or_looked_up(
+        &self,
+        nats: &mut Option<observe::Nats>,
+        wanted: &[WantedFor],
+        memos: &[Option<Remembered>],
+    ) -> Result<(Vec<Option<Judged>>, Vec<Rematch>), Error> {
+        let (config, now_ms, deadline) = (self.config, self.now_ms, self.deadline);
+        let mut results: Vec<Option<Judged>> = vec![None; wanted.len()];
+        let mut rematch = vec![Rematch::FirstTime; wanted.len()];
+        let mut lookups: HashMap<(ServerIdent, u64), Result<Vec<LookedUp>, Unknown>> =
+            HashMap::new();
+        for (i, ((w, _), memo)) in wanted.iter().zip(memos).enumerate() {
+            let direct = memo
+                .as_ref()
+                .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
+            match (
+                remembered::plan(
+                    memo.as_ref(),
+                    self.live,
+                    config.subscription_every,
+                    direct,
+                    now_ms,
+                ),
+                memo,
+            ) {
+                (Plan::Trust { held_ago, trust }, Some(m)) => {
+                    let held = Held::Yes { by: m.local };
+                    let found = Found::Trusted { held_ago, trust };
+                    results[i] = Some((held, found, Some(m.clone())));
+                }
+                (Plan::LookUp, Some(m)) => {
+                    let key = (m.server.clone(), m.cid);
+                    if !lookups.contains_key(&key) {
+                        let answer = open(nats, config, deadline)?.lookup(
+                            &m.server,
+                            m.cid,
+                            config.monitor.as_ref(),
+                            deadline,
+                        );
+                        lookups.insert(key.clone(), answer);
+                    }
+                    match lookups[&key].as_ref().map(|a| remembered::confirm(m, a)) {
+                        Ok(Ok(c)) => {
+                            let held = remembered::judge_confirmed(w, c);
+                            let again = Remembered {
+                                held_at_ms: matches!(held, Held::Yes { .. }).then_some(now_ms),
+                                account_connections: c.account_connections,
+                                ..m.clone()
+                            };
+                            results[i] = Some((held, Found::LookedUp { cid: m.cid }, Some(again)));
+                        }
+                        Ok(Err(why)) => rematch[i] = why,
+                        Err(_) => rematch[i] = Rematch::LookupFailed,
+                    }
+                }
+                (Plan::Match(why), _) => rematch[i] = why,
+                (_, None) => {}
+            }
+        }
+        Ok((results, rematch))
+    }
+
+    /// The subscriptions at `rest`, matched by address in the server's connection list,
+    /// which is returned for the report.
+    fn match_by_address(
+        &self,
+        nats: &mut Option<observe::Nats>,
+        wanted: &[WantedFor],
+        rest: &[usize],
+        rematch: &[Rematch],
+        results: &mut [Option<Judged>],
+    ) -> Result<Result<crate::facts::Connz, Unknown>, Error> {
+        let (config, deadline) = (self.config, self.deadline);
+        let ours: Vec<SocketAddr> = self.sockets.iter().map(|s| s.addr).collect();
         let list: Vec<Wanted> = rest.iter().map(|&i| wanted[i].0.clone()).collect();
         let connz =
             open(nats, config, deadline)?.connz(&list, &ours, config.monitor.as_ref(), deadline);
-        for &i in &rest {
+        for &i in rest {
             let w = &wanted[i].0;
             let held = subscription::judge(w, &ours, &connz);
             let memo = connz.as_ref().ok().and_then(|c| {
-                remembered::remember(w, &held, sockets, &remembered::listed(c), now_ms)
+                remembered::remember(w, &held, self.sockets, &remembered::listed(c), self.now_ms)
             });
             results[i] = Some((held, Found::Matched(rematch[i]), memo));
         }
-        *connz_seen = Some(connz);
+        Ok(connz)
     }
-    Ok(wanted
-        .into_iter()
-        .zip(results)
-        .zip(memos)
-        .map(|(((w, consumer), result), before)| {
-            let (held, found, memo) = result.expect("every subscription judged above");
-            if let Some(d) = dir {
+
+    /// Each subscription as judged, its connection remembered where that changed.
+    fn remember(
+        &self,
+        wanted: Vec<WantedFor>,
+        results: Vec<Option<Judged>>,
+        memos: Vec<Option<Remembered>>,
+    ) -> Vec<JudgedSubscription> {
+        wanted
+            .into_iter()
+            .zip(results)
+            .zip(memos)
+            .map(|(((w, consumer), result), before)| {
+                let (held, found, memo) = result.expect("every subscription judged above");
                 if memo != before {
                     // Best effort: a connection not remembered is matched by address next run.
-                    let _ = observe::remembered::store_subscription(d, server, &w, memo.as_ref());
+                    let _ = observe::remembered::store_subscription(
+                        self.dir,
+                        self.server,
+                        &w,
+                        memo.as_ref(),
+                    );
                 }
-            }
-            JudgedSubscription {
-                held,
-                found: Some(found),
-                wanted: w,
-                consumer,
-                standing: None,
-            }
-        })
-        .collect())
+                JudgedSubscription {
+                    held,
+                    found: Some(found),
+                    wanted: w,
+                    consumer,
+                    standing: None,
+                }
+            })
+            .collect()
+    }
 }
 
 /// "No place to keep samples", naming every place tried and the fix: exit 2.
@@ -466,8 +605,7 @@ impl Carry<'_> {
                 _ => None,
             };
             let window = r.window.unwrap_or(consumer::window(self.policy, None));
-            let key = observe::state::Key::new(self.server, &r.seen.name);
-            r.standing = self.carry(&key, cause, window.duration);
+            r.standing = self.carry(Of::Consumer(&r.seen.name), cause, window.duration);
         }
     }
 
@@ -478,29 +616,19 @@ impl Carry<'_> {
                 subscription::Held::NotJudged(why) => Some(Cause::of(why)),
                 _ => None,
             };
-            let key = observe::state::Key::subscription(
-                self.server,
-                &s.wanted.subject,
-                s.wanted.queue.as_deref(),
-            );
-            s.standing = self.carry(&key, cause, window);
+            s.standing = self.carry(Of::Subscription(&s.wanted), cause, window);
         }
     }
 
-    fn carry(
-        &self,
-        key: &observe::state::Key,
-        cause: Option<Cause>,
-        window: Duration,
-    ) -> Option<cause::Standing> {
+    fn carry(&self, of: Of, cause: Option<Cause>, window: Duration) -> Option<cause::Standing> {
         // Only a cause that may persist was kept; nothing else needs reading.
         let prev = cause
             .filter(|c| cause::class(*c) == cause::Class::ConfigurationIfItPersists)
-            .and_then(|_| self.dir.load_cause(key));
+            .and_then(|_| self.dir.load_cause(self.server, of));
         let (keep, standing) = cause::carry(prev.as_ref(), cause, self.now_ms, window);
         // Best effort: a cause that cannot be kept starts again next run (a disk that cannot
         // keep it cannot keep the samples either, which is an error of its own).
-        let _ = self.dir.store_cause(key, keep.as_ref());
+        let _ = self.dir.store_cause(self.server, of, keep.as_ref());
         standing
     }
 }
@@ -515,10 +643,9 @@ fn mark_unobserved(config: &CheckConfig) {
     let dir = opened.dir;
     let server = observe::state::server_key(&config.servers, &config.js_api);
     for name in &config.consumers {
-        let key = observe::state::Key::new(&server, name);
-        if let Loaded::Sample(prev) = dir.load(&key) {
+        if let Loaded::Sample(prev) = dir.load_sample(&server, name) {
             if !prev.gap {
-                let _ = dir.store(&key, &consumer::gap(&prev));
+                let _ = dir.store_sample(&server, name, &consumer::gap(&prev));
             }
         }
     }

@@ -12,8 +12,7 @@ use crate::config::GuardConfig;
 use crate::deadline::{set_phase, Phase};
 use crate::error::Error;
 use crate::facts::{Advisories, ConsumerName, Look, Observed, Unknown};
-use crate::observe::nats::{Session, SetupError};
-use crate::observe::{self, advisories, listing, server};
+use crate::observe::{self, account::Account, server};
 use crate::report::guard::{self as report, Glance, GuardConsumer, GuardReport, Judged};
 use crate::rules::consumer::Judgement;
 use crate::rules::guard::{self, Seen};
@@ -35,41 +34,34 @@ struct FirstLook {
     glance: Option<Glance>,
 }
 
+/// A look's durables not yet judged, by name. Boxed: the table's slots stay small, and each
+/// durable's part is freed as it is judged.
+type FirstLooks = HashMap<ConsumerName, Box<FirstLook>>;
+
 /// The two looks, the advisories between them, and every durable judged.
 async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     set_phase(Phase::AskingJetStream);
     let first_deadline = Instant::now() + config.timeout;
-    let session = connect(config, first_deadline).await?;
+    let account = connect(config, first_deadline).await?;
     let jetstream = match config.js_api.is_local() {
-        true => session
+        true => account
             .server_domain()
             .map(|d| format!("JetStream domain {d} (the server's own; --js-domain names another)")),
         false => Some(config.js_api.to_string()),
     };
-    let watch = advisories::watch(&session, first_deadline).await;
+    let watch = account.watch(first_deadline).await;
 
-    // The first look: each durable judged alone and kept as that judgement.
     // Its time is read before the instant the second is timed from: the looks are at least
     // the interval apart, on both clocks.
     let first_ms = observe::now_ms();
     let started = Instant::now();
-    // Boxed: the table's slots stay small, and each durable's part is freed as it is judged.
-    let mut first: HashMap<ConsumerName, Box<FirstLook>> = HashMap::new();
-    let first_look = listing::look(&session, &config.expect, first_deadline, &mut |name, o| {
-        budget::allow(budget::GUARD_PER_DURABLE);
-        let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
-        let glance = Glance::of(&o);
-        first.insert(name, Box::new(FirstLook { judgement, glance }));
-    })
-    .await
-    .map_err(unreachable)?;
+    let (first, first_look) = first_look(config, &account, first_ms, first_deadline).await?;
 
     set_phase(Phase::Waiting);
     tokio::time::sleep_until((started + config.interval).into()).await;
     // The losses counted over the interval: what the second look's progress is weighed against.
-    let advisories = watch.finish(&session).await;
+    let advisories = account.finish(watch).await;
 
-    // The second look: each durable judged as it comes, and kept as its row.
     set_phase(Phase::AskingJetStream);
     let second_ms = observe::now_ms();
     let judge = Judge {
@@ -78,36 +70,7 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
         first_ms,
         second_ms,
     };
-    let mut rows: Vec<Box<GuardConsumer>> = Vec::with_capacity(first.len());
-    let second_deadline = Instant::now() + config.timeout;
-    let second_look = listing::look(&session, &config.expect, second_deadline, &mut |name, o| {
-        let was = match first.remove(&name) {
-            Some(was) => Some(was),
-            None => first_look.unknown_streams.get(&name.stream).map(|why| {
-                let o = Observed::NotJudged(why.clone());
-                let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
-                Box::new(FirstLook {
-                    judgement,
-                    glance: None,
-                })
-            }),
-        };
-        budget::allow(budget::GUARD_PER_DURABLE);
-        rows.push(Box::new(judge.row(&name, was.as_deref(), Some(&o))));
-    })
-    .await
-    .map_err(|why| {
-        Error::CannotEvaluate(format!("the second look at the account failed: {why}"))
-    })?;
-
-    // Seen in the first look only: deleted in between, or its stream unlisted in the second.
-    for (name, was) in first {
-        let second = second_look
-            .unknown_streams
-            .get(&name.stream)
-            .map(|why| Observed::NotJudged(why.clone()));
-        rows.push(Box::new(judge.row(&name, Some(&was), second.as_ref())));
-    }
+    let (mut rows, second_look) = second_look(&judge, &account, first, &first_look).await?;
     // A stream whose consumers could not be listed in a look is one row, unknown.
     rows.extend(
         judge
@@ -123,34 +86,78 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     ))
 }
 
-async fn connect(config: &GuardConfig, deadline: Instant) -> Result<Session, Error> {
-    let (servers, auth, api) = (&config.servers, &config.auth, &config.js_api);
-    match Session::connect(servers, auth, api, "natsprobe-guard", deadline).await {
-        Err(e) => Err(e.into()),
-        Ok(Err(why)) => Err(unreachable(why)),
-        Ok(Ok(session)) => Ok(session),
+/// The first look: each durable judged alone and kept as that judgement.
+async fn first_look(
+    config: &GuardConfig,
+    account: &Account,
+    first_ms: i64,
+    deadline: Instant,
+) -> Result<(FirstLooks, Look), Error> {
+    let mut first: FirstLooks = HashMap::new();
+    let look = account
+        .look(&config.expect, deadline, &mut |name, o| {
+            budget::allow(budget::GUARD_PER_DURABLE);
+            let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
+            let glance = Glance::of(&o);
+            first.insert(name, Box::new(FirstLook { judgement, glance }));
+        })
+        .await
+        .map_err(unreachable)?;
+    Ok((first, look))
+}
+
+/// The second look: each durable judged as it comes, and kept as its row; then the durables
+/// seen in the first look only.
+async fn second_look(
+    judge: &Judge<'_>,
+    account: &Account,
+    mut first: FirstLooks,
+    first_look: &Look,
+) -> Result<(Vec<Box<GuardConsumer>>, Look), Error> {
+    let config = judge.config;
+    let mut rows: Vec<Box<GuardConsumer>> = Vec::with_capacity(first.len());
+    let second_deadline = Instant::now() + config.timeout;
+    let second_look = account
+        .look(&config.expect, second_deadline, &mut |name, o| {
+            let was = match first.remove(&name) {
+                Some(was) => Some(was),
+                None => first_look.unknown_streams.get(&name.stream).map(|why| {
+                    let o = Observed::NotJudged(why.clone());
+                    let judgement = guard::first_look(&o, &config.consumer_policy, judge.first_ms);
+                    Box::new(FirstLook {
+                        judgement,
+                        glance: None,
+                    })
+                }),
+            };
+            budget::allow(budget::GUARD_PER_DURABLE);
+            rows.push(Box::new(judge.row(&name, was.as_deref(), Some(&o))));
+        })
+        .await
+        .map_err(|why| {
+            Error::CannotEvaluate(format!("the second look at the account failed: {why}"))
+        })?;
+
+    // Seen in the first look only: deleted in between, or its stream unlisted in the second.
+    for (name, was) in first {
+        let second = second_look
+            .unknown_streams
+            .get(&name.stream)
+            .map(|why| Observed::NotJudged(why.clone()));
+        rows.push(Box::new(judge.row(&name, Some(&was), second.as_ref())));
     }
+    Ok((rows, second_look))
+}
+
+async fn connect(config: &GuardConfig, deadline: Instant) -> Result<Account, Error> {
+    let (servers, auth, api) = (&config.servers, &config.auth, &config.js_api);
+    Account::connect(servers, auth, api, deadline)
+        .await?
+        .map_err(unreachable)
 }
 
 fn unreachable(why: Unknown) -> Error {
     Error::CannotEvaluate(format!("cannot look at the account's JetStream: {why}"))
-}
-
-impl From<SetupError> for Error {
-    fn from(e: SetupError) -> Error {
-        match e {
-            SetupError::File {
-                setting,
-                path,
-                problem,
-            } => Error::Setting {
-                setting,
-                path: Some(path),
-                problem,
-            },
-            SetupError::Runtime(m) => Error::CannotEvaluate(m),
-        }
-    }
 }
 
 /// Judges a durable once both looks of it are in.

@@ -3,6 +3,7 @@
 //! It knows no flags and makes no verdict: what to ask, and when, the command decides with the
 //! rules. Each function here is one observation; `Observations` holds a run's worth of them.
 
+pub mod account;
 pub mod advisories;
 pub mod connz;
 pub mod jetstream;
@@ -164,18 +165,7 @@ impl Nats {
         let name = connz::probe_name();
         let session = runtime
             .block_on(nats::Session::connect(urls, auth, api, &name, deadline))
-            .map_err(|e| match e {
-                nats::SetupError::File {
-                    setting,
-                    path,
-                    problem,
-                } => Error::Setting {
-                    setting,
-                    path: Some(path),
-                    problem,
-                },
-                nats::SetupError::Runtime(m) => Error::CannotEvaluate(m),
-            })?;
+            .map_err(Error::from)?;
         Ok(Nats {
             runtime,
             session,
@@ -219,7 +209,7 @@ impl Nats {
             .iter()
             .zip(observed)
             .map(|(name, observed)| ConsumerSeen {
-                previous: Some(state.load(&state::Key::new(&server, name))),
+                previous: Some(state.load_sample(&server, name)),
                 state_problem: None,
                 name: name.clone(),
                 observed,

@@ -7,6 +7,7 @@
 use super::jetstream::{self, ApiError, ParseError};
 use super::server;
 use crate::config::{Auth, JsApi, ServerUrl, Setting};
+use crate::error::Error;
 use crate::facts::{ConsumerName, Observed, StreamFacts, Unknown};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, RequestErrorKind, ServerError};
 use std::collections::HashMap;
@@ -25,6 +26,24 @@ pub enum SetupError {
         problem: String,
     },
     Runtime(String),
+}
+
+/// The one mapping of a setup error to the run's: a bad file names its setting (exit 2).
+impl From<SetupError> for Error {
+    fn from(e: SetupError) -> Error {
+        match e {
+            SetupError::File {
+                setting,
+                path,
+                problem,
+            } => Error::Setting {
+                setting,
+                path: Some(path),
+                problem,
+            },
+            SetupError::Runtime(m) => Error::CannotEvaluate(m),
+        }
+    }
 }
 
 /// Observes every consumer: one entry per name, in order.

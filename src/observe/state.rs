@@ -5,7 +5,7 @@
 //! (and says so): the probe still answers.
 
 use crate::config::{JsApi, ServerUrl, StateDirChoice};
-use crate::facts::{ConsumerName, Loaded, Persisting, Sample};
+use crate::facts::{ConsumerName, Loaded, Persisting, Sample, Wanted};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -26,22 +26,33 @@ pub struct Key {
     pub durable: String,
 }
 
-impl Key {
-    pub fn new(server: &str, name: &ConsumerName) -> Key {
-        Key {
-            server: server.to_string(),
-            stream: name.stream.clone(),
-            durable: name.durable.clone(),
-        }
-    }
+/// What a state file is for: a consumer's sample and cause, or a subscription's cause.
+#[derive(Debug, Clone, Copy)]
+pub enum Of<'a> {
+    Consumer(&'a ConsumerName),
+    Subscription(&'a Wanted),
+}
 
-    /// A subscription's key (`--own-subscription`, `--subscription`): no stream, and a
-    /// durable name no consumer can have (NATS names hold no spaces).
-    pub fn subscription(server: &str, subject: &str, queue: Option<&str>) -> Key {
-        Key {
-            server: server.to_string(),
-            stream: String::new(),
-            durable: format!("subscription {subject} {}", queue.unwrap_or("")),
+impl Of<'_> {
+    /// The key its files name: the one place a key is built. A subscription has no stream,
+    /// and a durable name no consumer can have (NATS names hold no spaces).
+    fn key(self, server: &str) -> Key {
+        let server = server.to_string();
+        match self {
+            Of::Consumer(name) => Key {
+                server,
+                stream: name.stream.clone(),
+                durable: name.durable.clone(),
+            },
+            Of::Subscription(w) => Key {
+                server,
+                stream: String::new(),
+                durable: format!(
+                    "subscription {} {}",
+                    w.subject,
+                    w.queue.as_deref().unwrap_or("")
+                ),
+            },
         }
     }
 }
@@ -277,8 +288,38 @@ impl StateDir {
         self.path.join(format!("cause-{:016x}.json", key_hash(key)))
     }
 
-    /// The cause the last run kept for `key`, if any (an unreadable or foreign file: none).
-    pub fn load_cause(&self, key: &Key) -> Option<Persisting> {
+    /// The cause the last run kept for a consumer or subscription, if any (an unreadable or
+    /// foreign file: none).
+    pub fn load_cause(&self, server: &str, of: Of) -> Option<Persisting> {
+        self.load_cause_of(&of.key(server))
+    }
+
+    /// Keeps the cause of a consumer or subscription, or clears what was kept (None).
+    pub fn store_cause(
+        &self,
+        server: &str,
+        of: Of,
+        cause: Option<&Persisting>,
+    ) -> Result<(), String> {
+        self.store_cause_of(&of.key(server), cause)
+    }
+
+    /// A consumer's previous sample, or why there is none.
+    pub fn load_sample(&self, server: &str, name: &ConsumerName) -> Loaded {
+        self.load(&Of::Consumer(name).key(server))
+    }
+
+    /// Keeps a consumer's sample for the next run.
+    pub fn store_sample(
+        &self,
+        server: &str,
+        name: &ConsumerName,
+        sample: &Sample,
+    ) -> Result<(), String> {
+        self.store(&Of::Consumer(name).key(server), sample)
+    }
+
+    fn load_cause_of(&self, key: &Key) -> Option<Persisting> {
         decode_cause(&self.read_small(&self.cause_file(key))?, key)
     }
 
@@ -295,8 +336,7 @@ impl StateDir {
         (text.len() as u64 <= MAX_FILE).then_some(text)
     }
 
-    /// Keeps `cause` for `key`, or clears what was kept (None).
-    pub fn store_cause(&self, key: &Key, cause: Option<&Persisting>) -> Result<(), String> {
+    fn store_cause_of(&self, key: &Key, cause: Option<&Persisting>) -> Result<(), String> {
         let target = self.cause_file(key);
         let Some(c) = cause else {
             return match fs::remove_file(&target) {
@@ -317,12 +357,12 @@ impl StateDir {
         self.replace(&target, &body)
     }
 
-    pub fn file(&self, key: &Key) -> PathBuf {
+    fn file(&self, key: &Key) -> PathBuf {
         self.path
             .join(format!("consumer-{:016x}.json", key_hash(key)))
     }
 
-    pub fn load(&self, key: &Key) -> Loaded {
+    fn load(&self, key: &Key) -> Loaded {
         let path = self.file(key);
         let opened = OpenOptions::new()
             .read(true)
@@ -370,7 +410,7 @@ impl StateDir {
     }
 
     /// Replaces the file atomically: a reader sees the old sample or the new, never half.
-    pub fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
+    fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
         let body = serde_json::to_vec(&File {
             version: VERSION,
             key: key.clone(),
