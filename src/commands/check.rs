@@ -7,12 +7,14 @@
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Wanted};
+use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
 use crate::facts::{LookedUp, Remembered, ServerIdent, Unknown};
-use crate::observe::{self, server, state::StateDir, Observations, Pod, PodTarget, StateDirUsed};
-use crate::report::check::{CheckInput, CheckReport, JudgedConsumer, JudgedSubscription};
+use crate::observe::{self, server, state::StateDir, PodTarget};
+use crate::report::check::{CheckInput, CheckReport};
 use crate::rules::cause::{self, Cause};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::{self, Found, Plan, Rematch, Sampling};
 use crate::rules::subscription::Held;
 use crate::rules::{consumer, subscription};
@@ -281,7 +283,7 @@ fn open<'a>(
 
 /// Each push consumer's deliver subject (and group); a pull consumer has none to match.
 fn deliver_subscriptions(
-    consumers: &[observe::ConsumerSeen],
+    consumers: &[ConsumerSeen],
 ) -> Result<Vec<(Wanted, Option<ConsumerName>)>, Error> {
     let mut wanted = Vec::new();
     for seen in consumers {

@@ -2,9 +2,11 @@
 //! decisions here; every field is something the kernel, a process table or a server said.
 
 mod jetstream;
+mod observations;
 mod sockets;
 
 pub use jetstream::*;
+pub use observations::*;
 pub use sockets::*;
 
 use std::fmt;

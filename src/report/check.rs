@@ -2,12 +2,12 @@
 //! document (`schema_version` 1, README "JSON") and carry the human line and `-v` lines.
 
 use super::human;
-use crate::facts::{ConsumerFacts, ConsumerName, Observed, Socket, StreamFacts, Wanted};
-use crate::observe::{ConsumerSeen, Observations};
+use crate::facts::{ConsumerFacts, Observations, Observed, Socket, StreamFacts};
 use crate::rules::cause::{Class, Standing};
-use crate::rules::check::{ConsumerHealth, Health, Verdict};
+use crate::rules::check::{Health, Verdict};
 use crate::rules::connection::{live, Connections, Policy, WhenServerDown};
-use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress, Window};
+use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress};
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::subscription::Held;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,57 +34,6 @@ pub struct CheckInput<'a> {
     pub subscriptions: &'a [JudgedSubscription],
     /// With the matching sockets listed (`-v`).
     pub verbose: bool,
-}
-
-/// One consumer: what was seen, and what the rules (with the pod's policy) made of it.
-#[derive(Debug, Clone)]
-pub struct JudgedConsumer {
-    pub seen: ConsumerSeen,
-    pub outcome: Outcome,
-    pub window: Option<Window>,
-    /// How it moved since the previous sample; None without one.
-    pub progress: Option<Progress>,
-    /// Why it could not be judged (or compared), and for how long; None when it was.
-    pub standing: Option<Standing>,
-}
-
-impl JudgedConsumer {
-    pub fn health(&self) -> ConsumerHealth {
-        match self.outcome {
-            Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
-            _ if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
-            Outcome::Healthy(_) => ConsumerHealth::Healthy,
-            Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
-        }
-    }
-}
-
-fn misconfigured(standing: Option<Standing>) -> bool {
-    standing.is_some_and(|s| s.is_configuration_error())
-}
-
-/// One subscription this pod's connection must hold, and whether it does.
-#[derive(Debug, Clone)]
-pub struct JudgedSubscription {
-    pub wanted: Wanted,
-    /// The consumer whose deliver subscription it is (`--own-subscription`).
-    pub consumer: Option<ConsumerName>,
-    pub held: Held,
-    /// Why it could not be judged, and for how long; None when it was.
-    pub standing: Option<Standing>,
-    /// How this run found the pod's connection at the server; None when it never got that far.
-    pub found: Option<crate::rules::remembered::Found>,
-}
-
-impl JudgedSubscription {
-    pub fn health(&self) -> ConsumerHealth {
-        match &self.held {
-            Held::Yes { .. } => ConsumerHealth::Healthy,
-            Held::NotJudged(_) if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
-            Held::NotJudged(_) => ConsumerHealth::NotJudged,
-            _ => ConsumerHealth::Unhealthy,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -2,13 +2,14 @@
 //! and what to do about it. The same verdict as `check`, from the same observations; its JSON
 //! is the check's document (every socket listed, with its holder) plus the advice.
 
-use super::check::{check, CheckInput, CheckReport, JudgedConsumer, ProcessJson};
+use super::check::{check, CheckInput, CheckReport, ProcessJson};
 use super::human::{self, bytes, display, peer, traffic};
 use crate::facts::{Observed, Process, Socket};
 use crate::rules::advice::Advice;
 use crate::rules::cause::Class;
 use crate::rules::check::Health;
 use crate::rules::consumer::{Outcome, Progress};
+use crate::rules::judged::JudgedConsumer;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;

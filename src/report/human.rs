@@ -1,13 +1,14 @@
 //! The human words: the one verdict line the kubelet keeps in events, and the `-v` lines.
 //! Formatters return strings; `main` writes them.
 
-use super::check::{CheckInput, JudgedConsumer, JudgedSubscription};
+use super::check::CheckInput;
+use crate::facts::Sampling;
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Socket};
 use crate::rules::cause::{Cause, Class, Standing};
 use crate::rules::check::{ConsumerHealth, Health, Reason};
 use crate::rules::connection::live;
 use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
-use crate::rules::remembered::Sampling;
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::subscription::Held;
 use std::fmt::Write;
 

@@ -73,17 +73,18 @@ pub fn render_check(report: &check::CheckReport, json: bool, verbose: bool) -> S
 mod tests {
     //! Snapshot tests of the words and the JSON: every line here is what an operator reads in
     //! `kubectl describe`, byte for byte.
-    use super::check::{check, CheckInput, JudgedConsumer};
+    use super::check::{check, CheckInput};
     use super::render_check;
     use crate::config::Owner;
     use crate::facts::{
         Answer, ConsumerName, Loaded, Observed, Process, Reader, ServerAnswer, Socket, SocketScan,
         TcpState, Unknown,
     };
-    use crate::observe::{ConsumerSeen, Observations, Pod};
+    use crate::facts::{ConsumerSeen, Observations, Pod};
     use crate::rules::check::{decide, ServerState, Verdict};
     use crate::rules::connection::{connections, Connections, Policy, WhenServerDown};
     use crate::rules::consumer::{Outcome, Window};
+    use crate::rules::judged::JudgedConsumer;
     use std::time::Duration;
 
     /// Everything a report is made from, owned, so a test can change one thing.

@@ -2,7 +2,8 @@
 //! were asked or skipped between looks, and how the pod's connection was found at the server.
 
 use super::human::display;
-use crate::rules::remembered::{Due, Found, Rematch, Sampling, Trust};
+use crate::facts::{Due, Sampling};
+use crate::rules::remembered::{Found, Rematch, Trust};
 
 /// The `-v` line about the consumers' look, and the JSON word.
 pub fn sampling_phrase(s: Sampling) -> String {
