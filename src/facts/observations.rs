@@ -2,7 +2,9 @@
 //! pod's sockets, the servers' answers, the consumers with their previous samples, and whether
 //! the consumers were asked this run at all.
 
-use super::{Connz, ConsumerName, Loaded, Observed, Process, ServerAnswer, SocketScan, Unknown};
+use super::jetstream::{Connz, ConsumerName, Loaded, Observed, Unknown};
+use super::server::ServerAnswer;
+use super::sockets::{Process, SocketScan};
 use std::collections::HashMap;
 use std::time::Duration;
 
