@@ -1,11 +1,15 @@
 //! The `check` report: what the verdict rests on, as typed structs that serialize to the JSON
 //! document (`schema_version` 1, README "JSON") and carry the human line and `-v` lines.
 
-use super::human;
-use crate::facts::{ConsumerFacts, Observations, Observed, Socket, StreamFacts};
+use super::human::subscription::subscription_phrase;
+use super::human::{self, consumer::consumer_phrase, consumer::describe_previous};
+use super::input::CheckInput;
+use super::remembered::{found_word, sampling_word};
+use super::words::retention;
+use crate::facts::{ConsumerFacts, Observed, Socket, StreamFacts};
 use crate::rules::cause::{Class, Standing};
-use crate::rules::check::{Health, Verdict};
-use crate::rules::connection::{live, Connections, Policy, WhenServerDown};
+use crate::rules::check::Health;
+use crate::rules::connection::{live, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress};
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::subscription::Held;
@@ -15,26 +19,6 @@ use std::time::Duration;
 
 /// Bumped when a field changes meaning or goes away; adding a field does not bump it.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// Everything the check's report is made from.
-#[derive(Debug, Clone, Copy)]
-pub struct CheckInput<'a> {
-    pub verdict: Verdict,
-    pub policy: &'a Policy,
-    pub connections: &'a Connections,
-    pub observations: &'a Observations,
-    /// The servers as shown (never with userinfo), whether or not they were asked.
-    pub servers: &'a [String],
-    /// How many consumers were configured (they are not asked without a connection).
-    pub consumers_configured: usize,
-    /// Where the consumers were asked for.
-    pub js_api: &'a crate::config::JsApi,
-    pub consumers: &'a [JudgedConsumer],
-    /// The subscriptions this pod's connection must hold, judged.
-    pub subscriptions: &'a [JudgedSubscription],
-    /// With the matching sockets listed (`-v`).
-    pub verbose: bool,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
@@ -333,10 +317,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         },
         server,
         consumers: input.consumers.iter().map(consumer_section).collect(),
-        consumers_looked: input
-            .observations
-            .sampling
-            .map(super::remembered::sampling_word),
+        consumers_looked: input.observations.sampling.map(sampling_word),
         subscriptions: input
             .subscriptions
             .iter()
@@ -363,7 +344,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         ),
         health: input.verdict.health,
         line: human::line(input),
-        details: human::details(input),
+        details: human::details::details(input),
     }
 }
 
@@ -465,7 +446,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             _ => None,
         },
         cannot_judge: r.standing.map(standing_json),
-        summary: human::consumer_phrase(r),
+        summary: consumer_phrase(r),
         window_ms: r.window.map(|w| millis(w.duration)),
         window_raised_for_ack_wait_ms: r.window.and_then(|w| w.raised_for_ack_wait).map(millis),
         no_progress_ms: stalled.map(millis),
@@ -477,12 +458,12 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         retention_deletes_unacked: match &r.seen.observed {
             Observed::Found {
                 stream: Some(s), ..
-            } => consumer::deletes_unacked(s).map(|d| d.settings),
+            } => consumer::deletes_unacked(s).map(|d| retention(&d.settings)),
             _ => None,
         },
         facts,
         stream_facts: stream,
-        previous_sample: r.seen.previous.as_ref().map(human::describe_previous),
+        previous_sample: r.seen.previous.as_ref().map(describe_previous),
         state_problem: r.seen.state_problem.clone(),
     }
 }
@@ -504,12 +485,12 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         cannot_judge: s.standing.map(standing_json),
         outcome,
         connection,
-        summary: human::subscription_phrase(s),
+        summary: subscription_phrase(s),
         source: match &input.observations.connz {
             Some(Ok(c)) => Some(c.source.clone()),
             _ => None,
         },
-        found: s.found.map(super::remembered::found_word),
+        found: s.found.map(found_word),
     }
 }
 

@@ -2,8 +2,13 @@
 //! and what to do about it. The same verdict as `check`, from the same observations; its JSON
 //! is the check's document (every socket listed, with its holder) plus the advice.
 
-use super::check::{check, CheckInput, CheckReport, ProcessJson};
-use super::human::{self, bytes, display, peer, traffic};
+use super::check::{check, CheckReport, ProcessJson};
+use super::human::subscription::{subscription_name, subscription_phrase, subscription_subject};
+use super::human::{
+    self, consumer::consumer_phrase, consumer::describe_previous, details::state_dir,
+};
+use super::input::CheckInput;
+use super::words::{bytes, display, peer, retention};
 use crate::facts::{Observed, Process, Socket};
 use crate::rules::advice::Advice;
 use crate::rules::cause::Class;
@@ -151,11 +156,8 @@ pub fn diagnose(
                 crate::rules::check::ConsumerHealth::NotJudged => Style::Warn,
             };
             lines.push(vec![
-                (
-                    Style::Plain,
-                    format!("  {}: ", human::subscription_subject(s)),
-                ),
-                (style, human::subscription_phrase(s)),
+                (Style::Plain, format!("  {}: ", subscription_subject(s))),
+                (style, subscription_phrase(s)),
             ]);
             if let Some(found) = s.found {
                 lines.push(vec![(
@@ -275,7 +277,10 @@ fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut Vec<
         if let Some(info) = &s.info {
             lines.push(vec![(
                 Style::Dim,
-                format!("              {}", traffic(info, scan.reader)),
+                format!(
+                    "              {}",
+                    human::connection::traffic(info, scan.reader)
+                ),
             )]);
         }
         if let Some(h) = half {
@@ -345,7 +350,7 @@ fn could_not_run(input: &CheckInput, lines: &mut Vec<Line>) {
             input
                 .subscriptions
                 .iter()
-                .map(|s| (human::subscription_name(s), s.standing)),
+                .map(|s| (subscription_name(s), s.standing)),
         );
     let mut rows = Vec::new();
     for (name, standing) in stood {
@@ -373,7 +378,7 @@ fn could_not_run(input: &CheckInput, lines: &mut Vec<Line>) {
             (style, class),
         ]);
     }
-    let state = human::state_dir(input);
+    let state = state_dir(input);
     if rows.is_empty() && state.is_none() {
         return;
     }
@@ -458,7 +463,11 @@ fn consumer(r: &JudgedConsumer, now_ms: i64, lines: &mut Vec<Line>) {
             );
             match crate::rules::consumer::deletes_unacked(s) {
                 Some(d) => {
-                    let _ = write!(text, "; deletes unacknowledged messages ({})", d.settings);
+                    let _ = write!(
+                        text,
+                        "; deletes unacknowledged messages ({})",
+                        retention(&d.settings)
+                    );
                 }
                 None => text.push_str("; never deletes an unacknowledged message"),
             }
@@ -502,7 +511,7 @@ fn consumer(r: &JudgedConsumer, now_ms: i64, lines: &mut Vec<Line>) {
         }
         (Some(previous), None) => lines.push(vec![(
             Style::Dim,
-            format!("{at}{}", human::describe_previous(previous)),
+            format!("{at}{}", describe_previous(previous)),
         )]),
         (None, None) => {}
     }
@@ -511,7 +520,7 @@ fn consumer(r: &JudgedConsumer, now_ms: i64, lines: &mut Vec<Line>) {
         Outcome::Unhealthy(_) => Style::Bad,
         Outcome::NotJudged(_) => Style::Warn,
     };
-    lines.push(vec![(style, format!("{at}{}", human::consumer_phrase(r)))]);
+    lines.push(vec![(style, format!("{at}{}", consumer_phrase(r)))]);
 }
 
 fn kind(a: &Advice) -> &'static str {

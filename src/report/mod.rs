@@ -6,7 +6,9 @@ pub mod check;
 pub mod diagnose;
 pub mod guard;
 pub mod human;
+pub mod input;
 pub mod remembered;
+pub mod words;
 
 use serde::Serialize;
 
@@ -73,7 +75,8 @@ pub fn render_check(report: &check::CheckReport, json: bool, verbose: bool) -> S
 mod tests {
     //! Snapshot tests of the words and the JSON: every line here is what an operator reads in
     //! `kubectl describe`, byte for byte.
-    use super::check::{check, CheckInput};
+    use super::check::check;
+    use super::input::CheckInput;
     use super::render_check;
     use crate::config::Owner;
     use crate::facts::{
@@ -291,10 +294,11 @@ mod tests {
 
     #[test]
     fn consumer_lines() {
+        use crate::rules::consumer::RetentionSetting::{Discard, MaxAge, MaxMsgs};
         use crate::rules::consumer::{Deletes, Evidence, Fault, Healthy, Moved};
-        let deletes = |settings: &str| Deletes {
+        let deletes = |settings: Vec<crate::rules::consumer::RetentionSetting>| Deletes {
             front_only: true,
-            settings: settings.into(),
+            settings,
         };
         let raised_30 = Some(Window {
             duration: Duration::from_secs(60),
@@ -333,7 +337,7 @@ mod tests {
                 "unhealthy: consumer TF_RAW/gone: durable gone not found in stream TF_RAW; consumer NOPE/x: stream NOPE not found; 1 ESTABLISHED TCP connection to remote port 4222",
             ),
             (
-                with_consumers(live(), vec![("CAP/w", nf(), Outcome::Unhealthy(Fault::Retention { stalled: Duration::from_secs(61), first_seq: 1401, behind: 190, deletes: deletes("max_msgs 200, discard old") }), win)], WhenServerDown::Pass),
+                with_consumers(live(), vec![("CAP/w", nf(), Outcome::Unhealthy(Fault::Retention { stalled: Duration::from_secs(61), first_seq: 1401, behind: 190, deletes: deletes(vec![MaxMsgs(200), Discard("old".into())]) }), win)], WhenServerDown::Pass),
                 "unhealthy: consumer CAP/w: losing messages: for 1m1s its ack floor has stayed at the stream's first sequence 1401 with 190 waiting behind it, and retention (max_msgs 200, discard old) deletes them unacknowledged; 1 ESTABLISHED TCP connection to remote port 4222",
             ),
             (
@@ -352,7 +356,7 @@ mod tests {
                 "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer S/slow no progress for 5.1s (window 1m = 2 × ack_wait 30s, not over); consumer S/new first sample (progress is judged from the next run; window 1m = 2 × ack_wait 30s)",
             ),
             (
-                with_consumers(live(), vec![("AGE/d", nf(), Outcome::Healthy(Healthy::CannotTell { deletes: deletes("max_age 1m, discard new") }), win)], WhenServerDown::Pass),
+                with_consumers(live(), vec![("AGE/d", nf(), Outcome::Healthy(Healthy::CannotTell { deletes: deletes(vec![MaxAge(Duration::from_secs(60)), Discard("new".into())]) }), win)], WhenServerDown::Pass),
                 "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer AGE/d ack floor moving, but acks or losses: retention (max_age 1m, discard new) deletes unacknowledged messages too, and one look cannot tell which (window 1m)",
             ),
             (

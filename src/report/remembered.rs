@@ -1,7 +1,7 @@
 //! The words for what a run took from the runs before it (issue 20): whether the consumers
 //! were asked or skipped between looks, and how the pod's connection was found at the server.
 
-use super::human::display;
+use super::words::display;
 use crate::facts::{Due, Sampling};
 use crate::rules::remembered::{Found, Rematch, Trust};
 

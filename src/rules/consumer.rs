@@ -19,7 +19,6 @@
 //! intervals between observations no longer than the window; a gap in observation (the probe
 //! not run, the consumer not observable, the server down) restarts it.
 
-use crate::config::duration;
 use crate::facts::{AckPolicy, ConsumerFacts, Observed, Sample, StreamFacts, Unknown};
 use std::time::Duration;
 
@@ -73,8 +72,22 @@ pub struct Deletes {
     /// Only from the front of the stream (`max_msgs`/`max_bytes` with discard old, `max_age`
     /// on a limits stream): `first_seq` tells how far they reached.
     pub front_only: bool,
-    /// The settings, as an operator would write them: `max_msgs 200, discard old`.
-    pub settings: String,
+    /// The settings, in the order an operator would write them (`max_msgs 200, discard old`;
+    /// the report words them).
+    pub settings: Vec<RetentionSetting>,
+}
+
+/// One stream setting under which retention deletes unacknowledged messages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RetentionSetting {
+    /// The retention policy, when it is not `limits`: `interest` or `workqueue`.
+    Retention(String),
+    MaxMsgs(u64),
+    MaxBytes(u64),
+    MaxAge(Duration),
+    MaxMsgsPerSubject(u64),
+    /// `old` or `new`.
+    Discard(String),
 }
 
 /// Whether, and how, `stream`'s retention can delete unacknowledged messages.
@@ -83,19 +96,19 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
     let old = stream.discard != "new";
     if old {
         if let Some(n) = stream.max_msgs {
-            settings.push(format!("max_msgs {n}"));
+            settings.push(RetentionSetting::MaxMsgs(n));
         }
         if let Some(n) = stream.max_bytes {
-            settings.push(format!("max_bytes {n}"));
+            settings.push(RetentionSetting::MaxBytes(n));
         }
     }
     if let Some(age) = stream.max_age {
-        settings.push(format!("max_age {}", duration::display(age)));
+        settings.push(RetentionSetting::MaxAge(age));
     }
     let per_subject = match stream.max_msgs_per_subject {
         // Discard new per subject refuses the new message instead of deleting an old one.
         Some(n) if old || !stream.discard_new_per_subject => {
-            settings.push(format!("max_msgs_per_subject {n}"));
+            settings.push(RetentionSetting::MaxMsgsPerSubject(n));
             true
         }
         _ => false,
@@ -103,15 +116,15 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
     if settings.is_empty() {
         return None;
     }
-    settings.push(format!("discard {}", stream.discard));
+    settings.push(RetentionSetting::Discard(stream.discard.clone()));
     if stream.retention != "limits" {
-        settings.insert(0, stream.retention.clone());
+        settings.insert(0, RetentionSetting::Retention(stream.retention.clone()));
     }
     Some(Deletes {
         // On work-queue and interest streams acks delete messages too, so the front moves
         // with acks and cannot tell how far deletions reached.
         front_only: !per_subject && stream.retention == "limits",
-        settings: settings.join(", "),
+        settings,
     })
 }
 
@@ -854,7 +867,9 @@ pub(crate) mod tests {
         let with = |f: fn(&mut StreamFacts)| {
             let mut s = stream(1);
             f(&mut s);
-            deletes_unacked(&s).map(|d| (d.front_only, d.settings))
+            // The report words the typed settings (`report::words::retention`).
+            deletes_unacked(&s)
+                .map(|d| (d.front_only, crate::report::words::retention(&d.settings)))
         };
         type Row = (fn(&mut StreamFacts), Option<(bool, &'static str)>);
         let rows: [Row; 9] = [
@@ -1118,7 +1133,10 @@ pub(crate) mod tests {
                     (*stalled, *first_seq, *behind),
                     (Duration::from_secs(65), 1401, 190)
                 );
-                assert_eq!(deletes.settings, "max_msgs 200, discard old");
+                assert_eq!(
+                    crate::report::words::retention(&deletes.settings),
+                    "max_msgs 200, discard old"
+                );
             }
             other => panic!("{other:?}"),
         }
