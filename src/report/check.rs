@@ -535,3 +535,45 @@ fn stream_json(s: &StreamFacts) -> StreamFactsJson {
         last_seq: s.last_seq,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Snapshot tests of the JSON document.
+    use crate::config::Owner;
+    use crate::facts::Answer;
+    use crate::report::test_support::*;
+    use crate::rules::connection::WhenServerDown;
+
+    #[test]
+    fn json_server_section_names_urls_without_credentials() {
+        let r = asked(
+            report(&[], &[4222], Owner::Anyone, false),
+            &["nats://alice:s3cret@10.96.14.2:4222"],
+            vec![Answer::Refused],
+            WhenServerDown::Pass,
+        );
+        let text = r.json();
+        assert!(
+            !text.contains("s3cret") && !text.contains("alice"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["verdict"], "healthy");
+        assert_eq!(
+            v["server"],
+            serde_json::json!({
+                "urls": ["nats://10.96.14.2:4222"],
+                "asked": true,
+                "answers": [{"url": "nats://10.96.14.2:4222", "answer": "refused", "detail": "connection refused"}],
+                "when_server_down": "pass",
+            })
+        );
+    }
+
+    #[test]
+    fn json_object() {
+        let text = report(&live(), &[4222], Owner::Pid(42), true).json();
+        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"live":2,"half_open":[],"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
+        assert_eq!(text, expected);
+    }
+}

@@ -639,3 +639,236 @@ fn domain_hint(input: &CheckInput) -> &'static str {
         false => " Check that this is the domain (or prefix) the application uses.",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Snapshot tests of `diagnose`: the lines, their styles, and the JSON.
+    use crate::config::Owner;
+    use crate::facts::{Answer, Observed, Process, ServerAnswer, TcpState};
+    use crate::report::input::CheckInput;
+    use crate::report::test_support::*;
+    use crate::rules::connection::WhenServerDown;
+    use crate::rules::consumer::{Outcome, Window};
+    use std::time::Duration;
+
+    /// `diagnose`: the same verdict, every fact, and what to do; colour only when asked.
+    #[test]
+    fn diagnose_a_client_that_gave_up() {
+        use super::diagnose;
+        use crate::rules::advice::advise;
+        let closing = sock(
+            "10.244.1.17:51828",
+            "10.96.14.2:4222",
+            TcpState::CloseWait,
+            11,
+        );
+        let r = asked(
+            report(&[closing], &[4222], Owner::Anyone, true),
+            &["nats://nats.nats.svc:4222"],
+            vec![Answer::Nats {
+                version: Some("2.10.26".into()),
+            }],
+            WhenServerDown::Pass,
+        );
+        let advice = advise(&r.verdict, &r.connections, &r.policy, &[], &[]);
+        let holders = [(
+            11,
+            Process {
+                pid: 7,
+                name: "bento".into(),
+            },
+        )]
+        .into_iter()
+        .collect();
+        let input = CheckInput {
+            verdict: r.verdict,
+            policy: &r.policy,
+            connections: &r.connections,
+            observations: &r.obs,
+            servers: &r.servers,
+            consumers_configured: 0,
+            js_api: &crate::config::JsApi::Local,
+            consumers: &[],
+            subscriptions: &[],
+            verbose: true,
+        };
+        let d = diagnose(&input, &holders, false, &advice, "0.1.0 (git test)");
+        assert_eq!(
+            d.render(false),
+            "natsprobe diagnose, version 0.1.0 (git test)
+
+Sockets to remote port 4222 (reader: netlink; this network namespace)
+  CLOSE_WAIT  10.244.1.17:51828 -> 10.96.14.2:4222  bento[7], uid 1000
+  0 live ESTABLISHED connections (1 required)
+
+Servers
+  nats://nats.nats.svc:4222: answers (nats-server 2.10.26)
+
+Verdict: unhealthy (exit 1, as `check` would)
+  client holds no connection while nats://nats.nats.svc:4222 answers (nats-server 2.10.26): no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 CLOSE_WAIT)
+
+What to do
+  - The client gave up reconnecting while NATS answers (nats://nats.nats.svc:4222): restart the pod (the probe's exit 1 makes the kubelet do it). So it does not recur, let the client reconnect forever: nats.go `nats.MaxReconnects(-1)`.
+  - The server closed a connection the client never closed (CLOSE_WAIT): the client is not reading its socket. If it stays, the client is wedged: restart the pod."
+        );
+        let coloured = d.render(true);
+        assert!(
+            coloured.contains("\x1b[1;31munhealthy\x1b[0m"),
+            "{coloured}"
+        );
+        assert!(coloured.contains("\x1b[1mWhat to do\x1b[0m"), "{coloured}");
+        // The same words once the styles are taken out.
+        let stripped = coloured
+            .split("\x1b[")
+            .enumerate()
+            .map(|(i, part)| match i {
+                0 => part,
+                _ => part.split_once('m').map_or(part, |(_, rest)| rest),
+            })
+            .collect::<String>();
+        assert_eq!(stripped, d.render(false));
+        let json: serde_json::Value =
+            serde_json::from_str(&crate::report::render_diagnose(&d, true, true)).unwrap();
+        assert_eq!(json["command"], "diagnose");
+        assert_eq!(json["verdict"], "unhealthy");
+        assert_eq!(json["connection"]["sockets"][0]["holder"]["name"], "bento");
+        assert_eq!(json["advice"][0]["kind"], "client_gave_up");
+        assert_eq!(json["advice"][1]["kind"], "never_closed");
+    }
+
+    /// A connected pod with a stuck consumer: its facts, line by line, and the advice.
+    #[test]
+    fn diagnose_a_stalled_consumer() {
+        use super::diagnose;
+        use crate::facts::{ConsumerFacts, Sequence, TcpInfo};
+        use crate::rules::advice::{advise, ConsumerFinding};
+        use crate::rules::consumer::{Evidence, Fault};
+        let mut live = live();
+        live.truncate(1);
+        live[0].info = Some(TcpInfo {
+            unacked_bytes: 0,
+            unread_bytes: 0,
+            unacked_segments: Some(0),
+            retransmits: 0,
+            total_retransmits: Some(0),
+            backoff: Some(0),
+            rto_ms: Some(204),
+            last_data_recv_ms: Some(1200),
+            last_ack_recv_ms: Some(1200),
+            last_data_sent_ms: Some(1200),
+        });
+        let ts = 1_780_000_000_000_000_000;
+        let facts = ConsumerFacts {
+            name: "alarms".into(),
+            deliver_subject: Some("deliver.alarms".into()),
+            deliver_group: Some("alarms".into()),
+            num_pending: 3990,
+            num_ack_pending: 10,
+            num_redelivered: 2,
+            ack_floor: Sequence {
+                consumer_seq: 120,
+                stream_seq: 130,
+                last_active: Some(ts - 75_000_000_000),
+            },
+            delivered: Sequence {
+                consumer_seq: 130,
+                stream_seq: 140,
+                last_active: Some(ts - 1_000_000_000),
+            },
+            max_ack_pending: Some(10),
+            ts: Some(ts),
+            ..crate::rules::consumer::tests::facts(0, 0, 0)
+        };
+        let stalled = Outcome::Unhealthy(Fault::Stalled {
+            stalled: Duration::from_secs(75),
+            evidence: Evidence::LastActive,
+            floor: 120,
+            waiting: 4000,
+            no_pulls: false,
+            moved_without_ack: false,
+        });
+        let window = Some(Window {
+            duration: Duration::from_secs(60),
+            raised_for_ack_wait: None,
+        });
+        let r = with_consumers(
+            report(&live, &[4222], Owner::Anyone, true),
+            vec![(
+                "TF_RAW/alarms",
+                Observed::Found {
+                    facts,
+                    stream: None,
+                },
+                stalled.clone(),
+                window,
+            )],
+            WhenServerDown::Pass,
+        );
+        let mut obs = r.obs.clone();
+        obs.servers = vec![ServerAnswer {
+            url: "nats://nats:4222".into(),
+            answer: Answer::Nats {
+                version: Some("2.10.26".into()),
+            },
+        }];
+        let name = r.consumers[0].seen.name.clone();
+        let advice = advise(
+            &r.verdict,
+            &r.connections,
+            &r.policy,
+            &[ConsumerFinding {
+                name: &name,
+                outcome: &stalled,
+            }],
+            &[],
+        );
+        let input = CheckInput {
+            verdict: r.verdict,
+            policy: &r.policy,
+            connections: &r.connections,
+            observations: &obs,
+            servers: &r.servers,
+            consumers_configured: 1,
+            js_api: &crate::config::JsApi::Local,
+            consumers: &r.consumers,
+            subscriptions: &[],
+            verbose: true,
+        };
+        let d = diagnose(
+            &input,
+            &std::collections::HashMap::new(),
+            true,
+            &advice,
+            "0.1.0 (git test)",
+        );
+        assert_eq!(
+            d.render(false),
+            "natsprobe diagnose, version 0.1.0 (git test)
+
+Sockets to remote port 4222 (reader: netlink; this network namespace)
+  ESTABLISHED 10.244.1.17:51828 -> 10.96.14.2:4222  holder not readable, uid 1000
+              unacked 0 bytes (0 segments), 0 retransmits (0 in all), back-off 0, rto 200ms, last data received 1.2s ago, last ACK 1.2s ago, last data sent 1.2s ago
+  1 live ESTABLISHED connection (1 required)
+
+Servers
+  nats://nats:4222: answers (nats-server 2.10.26)
+  (asked for this report: check asks only when the client holds no connection)
+
+Consumers
+  asked in the server's own JetStream ($JS.API; no --js-domain given)
+  TF_RAW/alarms
+    push to deliver.alarms, queue group alarms, bound
+    3990 pending, 10 awaiting ack, 2 redelivered
+    ack floor 120 (stream 130), last ack 1m15s ago; delivered 130 (stream 140), last delivery 1s ago
+    ack policy explicit, ack_wait 30s, max_ack_pending 10, max_deliver unlimited
+    no previous sample
+    no progress for 1m15s (window 1m): ack floor at 120, 4000 waiting
+
+Verdict: unhealthy (exit 1, as `check` would)
+  consumer TF_RAW/alarms: no progress for 1m15s (window 1m): ack floor at 120, 4000 waiting; 1 ESTABLISHED TCP connection to remote port 4222
+
+What to do
+  - TF_RAW/alarms has work waiting and nothing is acknowledged: the application's handler is stuck (a blocked callback, a downstream that does not answer). Restart the pod, and look in its logs for the message it is stuck on."
+        );
+    }
+}

@@ -108,3 +108,24 @@ pub fn state_dir(report: &CheckInput) -> Option<String> {
     }
     Some(line)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Snapshot tests of the words: every line here is what an operator reads in `kubectl
+    //! describe`, byte for byte.
+    use crate::config::Owner;
+    use crate::report::test_support::*;
+
+    #[test]
+    fn verbose_adds_the_reader_and_the_sockets() {
+        let text = report(&trying(), &[4222], Owner::Anyone, true).human();
+        assert_eq!(
+            text,
+            "unhealthy: no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)
+  reader: netlink
+  SYN_SENT    10.244.1.17:51830 -> 10.96.14.2:4222 uid 1000 inode 12
+  CLOSE_WAIT  10.244.1.17:51831 -> 10.96.14.2:4222 uid 1000 inode 13
+  CLOSE_WAIT  10.244.1.17:51832 -> 10.96.14.2:4222 uid 1000 inode 14"
+        );
+    }
+}

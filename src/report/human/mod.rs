@@ -203,3 +203,320 @@ pub fn where_asked(report: &CheckInput) -> Option<String> {
 pub fn error(message: &str) -> String {
     clip(message.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    //! Snapshot tests of the words: every line here is what an operator reads in `kubectl
+    //! describe`, byte for byte.
+    use crate::config::Owner;
+    use crate::facts::{Answer, Observed, Unknown};
+    use crate::report::test_support::*;
+    use crate::rules::check::decide;
+    use crate::rules::connection::WhenServerDown;
+    use crate::rules::consumer::{Outcome, Window};
+    use std::time::Duration;
+
+    /// A stream not found: where JetStream was asked, when a domain was named or the server
+    /// announced one (a leaf node's own), so the operator sees the likely cause.
+    #[test]
+    fn a_missing_stream_says_which_jetstream_was_asked() {
+        let missing = || {
+            let live = report(&live()[..1], &[4222], Owner::Anyone, false);
+            let nf = Observed::NotJudged(Unknown::Failed("x".into()));
+            with_consumers(
+                live,
+                vec![(
+                    "TF_RAW/kv",
+                    nf,
+                    Outcome::Unhealthy(crate::rules::consumer::Fault::StreamMissing),
+                    None,
+                )],
+                WhenServerDown::Pass,
+            )
+        };
+        assert_eq!(
+            missing().human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; 1 ESTABLISHED TCP connection to remote port 4222",
+            "no domain anywhere: the line as before"
+        );
+        let mut leaf = missing();
+        leaf.obs.server_domain = Some("leaf".into());
+        assert_eq!(
+            leaf.human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; asked the server's own JetStream domain leaf: a stream in another domain (a leaf node's hub) needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+        );
+        assert!(
+            leaf.json()
+                .contains(r#""jetstream":{"api":"$JS.API","domain":null,"server_domain":"leaf"}"#),
+            "{}",
+            leaf.json()
+        );
+        let mut hub = missing();
+        hub.js_api = crate::config::JsApi::domain("hub").unwrap();
+        assert_eq!(
+            hub.human(),
+            "unhealthy: consumer TF_RAW/kv: stream TF_RAW not found; asked JetStream domain hub ($JS.hub.API); 1 ESTABLISHED TCP connection to remote port 4222"
+        );
+        assert!(!missing().json().contains("\"jetstream\""));
+        // A leaf node without JetStream: nothing answers $JS.API there.
+        let live = report(&live()[..1], &[4222], Owner::Anyone, false);
+        let nf = Observed::NotJudged(Unknown::NoResponders);
+        let mut bare = with_consumers(
+            live,
+            vec![(
+                "TF_RAW/kv",
+                nf,
+                Outcome::NotJudged(Unknown::NoResponders),
+                None,
+            )],
+            WhenServerDown::Pass,
+        );
+        bare.obs.server_jetstream = false;
+        assert_eq!(
+            bare.human(),
+            "healthy: consumer TF_RAW/kv not judged: JetStream is not answering (no responders: disabled, or not ready); the server has no JetStream of its own: a stream behind a leaf node needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+        );
+    }
+
+    #[test]
+    fn consumer_lines() {
+        use crate::rules::consumer::RetentionSetting::{Discard, MaxAge, MaxMsgs};
+        use crate::rules::consumer::{Deletes, Evidence, Fault, Healthy, Moved};
+        let deletes = |settings: Vec<crate::rules::consumer::RetentionSetting>| Deletes {
+            front_only: true,
+            settings,
+        };
+        let raised_30 = Some(Window {
+            duration: Duration::from_secs(60),
+            raised_for_ack_wait: Some(Duration::from_secs(30)),
+        });
+        let win = Some(Window {
+            duration: Duration::from_secs(60),
+            raised_for_ack_wait: None,
+        });
+        let raised = Some(Window {
+            duration: Duration::from_secs(180),
+            raised_for_ack_wait: Some(Duration::from_secs(90)),
+        });
+        let nf = || Observed::NotJudged(Unknown::Failed("x".into()));
+        let live = || report(&live()[..1], &[4222], Owner::Anyone, false);
+        let cases = [
+            (
+                with_consumers(live(), vec![("TF_RAW/latest-kv", nf(), Outcome::Unhealthy(Fault::Unbound { waiting: 93000 }), None)], WhenServerDown::Pass),
+                "unhealthy: consumer TF_RAW/latest-kv: no subscriber bound to its deliver subject (push_bound false), 93000 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![(
+                        "TF_RAW/alarms",
+                        nf(),
+                        Outcome::Unhealthy(Fault::Stalled { stalled: Duration::from_secs(75), evidence: Evidence::Samples, floor: 0, waiting: 4000, no_pulls: false, moved_without_ack: false }),
+                        raised,
+                    )],
+                    WhenServerDown::Pass,
+                ),
+                "unhealthy: consumer TF_RAW/alarms: no progress for 1m15s (window 3m = 2 × ack_wait 1m30s): ack floor at 0, 4000 waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("TF_RAW/gone", nf(), Outcome::Unhealthy(Fault::ConsumerMissing), None), ("NOPE/x", nf(), Outcome::Unhealthy(Fault::StreamMissing), None)], WhenServerDown::Pass),
+                "unhealthy: consumer TF_RAW/gone: durable gone not found in stream TF_RAW; consumer NOPE/x: stream NOPE not found; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("CAP/w", nf(), Outcome::Unhealthy(Fault::Retention { stalled: Duration::from_secs(61), first_seq: 1401, behind: 190, deletes: deletes(vec![MaxMsgs(200), Discard("old".into())]) }), win)], WhenServerDown::Pass),
+                "unhealthy: consumer CAP/w: losing messages: for 1m1s its ack floor has stayed at the stream's first sequence 1401 with 190 waiting behind it, and retention (max_msgs 200, discard old) deletes them unacknowledged; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("S/pull", nf(), Outcome::Unhealthy(Fault::Stalled { stalled: Duration::from_secs(64), evidence: Evidence::Samples, floor: 12, waiting: 30, no_pulls: true, moved_without_ack: false }), win)], WhenServerDown::Pass),
+                "unhealthy: consumer S/pull: no progress for 1m4s (window 1m): ack floor at 12, 30 waiting, no pull request waiting; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![
+                        ("S/slow", nf(), Outcome::Healthy(Healthy::Waiting { stalled: Duration::from_millis(5140), evidence: Evidence::Samples, moved_without_ack: false }), raised_30),
+                        ("S/new", nf(), Outcome::Healthy(Healthy::Unmeasured(crate::rules::consumer::Unmeasured::FirstSample)), raised_30),
+                    ],
+                    WhenServerDown::Pass,
+                ),
+                "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer S/slow no progress for 5.1s (window 1m = 2 × ack_wait 30s, not over); consumer S/new first sample (progress is judged from the next run; window 1m = 2 × ack_wait 30s)",
+            ),
+            (
+                with_consumers(live(), vec![("AGE/d", nf(), Outcome::Healthy(Healthy::CannotTell { deletes: deletes(vec![MaxAge(Duration::from_secs(60)), Discard("new".into())]) }), win)], WhenServerDown::Pass),
+                "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer AGE/d ack floor moving, but acks or losses: retention (max_age 1m, discard new) deletes unacknowledged messages too, and one look cannot tell which (window 1m)",
+            ),
+            (
+                with_consumers(
+                    live(),
+                    vec![
+                        ("TF_RAW/latest-kv", nf(), Outcome::Healthy(Healthy::Progressing(Moved::LastAck(Duration::from_millis(830)))), win),
+                        ("TF_RAW/idle", nf(), Outcome::Healthy(Healthy::Idle), win),
+                    ],
+                    WhenServerDown::Pass,
+                ),
+                "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.2:4222); consumer TF_RAW/latest-kv progressing (last ack 800ms ago; window 1m); consumer TF_RAW/idle idle (nothing waiting)",
+            ),
+            (
+                with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged(Unknown::TemporarilyUnavailable), None)], WhenServerDown::Pass),
+                "healthy: consumer S/d not judged: JetStream temporarily unavailable (10008); 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged(Unknown::Credentials), None)], WhenServerDown::Fail),
+                "unhealthy: consumer S/d not judged: authorization error: the server refused the probe's credentials (--when-server-down fail); 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(report.human(), expected);
+        }
+    }
+
+    #[test]
+    fn server_aware_lines() {
+        use WhenServerDown::*;
+        let nats = Answer::Nats {
+            version: Some("2.10.26".into()),
+        };
+        let url = "nats://alice:s3cret@10.96.14.2:4222";
+        let cases = [
+            (
+                asked(report(&trying(), &[4222], Owner::Anyone, false), &[url], vec![nats.clone()], Pass),
+                "unhealthy: client holds no connection while nats://10.96.14.2:4222 answers (nats-server 2.10.26): no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &[url], vec![Answer::Refused], Pass),
+                "healthy: no connection, but nats://10.96.14.2:4222 is not answering (restart would not help): connection refused",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &[url], vec![Answer::Silent], Fail),
+                "unhealthy: no connection, and nats://10.96.14.2:4222 is not answering: no answer (--when-server-down fail)",
+            ),
+            (
+                asked(
+                    report(&[], &[4222], Owner::Anyone, false),
+                    &["nats://a:4222", "nats://b:4222"],
+                    vec![Answer::Refused, Answer::NotNats("HTTP/1.0 400 Bad Request".into())],
+                    Pass,
+                ),
+                "healthy: no connection, but nats://a:4222 and nats://b:4222 are not answering (restart would not help): nats://a:4222: connection refused; nats://b:4222: answered 'HTTP/1.0 400 Bad Request', not NATS",
+            ),
+            (
+                asked(report(&[], &[4222], Owner::Anyone, false), &["nats://a", "nats://b"], vec![Answer::Refused, nats.clone()], Pass),
+                "unhealthy: client holds no connection while nats://b:4222 answers (nats-server 2.10.26): no ESTABLISHED TCP connection to remote port 4222 (no socket to that port in any state)",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(report.human(), expected);
+        }
+    }
+
+    /// A connection whose peer is gone: the lines name it, with the kernel's evidence.
+    #[test]
+    fn half_open_lines() {
+        use crate::facts::TcpInfo;
+        use crate::rules::connection::half_open;
+        let dead = |mut r: Case| {
+            let info = TcpInfo {
+                unacked_bytes: 1229,
+                unread_bytes: 0,
+                unacked_segments: Some(3),
+                retransmits: 8,
+                total_retransmits: Some(9),
+                backoff: Some(8),
+                rto_ms: Some(51_200),
+                last_data_recv_ms: Some(53_400),
+                last_ack_recv_ms: Some(53_400),
+                last_data_sent_ms: Some(120),
+            };
+            r.connections.established[0].info = Some(info);
+            let half = half_open(&info, Duration::from_secs(30)).expect("half-open");
+            r.connections.half_open = vec![(r.connections.established[0].clone(), half)];
+            r
+        };
+        let mut plain = dead(report(&live()[..1], &[4222], Owner::Anyone, true));
+        plain.verdict = decide(&plain.connections, None, &[], &plain.policy);
+        assert_eq!(
+            plain.human(),
+            "unhealthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions; no other ESTABLISHED TCP connection to remote port 4222
+  reader: netlink
+  ESTABLISHED 10.244.1.17:51828 -> 10.96.14.2:4222 uid 1000 inode 11; unacked 1.2 KiB (3 segments), 8 retransmits (9 in all), back-off 8, rto 51s, last data received 53s ago, last ACK 53s ago, last data sent 100ms ago; HALF-OPEN: unacknowledged for at least 51s"
+        );
+        let answers = asked(
+            dead(report(&live()[..1], &[4222], Owner::Anyone, false)),
+            &["nats://nats.nats.svc:4222"],
+            vec![Answer::Nats {
+                version: Some("2.10.26".into()),
+            }],
+            WhenServerDown::Pass,
+        );
+        assert_eq!(
+            answers.human(),
+            "unhealthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions; nats://nats.nats.svc:4222 answers (nats-server 2.10.26)"
+        );
+        let down = asked(
+            dead(report(&live()[..1], &[4222], Owner::Anyone, false)),
+            &["nats://nats.nats.svc:4222"],
+            vec![Answer::Refused],
+            WhenServerDown::Pass,
+        );
+        assert_eq!(
+            down.human(),
+            "healthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions, but nats://nats.nats.svc:4222 is not answering (restart would not help): connection refused"
+        );
+        // Another live connection is enough: healthy, and the dead one is still named.
+        let mut one_live = dead(report(&live(), &[4222], Owner::Anyone, false));
+        one_live.verdict = decide(&one_live.connections, None, &[], &one_live.policy);
+        assert_eq!(
+            one_live.human(),
+            "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.3:4222); connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions"
+        );
+        let json: serde_json::Value = serde_json::from_str(&answers.json()).unwrap();
+        assert_eq!(
+            json["connection"]["half_open"][0],
+            serde_json::json!({"local": "10.244.1.17:51828", "remote": "10.96.14.2:4222", "unacked_bytes": 1229, "unacked_for_ms": 51000, "retransmits": 8})
+        );
+        assert_eq!(json["connection"]["live"], 0);
+    }
+
+    #[test]
+    fn human_lines() {
+        let cases = [
+            (
+                report(&live(), &[4222], Owner::Anyone, false),
+                "healthy: 2 ESTABLISHED TCP connections to remote port 4222 (10.96.14.2:4222, 10.96.14.3:4222)",
+            ),
+            (
+                report(&trying(), &[4222], Owner::Pid(42), false),
+                "unhealthy: no ESTABLISHED TCP connection to remote port 4222 held by bento[42] (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)",
+            ),
+            (
+                report(&[], &[4222, 7422], Owner::Name("bento".into()), false),
+                "unhealthy: no ESTABLISHED TCP connection to remote ports 4222, 7422 held by bento[7,9] (no socket to those ports in any state)",
+            ),
+        ];
+        for (report, expected) in cases {
+            assert_eq!(report.human(), expected);
+        }
+    }
+
+    #[test]
+    fn the_line_stays_under_300_characters() {
+        let ports: Vec<u16> = (4000..4100).collect();
+        let mut r = report(&trying(), &ports, Owner::Anyone, false);
+        r.policy.remotes = (0..50)
+            .map(|i| format!("10.{i}.0.0/16").parse().unwrap())
+            .collect();
+        let line = r.human();
+        assert!(
+            line.chars().count() < 300,
+            "{} chars: {line}",
+            line.chars().count()
+        );
+        assert!(line.starts_with("unhealthy: "));
+        assert!(
+            crate::report::error(&"x".repeat(1000), false)
+                .chars()
+                .count()
+                < 300
+        );
+    }
+}
