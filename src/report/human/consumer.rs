@@ -31,104 +31,118 @@ pub fn outcome_phrase(
     observed: &Observed,
     name: &ConsumerName,
 ) -> String {
-    let phrase = |w: &Option<Window>| match w {
+    let w = window_phrase(window);
+    match outcome {
+        Outcome::NotJudged(why) => format!("not judged: {why}"),
+        Outcome::Healthy(h) => healthy_phrase(h, &w, observed),
+        Outcome::Unhealthy(f) => fault_phrase(f, &w, observed, name),
+    }
+}
+
+/// `window 1m = 2 × ack_wait 30s`, `window 1m`, or nothing without a window.
+fn window_phrase(window: Option<Window>) -> String {
+    match window {
         Some(Window {
             duration,
             raised_for_ack_wait: Some(ack_wait),
         }) => {
             format!(
                 "window {} = 2 × ack_wait {}",
-                display(*duration),
-                display(*ack_wait)
+                display(duration),
+                display(ack_wait)
             )
         }
-        Some(Window { duration, .. }) => format!("window {}", display(*duration)),
+        Some(Window { duration, .. }) => format!("window {}", display(duration)),
         None => String::new(),
-    };
-    let w = phrase(&window);
-    match outcome {
-        Outcome::NotJudged(why) => format!("not judged: {why}"),
-        Outcome::Healthy(h) => match h {
-            Healthy::Idle => "idle (nothing waiting)".into(),
-            Healthy::Paused => "paused".into(),
-            Healthy::Progressing(Moved::LastAck(since)) => {
-                format!("progressing (last ack {} ago; {w})", display(*since))
-            }
-            Healthy::Progressing(Moved::Floor) => {
-                format!("progressing (ack floor moved since the last run; {w})")
-            }
-            Healthy::Progressing(Moved::AboveFloor) => format!(
-                "progressing (acks since the last run; the ack floor waits on an older message; {w})"
-            ),
-            Healthy::Progressing(Moved::Deliveries) => {
-                format!("progressing (delivered since the last run, ack policy none; {w})")
-            }
-            Healthy::Waiting {
-                stalled,
-                moved_without_ack,
-                ..
-            } => format!(
-                "no progress for {} ({w}, not over){}",
-                display(*stalled),
-                without_ack(*moved_without_ack, observed)
-            ),
-            Healthy::CannotTell { deletes } => format!(
-                "ack floor moving, but acks or losses: retention ({}) deletes unacknowledged messages too, and one look cannot tell which ({w})",
-                retention(&deletes.settings)
-            ),
-            Healthy::Unmeasured(Unmeasured::FirstSample) => {
-                format!("first sample (progress is judged from the next run; {w})")
-            }
-            Healthy::Unmeasured(Unmeasured::Gap) => format!(
-                "not measured: it could not be observed since the last run (progress is judged from the next run; {w})"
-            ),
-            Healthy::Unmeasured(Unmeasured::ServerRestarted) => format!(
-                "not measured: the server restarted since the last run (progress is judged from the next run; {w})"
-            ),
-            Healthy::Unmeasured(Unmeasured::Interval(i)) => format!(
-                "not measured: the last run was {} ago, longer than the window: run the probe more often ({w})",
-                display(*i)
-            ),
-            Healthy::YoungClient { stalled, client_age } => format!(
-                "no progress for {}, but the client started {} ago ({w})",
-                display(*stalled),
-                display(*client_age)
-            ),
-            Healthy::ClientAgeUnknown { stalled } => format!(
-                "no progress for {}, not judged: the client's start time is unreadable ({w})",
-                display(*stalled)
-            ),
-        },
-        Outcome::Unhealthy(f) => match f {
-            Fault::StreamMissing => format!("stream {} not found", name.stream),
-            Fault::ConsumerMissing => format!("durable {} not found in stream {}", name.durable, name.stream),
-            Fault::Unbound { waiting } => {
-                format!("no subscriber bound to its deliver subject (push_bound false), {waiting} waiting")
-            }
-            Fault::Stalled {
-                stalled,
-                floor,
-                waiting,
-                no_pulls,
-                moved_without_ack,
-                ..
-            } => format!(
-                "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting{}{}",
-                display(*stalled),
-                if *no_pulls { ", no pull request waiting" } else { "" },
-                without_ack(*moved_without_ack, observed)
-            ),
-            Fault::Retention {
-                stalled,
-                first_seq,
-                behind,
-                deletes,
-            } => format!(
-                "losing messages: for {} its ack floor has stayed at the stream's first sequence {first_seq} with {behind} waiting behind it, and retention ({}) deletes them unacknowledged",
-                display(*stalled),
-                retention(&deletes.settings)
-            ),
-        },
+    }
+}
+
+/// A healthy outcome, with the window phrase `w`.
+fn healthy_phrase(h: &Healthy, w: &str, observed: &Observed) -> String {
+    match h {
+    Healthy::Idle => "idle (nothing waiting)".into(),
+    Healthy::Paused => "paused".into(),
+    Healthy::Progressing(Moved::LastAck(since)) => {
+        format!("progressing (last ack {} ago; {w})", display(*since))
+    }
+    Healthy::Progressing(Moved::Floor) => {
+        format!("progressing (ack floor moved since the last run; {w})")
+    }
+    Healthy::Progressing(Moved::AboveFloor) => format!(
+        "progressing (acks since the last run; the ack floor waits on an older message; {w})"
+    ),
+    Healthy::Progressing(Moved::Deliveries) => {
+        format!("progressing (delivered since the last run, ack policy none; {w})")
+    }
+    Healthy::Waiting {
+        stalled,
+        moved_without_ack,
+        ..
+    } => format!(
+        "no progress for {} ({w}, not over){}",
+        display(*stalled),
+        without_ack(*moved_without_ack, observed)
+    ),
+    Healthy::CannotTell { deletes } => format!(
+        "ack floor moving, but acks or losses: retention ({}) deletes unacknowledged messages too, and one look cannot tell which ({w})",
+        retention(&deletes.settings)
+    ),
+    Healthy::Unmeasured(Unmeasured::FirstSample) => {
+        format!("first sample (progress is judged from the next run; {w})")
+    }
+    Healthy::Unmeasured(Unmeasured::Gap) => format!(
+        "not measured: it could not be observed since the last run (progress is judged from the next run; {w})"
+    ),
+    Healthy::Unmeasured(Unmeasured::ServerRestarted) => format!(
+        "not measured: the server restarted since the last run (progress is judged from the next run; {w})"
+    ),
+    Healthy::Unmeasured(Unmeasured::Interval(i)) => format!(
+        "not measured: the last run was {} ago, longer than the window: run the probe more often ({w})",
+        display(*i)
+    ),
+    Healthy::YoungClient { stalled, client_age } => format!(
+        "no progress for {}, but the client started {} ago ({w})",
+        display(*stalled),
+        display(*client_age)
+    ),
+    Healthy::ClientAgeUnknown { stalled } => format!(
+        "no progress for {}, not judged: the client's start time is unreadable ({w})",
+        display(*stalled)
+    ),
+    }
+}
+
+/// A fault, with the window phrase `w`.
+fn fault_phrase(f: &Fault, w: &str, observed: &Observed, name: &ConsumerName) -> String {
+    match f {
+    Fault::StreamMissing => format!("stream {} not found", name.stream),
+    Fault::ConsumerMissing => format!("durable {} not found in stream {}", name.durable, name.stream),
+    Fault::Unbound { waiting } => {
+        format!("no subscriber bound to its deliver subject (push_bound false), {waiting} waiting")
+    }
+    Fault::Stalled {
+        stalled,
+        floor,
+        waiting,
+        no_pulls,
+        moved_without_ack,
+        ..
+    } => format!(
+        "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting{}{}",
+        display(*stalled),
+        if *no_pulls { ", no pull request waiting" } else { "" },
+        without_ack(*moved_without_ack, observed)
+    ),
+    Fault::Retention {
+        stalled,
+        first_seq,
+        behind,
+        deletes,
+    } => format!(
+        "losing messages: for {} its ack floor has stayed at the stream's first sequence {first_seq} with {behind} waiting behind it, and retention ({}) deletes them unacknowledged",
+        display(*stalled),
+        retention(&deletes.settings)
+    ),
     }
 }
 

@@ -9,53 +9,17 @@ use crate::facts::Socket;
 use crate::report::input::CheckInput;
 use crate::report::remembered::{found_phrase, sampling_phrase};
 use crate::report::words::display;
+use crate::rules::judged::JudgedSubscription;
 use std::fmt::Write;
 
 /// Sockets listed with `-v`: enough to see what is there, far inside the kubelet's 10 KiB.
 const MAX_LISTED: usize = 50;
 
-/// The `-v` lines: the reader, the matching sockets, each consumer's facts, each server's
-/// answer.
+/// The `-v` lines: the reader, the matching sockets, each consumer's facts, each
+/// subscription's, the consumers' look, the state dir, each server's answer.
 pub fn details(report: &CheckInput) -> Vec<String> {
-    let scan = &report.observations.pod.scan;
-    let mut out = Vec::new();
-    let mut reader = format!("  reader: {}", scan.reader.name());
-    if let Some(why) = &scan.fallback {
-        let _ = write!(reader, " ({why})");
-    }
-    if scan.skipped_lines > 0 {
-        let _ = write!(reader, "; {} unparsable lines skipped", scan.skipped_lines);
-    }
-    out.push(reader);
-    let c = report.connections;
-    let all: Vec<&Socket> = c.established.iter().chain(&c.others).collect();
-    if all.is_empty() {
-        out.push("  no matching sockets".into());
-    }
-    for s in all.iter().take(MAX_LISTED) {
-        let mut line = format!(
-            "  {:<11} {} -> {} uid {} inode {}",
-            s.state.name(),
-            s.local,
-            s.remote,
-            s.uid,
-            s.inode
-        );
-        if let Some(info) = &s.info {
-            let _ = write!(line, "; {}", traffic(info, scan.reader));
-        }
-        if let Some((_, h)) = c.half_open.iter().find(|(h, _)| h == *s) {
-            let _ = write!(
-                line,
-                "; HALF-OPEN: unacknowledged for at least {}",
-                display(h.unacked_for)
-            );
-        }
-        out.push(line);
-    }
-    if all.len() > MAX_LISTED {
-        out.push(format!("  … and {} more", all.len() - MAX_LISTED));
-    }
+    let mut out = vec![reader_line(report)];
+    socket_lines(report, &mut out);
     for r in report.consumers {
         out.push(format!(
             "  consumer {}: {}",
@@ -64,20 +28,7 @@ pub fn details(report: &CheckInput) -> Vec<String> {
         ));
     }
     for s in report.subscriptions {
-        let mut line = format!("  {}: {}", subscription_name(s), subscription_phrase(s));
-        if let Some(Ok(connz)) = &report.observations.connz {
-            let _ = write!(
-                line,
-                "; from {} ({} server{})",
-                connz.source,
-                connz.servers,
-                if connz.servers == 1 { "" } else { "s" }
-            );
-        }
-        if let Some(found) = s.found {
-            let _ = write!(line, "; {}", found_phrase(found));
-        }
-        out.push(line);
+        out.push(subscription_line(report, s));
     }
     if let Some(sampling) = report.observations.sampling {
         out.push(format!("  consumers {}", sampling_phrase(sampling)));
@@ -96,6 +47,73 @@ pub fn details(report: &CheckInput) -> Vec<String> {
         });
     }
     out
+}
+
+/// `  reader: netlink`, with why it fell back and what it skipped.
+fn reader_line(report: &CheckInput) -> String {
+    let scan = &report.observations.pod.scan;
+    let mut reader = format!("  reader: {}", scan.reader.name());
+    if let Some(why) = &scan.fallback {
+        let _ = write!(reader, " ({why})");
+    }
+    if scan.skipped_lines > 0 {
+        let _ = write!(reader, "; {} unparsable lines skipped", scan.skipped_lines);
+    }
+    reader
+}
+
+/// One line per matching socket (at most `MAX_LISTED`), with its traffic and whether it is
+/// half-open.
+fn socket_lines(report: &CheckInput, out: &mut Vec<String>) {
+    let reader = report.observations.pod.scan.reader;
+    let c = report.connections;
+    let all: Vec<&Socket> = c.established.iter().chain(&c.others).collect();
+    if all.is_empty() {
+        out.push("  no matching sockets".into());
+    }
+    for s in all.iter().take(MAX_LISTED) {
+        let mut line = format!(
+            "  {:<11} {} -> {} uid {} inode {}",
+            s.state.name(),
+            s.local,
+            s.remote,
+            s.uid,
+            s.inode
+        );
+        if let Some(info) = &s.info {
+            let _ = write!(line, "; {}", traffic(info, reader));
+        }
+        if let Some((_, h)) = c.half_open.iter().find(|(h, _)| h == *s) {
+            let _ = write!(
+                line,
+                "; HALF-OPEN: unacknowledged for at least {}",
+                display(h.unacked_for)
+            );
+        }
+        out.push(line);
+    }
+    if all.len() > MAX_LISTED {
+        out.push(format!("  … and {} more", all.len() - MAX_LISTED));
+    }
+}
+
+/// A subscription's phrase, where the server's connection list came from, and how the pod's
+/// connection was found.
+fn subscription_line(report: &CheckInput, s: &JudgedSubscription) -> String {
+    let mut line = format!("  {}: {}", subscription_name(s), subscription_phrase(s));
+    if let Some(Ok(connz)) = &report.observations.connz {
+        let _ = write!(
+            line,
+            "; from {} ({} server{})",
+            connz.source,
+            connz.servers,
+            if connz.servers == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(found) = s.found {
+        let _ = write!(line, "; {}", found_phrase(found));
+    }
+    line
 }
 
 /// `samples kept in /dev/shm/natsprobe-1000 (not in /tmp/natsprobe-1000: cannot create ...)`.

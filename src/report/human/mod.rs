@@ -30,143 +30,163 @@ pub fn line(report: &CheckInput) -> String {
     clip(format!("{verdict}: {}", summary(report)))
 }
 
+/// The line without its verdict word: the evidence, by the verdict's reason.
 pub fn summary(report: &CheckInput) -> String {
-    let c = report.connections;
     match report.verdict.reason {
-        Reason::Connected => {
-            // Each peer once: a client with several connections to one server names it once.
-            // The live ones: a half-open connection is named after them.
-            let mut peers: Vec<String> = c
-                .established
-                .iter()
-                .filter(|s| !c.half_open.iter().any(|(h, _)| h == *s))
-                .map(crate::report::words::peer)
-                .collect();
-            peers.sort();
-            peers.dedup();
-            let mut text = format!("{} ({})", connections(report, false), list(&peers, 3));
-            if let Some(half) = half_open(report) {
-                let _ = write!(text, "; {half}");
-            }
-            for r in report.consumers {
-                let _ = write!(text, "; consumer {} {}", r.seen.name, consumer_phrase(r));
-            }
-            if let Some(Sampling::Skip { asked_ago }) = report.observations.sampling {
-                let _ = write!(
-                    text,
-                    "; consumers healthy when asked {} ago",
-                    display(asked_ago)
-                );
-            }
-            for s in report.subscriptions {
-                let _ = write!(
-                    text,
-                    "; {} {}",
-                    subscription_name(s),
-                    subscription_phrase(s)
-                );
-            }
-            text
-        }
+        Reason::Connected => connected(report),
         Reason::ConsumerFault | Reason::ConsumerNotJudged | Reason::Misconfigured => {
-            // The consumers that fail the verdict (or could not be judged) first: they are
-            // why the line exists; the connection that is fine comes after.
-            let wanted = match report.verdict.reason {
-                Reason::ConsumerFault => ConsumerHealth::Unhealthy,
-                Reason::Misconfigured => ConsumerHealth::Misconfigured,
-                _ => ConsumerHealth::NotJudged,
-            };
-            let mut parts: Vec<String> = report
-                .consumers
-                .iter()
-                .filter(|r| r.health() == wanted)
-                .map(|r| match &r.outcome {
-                    Outcome::NotJudged(_) => {
-                        format!("consumer {} {}", r.seen.name, consumer_phrase(r))
-                    }
-                    _ => format!("consumer {}: {}", r.seen.name, consumer_phrase(r)),
-                })
-                .collect();
-            parts.extend(
-                report
-                    .subscriptions
-                    .iter()
-                    .filter(|s| s.health() == wanted)
-                    .map(|s| match &s.held {
-                        Held::NotJudged(_) => {
-                            format!("{} {}", subscription_name(s), subscription_phrase(s))
-                        }
-                        _ => format!("{}: {}", subscription_name(s), subscription_phrase(s)),
-                    }),
-            );
-            if let Some(asked) = where_asked(report) {
-                parts.push(asked);
-            }
-            let fail =
-                wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
-            let policy = if fail {
-                " (--when-server-down fail)"
-            } else {
-                ""
-            };
-            format!(
-                "{}{policy}; {}",
-                parts.join("; "),
-                connections(report, false)
-            )
+            failing_checks(report)
         }
-        Reason::NotConnected => {
-            let min = report.policy.min_connections;
-            let required = if min > 1 {
-                format!(", {min} required")
-            } else {
-                String::new()
-            };
-            match half_open(report) {
-                Some(half) => format!("{half}; {}{required}", connections(report, true)),
-                None => format!(
-                    "{}{required} ({})",
-                    connections(report, false),
-                    evidence(report)
-                ),
+        Reason::NotConnected => not_connected(report),
+        Reason::ServerAnswers => server_answers(report),
+        Reason::ServerDown => server_down(report),
+    }
+}
+
+/// Connected: the live peers, then a half-open one, each consumer, a skipped look and
+/// each subscription.
+fn connected(report: &CheckInput) -> String {
+    let c = report.connections;
+    // Each peer once: a client with several connections to one server names it once.
+    // The live ones: a half-open connection is named after them.
+    let mut peers: Vec<String> = c
+        .established
+        .iter()
+        .filter(|s| !c.half_open.iter().any(|(h, _)| h == *s))
+        .map(crate::report::words::peer)
+        .collect();
+    peers.sort();
+    peers.dedup();
+    let mut text = format!("{} ({})", connections(report, false), list(&peers, 3));
+    if let Some(half) = half_open(report) {
+        let _ = write!(text, "; {half}");
+    }
+    for r in report.consumers {
+        let _ = write!(text, "; consumer {} {}", r.seen.name, consumer_phrase(r));
+    }
+    if let Some(Sampling::Skip { asked_ago }) = report.observations.sampling {
+        let _ = write!(
+            text,
+            "; consumers healthy when asked {} ago",
+            display(asked_ago)
+        );
+    }
+    for s in report.subscriptions {
+        let _ = write!(
+            text,
+            "; {} {}",
+            subscription_name(s),
+            subscription_phrase(s)
+        );
+    }
+    text
+}
+
+/// A consumer or subscription fails the verdict (or could not be judged): those first, then
+/// where JetStream was asked and the connections.
+fn failing_checks(report: &CheckInput) -> String {
+    // The consumers that fail the verdict (or could not be judged) first: they are
+    // why the line exists; the connection that is fine comes after.
+    let wanted = match report.verdict.reason {
+        Reason::ConsumerFault => ConsumerHealth::Unhealthy,
+        Reason::Misconfigured => ConsumerHealth::Misconfigured,
+        _ => ConsumerHealth::NotJudged,
+    };
+    let mut parts: Vec<String> = report
+        .consumers
+        .iter()
+        .filter(|r| r.health() == wanted)
+        .map(|r| match &r.outcome {
+            Outcome::NotJudged(_) => {
+                format!("consumer {} {}", r.seen.name, consumer_phrase(r))
             }
-        }
-        Reason::ServerAnswers => {
-            let (url, answer) = report
-                .observations
-                .servers
-                .iter()
-                .find(|a| a.answer.is_nats())
-                .map(|a| (&a.url, &a.answer))
-                .expect("ServerAnswers means one answered");
-            match half_open(report) {
-                // The Service resolves to a live node: a restart reconnects minutes before the
-                // client's own pings would notice.
-                Some(half) => format!("{half}; {url} answers ({answer})"),
-                None => format!(
-                    "client holds {} while {url} answers ({answer}): {} ({})",
-                    held(report),
-                    connections(report, false),
-                    evidence(report)
-                ),
-            }
-        }
-        Reason::ServerDown => {
-            let urls: Vec<String> = report.servers.to_vec();
-            let verb = if urls.len() == 1 { "is" } else { "are" };
-            let urls = list(&urls, 3).replace(", ", " and ");
-            let why = why_not_answering(report);
-            match report.verdict.health {
-                Health::Healthy | Health::Misconfigured => format!(
-                    "{}, but {urls} {verb} not answering (restart would not help): {why}",
-                    held(report)
-                ),
-                Health::Unhealthy => format!(
-                    "{}, and {urls} {verb} not answering: {why} (--when-server-down fail)",
-                    held(report)
-                ),
-            }
-        }
+            _ => format!("consumer {}: {}", r.seen.name, consumer_phrase(r)),
+        })
+        .collect();
+    parts.extend(
+        report
+            .subscriptions
+            .iter()
+            .filter(|s| s.health() == wanted)
+            .map(|s| match &s.held {
+                Held::NotJudged(_) => {
+                    format!("{} {}", subscription_name(s), subscription_phrase(s))
+                }
+                _ => format!("{}: {}", subscription_name(s), subscription_phrase(s)),
+            }),
+    );
+    if let Some(asked) = where_asked(report) {
+        parts.push(asked);
+    }
+    let fail = wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
+    let policy = if fail {
+        " (--when-server-down fail)"
+    } else {
+        ""
+    };
+    format!(
+        "{}{policy}; {}",
+        parts.join("; "),
+        connections(report, false)
+    )
+}
+
+/// Too few live connections: a half-open one, or what the table holds instead.
+fn not_connected(report: &CheckInput) -> String {
+    let min = report.policy.min_connections;
+    let required = if min > 1 {
+        format!(", {min} required")
+    } else {
+        String::new()
+    };
+    match half_open(report) {
+        Some(half) => format!("{half}; {}{required}", connections(report, true)),
+        None => format!(
+            "{}{required} ({})",
+            connections(report, false),
+            evidence(report)
+        ),
+    }
+}
+
+/// No connection while a server answers: the client gave up.
+fn server_answers(report: &CheckInput) -> String {
+    let (url, answer) = report
+        .observations
+        .servers
+        .iter()
+        .find(|a| a.answer.is_nats())
+        .map(|a| (&a.url, &a.answer))
+        .expect("ServerAnswers means one answered");
+    match half_open(report) {
+        // The Service resolves to a live node: a restart reconnects minutes before the
+        // client's own pings would notice.
+        Some(half) => format!("{half}; {url} answers ({answer})"),
+        None => format!(
+            "client holds {} while {url} answers ({answer}): {} ({})",
+            held(report),
+            connections(report, false),
+            evidence(report)
+        ),
+    }
+}
+
+/// No connection while no server answers: a restart would not help (`--when-server-down`
+/// decides the verdict).
+fn server_down(report: &CheckInput) -> String {
+    let urls: Vec<String> = report.servers.to_vec();
+    let verb = if urls.len() == 1 { "is" } else { "are" };
+    let urls = list(&urls, 3).replace(", ", " and ");
+    let why = why_not_answering(report);
+    match report.verdict.health {
+        Health::Healthy | Health::Misconfigured => format!(
+            "{}, but {urls} {verb} not answering (restart would not help): {why}",
+            held(report)
+        ),
+        Health::Unhealthy => format!(
+            "{}, and {urls} {verb} not answering: {why} (--when-server-down fail)",
+            held(report)
+        ),
     }
 }
 
