@@ -247,75 +247,15 @@ pub struct StreamFactsJson {
     pub last_seq: u64,
 }
 
+/// The check's report: each section from its part of the input, and the words.
 pub fn check(input: &CheckInput) -> CheckReport {
-    let pod = &input.observations.pod;
-    let c = input.connections;
-    let sockets = input.verbose.then(|| {
-        c.established
-            .iter()
-            .chain(&c.others)
-            .map(socket_json)
-            .collect()
-    });
-    let answers = &input.observations.servers;
-    let server = (!input.servers.is_empty()).then(|| ServerSection {
-        urls: input.servers.to_vec(),
-        asked: !answers.is_empty(),
-        answers: answers
-            .iter()
-            .map(|a| AnswerJson {
-                url: a.url.clone(),
-                answer: a.answer.kind(),
-                detail: a.answer.to_string(),
-            })
-            .collect(),
-        when_server_down: match input.policy.when_server_down {
-            WhenServerDown::Pass => "pass",
-            WhenServerDown::Fail => "fail",
-        },
-    });
     CheckReport {
         schema_version: SCHEMA_VERSION,
         command: "check",
         verdict: health_word(input.verdict.health),
         summary: human::summary(input),
-        connection: ConnectionSection {
-            ports: input.policy.ports.clone(),
-            remotes: input.policy.remotes.iter().map(|r| r.to_string()).collect(),
-            min_connections: input.policy.min_connections,
-            established: c.established.len(),
-            live: live(c),
-            half_open: c
-                .half_open
-                .iter()
-                .map(|(s, h)| HalfOpenJson {
-                    local: s.local.to_string(),
-                    remote: s.remote.to_string(),
-                    unacked_bytes: h.unacked_bytes,
-                    unacked_for_ms: millis(h.unacked_for),
-                    retransmits: h.retransmits,
-                })
-                .collect(),
-            other_states: c
-                .other_states()
-                .into_iter()
-                .map(|(s, n)| (s.name(), n))
-                .collect(),
-            processes: pod
-                .processes
-                .iter()
-                .map(|p| ProcessJson {
-                    pid: p.pid,
-                    name: p.name.clone(),
-                })
-                .collect(),
-            netns_of: pod.netns_of,
-            reader: pod.scan.reader.name(),
-            reader_fallback: pod.scan.fallback.clone(),
-            skipped_lines: pod.scan.skipped_lines,
-            sockets,
-        },
-        server,
+        connection: connection_section(input),
+        server: server_section(input),
         consumers: input.consumers.iter().map(consumer_section).collect(),
         consumers_looked: input.observations.sampling.map(sampling_word),
         subscriptions: input
@@ -346,6 +286,77 @@ pub fn check(input: &CheckInput) -> CheckReport {
         line: human::line(input),
         details: human::details::details(input),
     }
+}
+
+/// The pod's connections: what counts, what was found, who holds them, which reader read them
+/// (and, with `-v`, every matching socket).
+fn connection_section(input: &CheckInput) -> ConnectionSection {
+    let pod = &input.observations.pod;
+    let c = input.connections;
+    let sockets = input.verbose.then(|| {
+        c.established
+            .iter()
+            .chain(&c.others)
+            .map(socket_json)
+            .collect()
+    });
+    ConnectionSection {
+        ports: input.policy.ports.clone(),
+        remotes: input.policy.remotes.iter().map(|r| r.to_string()).collect(),
+        min_connections: input.policy.min_connections,
+        established: c.established.len(),
+        live: live(c),
+        half_open: c
+            .half_open
+            .iter()
+            .map(|(s, h)| HalfOpenJson {
+                local: s.local.to_string(),
+                remote: s.remote.to_string(),
+                unacked_bytes: h.unacked_bytes,
+                unacked_for_ms: millis(h.unacked_for),
+                retransmits: h.retransmits,
+            })
+            .collect(),
+        other_states: c
+            .other_states()
+            .into_iter()
+            .map(|(s, n)| (s.name(), n))
+            .collect(),
+        processes: pod
+            .processes
+            .iter()
+            .map(|p| ProcessJson {
+                pid: p.pid,
+                name: p.name.clone(),
+            })
+            .collect(),
+        netns_of: pod.netns_of,
+        reader: pod.scan.reader.name(),
+        reader_fallback: pod.scan.fallback.clone(),
+        skipped_lines: pod.scan.skipped_lines,
+        sockets,
+    }
+}
+
+/// The servers, whether they were asked, and each one's answer; None without `--server`.
+fn server_section(input: &CheckInput) -> Option<ServerSection> {
+    let answers = &input.observations.servers;
+    (!input.servers.is_empty()).then(|| ServerSection {
+        urls: input.servers.to_vec(),
+        asked: !answers.is_empty(),
+        answers: answers
+            .iter()
+            .map(|a| AnswerJson {
+                url: a.url.clone(),
+                answer: a.answer.kind(),
+                detail: a.answer.to_string(),
+            })
+            .collect(),
+        when_server_down: match input.policy.when_server_down {
+            WhenServerDown::Pass => "pass",
+            WhenServerDown::Fail => "fail",
+        },
+    })
 }
 
 /// Why a check could not run (or compare), and whether that passes or is the configuration.

@@ -102,6 +102,38 @@ pub fn diagnose(
     advice: &[Advice],
     version: &str,
 ) -> DiagnoseReport {
+    let document = document(input, holders);
+    let advice_json = advice
+        .iter()
+        .map(|a| AdviceJson {
+            kind: kind(a),
+            text: words(a, input),
+        })
+        .collect();
+    let mut lines: Vec<Line> = vec![vec![
+        (Style::Heading, "natsprobe diagnose".into()),
+        (Style::Dim, format!(", version {version}")),
+    ]];
+    sockets(input, holders, &mut lines);
+    servers(input, asked_for_diagnose, &mut lines);
+    consumers(input, &mut lines);
+    subscriptions(input, &mut lines);
+    could_not_run(input, &mut lines);
+    verdict(input, advice, &mut lines);
+    DiagnoseReport {
+        check: document,
+        advice: advice_json,
+        lines,
+    }
+}
+
+/// A line in one plain piece.
+fn plain(t: String) -> Line {
+    vec![(Style::Plain, t)]
+}
+
+/// The check's document, with each socket's holder (every socket is listed: `-v`).
+fn document(input: &CheckInput, holders: &HashMap<u64, Process>) -> CheckReport {
     let mut document = check(input);
     document.command = "diagnose";
     if let Some(sockets) = &mut document.connection.sockets {
@@ -112,22 +144,12 @@ pub fn diagnose(
             });
         }
     }
-    let advice_json = advice
-        .iter()
-        .map(|a| AdviceJson {
-            kind: kind(a),
-            text: words(a, input),
-        })
-        .collect();
-    let mut lines: Vec<Line> = Vec::new();
-    let plain = |t: String| vec![(Style::Plain, t)];
-    lines.push(vec![
-        (Style::Heading, "natsprobe diagnose".into()),
-        (Style::Dim, format!(", version {version}")),
-    ]);
+    document
+}
 
-    sockets(input, holders, &mut lines);
-    servers(input, asked_for_diagnose, &mut lines);
+/// Where the consumers were asked, and each one's facts and judgement; nothing without
+/// `--consumer`.
+fn consumers(input: &CheckInput, lines: &mut Vec<Line>) {
     if input.consumers_configured > 0 {
         lines.push(vec![]);
         lines.push(vec![(Style::Heading, "Consumers".into())]);
@@ -142,9 +164,14 @@ pub fn diagnose(
             }));
         }
         for r in input.consumers {
-            consumer(r, input.observations.now_ms, &mut lines);
+            consumer(r, input.observations.now_ms, lines);
         }
     }
+}
+
+/// Each subscription the pod's connection must hold, how it was found, and where the server's
+/// connection list came from; nothing without one.
+fn subscriptions(input: &CheckInput, lines: &mut Vec<Line>) {
     if !input.subscriptions.is_empty() {
         lines.push(vec![]);
         lines.push(vec![(Style::Heading, "Subscriptions".into())]);
@@ -178,9 +205,10 @@ pub fn diagnose(
             )]);
         }
     }
+}
 
-    could_not_run(input, &mut lines);
-
+/// The verdict as `check` gives it, its exit code, and what to do.
+fn verdict(input: &CheckInput, advice: &[Advice], lines: &mut Vec<Line>) {
     lines.push(vec![]);
     let (word, style, code) = match input.verdict.health {
         Health::Healthy => ("healthy", Style::Good, 0),
@@ -198,38 +226,15 @@ pub fn diagnose(
     for a in advice {
         lines.push(plain(format!("  - {}", words(a, input))));
     }
-    DiagnoseReport {
-        check: document,
-        advice: advice_json,
-        lines,
-    }
 }
 
+/// The sockets section: the heading (ports, reader, namespace), whose sockets count, each
+/// socket with its holder and traffic, and the live count against the minimum.
 fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut Vec<Line>) {
     let scan = &input.observations.pod.scan;
     let c = input.connections;
-    let ports: Vec<String> = input.policy.ports.iter().map(u16::to_string).collect();
-    let mut heading = format!(
-        "Sockets to remote port{} {}",
-        if ports.len() == 1 { "" } else { "s" },
-        ports.join(", ")
-    );
-    if !input.policy.remotes.is_empty() {
-        let remotes: Vec<String> = input.policy.remotes.iter().map(|r| r.to_string()).collect();
-        let _ = write!(heading, " at {}", remotes.join(", "));
-    }
-    let mut about = format!(" (reader: {}", scan.reader.name());
-    if let Some(why) = &scan.fallback {
-        let _ = write!(about, ", because {why}");
-    }
-    match input.observations.pod.netns_of {
-        Some(pid) => {
-            let _ = write!(about, "; the network namespace of PID {pid})");
-        }
-        None => about.push_str("; this network namespace)"),
-    }
     lines.push(vec![]);
-    lines.push(vec![(Style::Heading, heading), (Style::Dim, about)]);
+    lines.push(sockets_heading(input));
     if scan.skipped_lines > 0 {
         lines.push(vec![(
             Style::Warn,
@@ -254,47 +259,86 @@ fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut Vec<
             "  none: no socket to that port in any state".into(),
         )]);
     }
-    for s in &all {
-        let half = c.half_open.iter().find(|(h, _)| h == *s).map(|(_, h)| h);
-        let state_style = match (s.state, half) {
-            (crate::facts::TcpState::Established, None) => Style::Good,
-            (crate::facts::TcpState::Established, Some(_)) => Style::Bad,
-            _ => Style::Warn,
-        };
-        let who = match holders.get(&s.inode) {
-            Some(p) => format!("{}[{}]", p.name, p.pid),
-            None if s.inode == 0 => "no process (closing)".into(),
-            None => "holder not readable".into(),
-        };
-        lines.push(vec![
-            (Style::Plain, "  ".into()),
-            (state_style, format!("{:<11}", s.state.name())),
-            (
-                Style::Plain,
-                format!(" {} -> {}  {who}, uid {}", s.local, s.remote, s.uid),
-            ),
-        ]);
-        if let Some(info) = &s.info {
-            lines.push(vec![(
-                Style::Dim,
-                format!(
-                    "              {}",
-                    human::connection::traffic(info, scan.reader)
-                ),
-            )]);
-        }
-        if let Some(h) = half {
-            lines.push(vec![(
-                Style::Bad,
-                format!(
-                    "              HALF-OPEN: {} unacknowledged for at least {}, {} retransmissions: the peer is gone",
-                    bytes(h.unacked_bytes),
-                    display(h.unacked_for),
-                    h.retransmits
-                ),
-            )]);
-        }
+    for s in all {
+        socket(input, s, holders, lines);
     }
+    lines.push(live_count(input));
+}
+
+/// `Sockets to remote port 4222 (reader: netlink; this network namespace)`.
+fn sockets_heading(input: &CheckInput) -> Line {
+    let scan = &input.observations.pod.scan;
+    let ports: Vec<String> = input.policy.ports.iter().map(u16::to_string).collect();
+    let mut heading = format!(
+        "Sockets to remote port{} {}",
+        if ports.len() == 1 { "" } else { "s" },
+        ports.join(", ")
+    );
+    if !input.policy.remotes.is_empty() {
+        let remotes: Vec<String> = input.policy.remotes.iter().map(|r| r.to_string()).collect();
+        let _ = write!(heading, " at {}", remotes.join(", "));
+    }
+    let mut about = format!(" (reader: {}", scan.reader.name());
+    if let Some(why) = &scan.fallback {
+        let _ = write!(about, ", because {why}");
+    }
+    match input.observations.pod.netns_of {
+        Some(pid) => {
+            let _ = write!(about, "; the network namespace of PID {pid})");
+        }
+        None => about.push_str("; this network namespace)"),
+    }
+    vec![(Style::Heading, heading), (Style::Dim, about)]
+}
+
+/// One socket: its state, addresses and holder, then its traffic and whether it is half-open.
+fn socket(input: &CheckInput, s: &Socket, holders: &HashMap<u64, Process>, lines: &mut Vec<Line>) {
+    let scan = &input.observations.pod.scan;
+    let c = input.connections;
+    let half = c.half_open.iter().find(|(h, _)| h == s).map(|(_, h)| h);
+    let state_style = match (s.state, half) {
+        (crate::facts::TcpState::Established, None) => Style::Good,
+        (crate::facts::TcpState::Established, Some(_)) => Style::Bad,
+        _ => Style::Warn,
+    };
+    let who = match holders.get(&s.inode) {
+        Some(p) => format!("{}[{}]", p.name, p.pid),
+        None if s.inode == 0 => "no process (closing)".into(),
+        None => "holder not readable".into(),
+    };
+    lines.push(vec![
+        (Style::Plain, "  ".into()),
+        (state_style, format!("{:<11}", s.state.name())),
+        (
+            Style::Plain,
+            format!(" {} -> {}  {who}, uid {}", s.local, s.remote, s.uid),
+        ),
+    ]);
+    if let Some(info) = &s.info {
+        lines.push(vec![(
+            Style::Dim,
+            format!(
+                "              {}",
+                human::connection::traffic(info, scan.reader)
+            ),
+        )]);
+    }
+    if let Some(h) = half {
+        lines.push(vec![(
+            Style::Bad,
+            format!(
+                "              HALF-OPEN: {} unacknowledged for at least {}, {} retransmissions: the peer is gone",
+                bytes(h.unacked_bytes),
+                display(h.unacked_for),
+                h.retransmits
+            ),
+        )]);
+    }
+}
+
+/// `1 live ESTABLISHED connection (1 required)`, good or bad.
+fn live_count(input: &CheckInput) -> Line {
+    let c = input.connections;
     let live = crate::rules::connection::live(c);
     let min = input.policy.min_connections;
     let style = if live >= min { Style::Good } else { Style::Bad };
@@ -306,7 +350,7 @@ fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut Vec<
         let _ = write!(count, "; {} half-open, not counted", c.half_open.len());
     }
     count.push(')');
-    lines.push(vec![(style, count)]);
+    vec![(style, count)]
 }
 
 fn servers(input: &CheckInput, asked_for_diagnose: bool, lines: &mut Vec<Line>) {
