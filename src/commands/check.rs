@@ -7,13 +7,16 @@
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
 use crate::facts::{unmap, ConsumerName, Loaded, Observed, Wanted};
+use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
 use crate::facts::{LookedUp, Remembered, ServerAnswer, ServerIdent, Unknown};
 use crate::observe::state::{Of, StateDir};
-use crate::observe::{self, server, Observations, Pod, PodTarget, StateDirUsed};
-use crate::report::check::{CheckInput, CheckReport, JudgedConsumer, JudgedSubscription};
+use crate::observe::{self, server, PodTarget};
+use crate::report::check::CheckReport;
+use crate::report::input::CheckInput;
 use crate::rules::cause::{self, Cause};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::{self, Found, Plan, Rematch, Sampling};
 use crate::rules::subscription::Held;
 use crate::rules::{consumer, subscription};
@@ -319,7 +322,7 @@ fn remember_look(
 fn keep_samples(
     dir: &StateDir,
     server: &str,
-    consumers: &mut [observe::ConsumerSeen],
+    consumers: &mut [ConsumerSeen],
     judgements: &[consumer::Judgement],
 ) {
     for (seen, j) in consumers.iter_mut().zip(judgements) {
@@ -366,7 +369,7 @@ fn open<'a>(
 }
 
 /// Each push consumer's deliver subject (and group); a pull consumer has none to match.
-fn deliver_subscriptions(consumers: &[observe::ConsumerSeen]) -> Result<Vec<WantedFor>, Error> {
+fn deliver_subscriptions(consumers: &[ConsumerSeen]) -> Result<Vec<WantedFor>, Error> {
     let mut wanted = Vec::new();
     for seen in consumers {
         if let Observed::Found { facts, .. } = &seen.observed {

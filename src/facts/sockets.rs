@@ -1,4 +1,5 @@
-//! Sockets as the kernel reports them, whichever reader read them.
+//! Sockets as the kernel reports them, whichever reader read them, and the processes whose
+//! sockets count.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -155,4 +156,11 @@ mod tests {
         let v6: IpAddr = "fd00::1".parse().unwrap();
         assert_eq!(unmap(v6), v6);
     }
+}
+
+/// A process whose sockets count (`--pid`, `--process`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    pub pid: u32,
+    pub name: String,
 }

@@ -1,13 +1,17 @@
 //! The `check` report: what the verdict rests on, as typed structs that serialize to the JSON
 //! document (`schema_version` 1, README "JSON") and carry the human line and `-v` lines.
 
-use super::human;
-use crate::facts::{ConsumerFacts, ConsumerName, Observed, Socket, StreamFacts, Wanted};
-use crate::observe::{ConsumerSeen, Observations};
+use super::human::subscription::subscription_phrase;
+use super::human::{self, consumer::consumer_phrase, consumer::describe_previous};
+use super::input::CheckInput;
+use super::remembered::{found_word, sampling_word};
+use super::words::retention;
+use crate::facts::{ConsumerFacts, Observed, Socket, StreamFacts};
 use crate::rules::cause::{Class, Standing};
-use crate::rules::check::{ConsumerHealth, Health, Verdict};
-use crate::rules::connection::{live, Connections, Policy, WhenServerDown};
-use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress, Window};
+use crate::rules::check::Health;
+use crate::rules::connection::{live, WhenServerDown};
+use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress};
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::subscription::Held;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -15,77 +19,6 @@ use std::time::Duration;
 
 /// Bumped when a field changes meaning or goes away; adding a field does not bump it.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// Everything the check's report is made from.
-#[derive(Debug, Clone, Copy)]
-pub struct CheckInput<'a> {
-    pub verdict: Verdict,
-    pub policy: &'a Policy,
-    pub connections: &'a Connections,
-    pub observations: &'a Observations,
-    /// The servers as shown (never with userinfo), whether or not they were asked.
-    pub servers: &'a [String],
-    /// How many consumers were configured (they are not asked without a connection).
-    pub consumers_configured: usize,
-    /// Where the consumers were asked for.
-    pub js_api: &'a crate::config::JsApi,
-    pub consumers: &'a [JudgedConsumer],
-    /// The subscriptions this pod's connection must hold, judged.
-    pub subscriptions: &'a [JudgedSubscription],
-    /// With the matching sockets listed (`-v`).
-    pub verbose: bool,
-}
-
-/// One consumer: what was seen, and what the rules (with the pod's policy) made of it.
-#[derive(Debug, Clone)]
-pub struct JudgedConsumer {
-    pub seen: ConsumerSeen,
-    pub outcome: Outcome,
-    pub window: Option<Window>,
-    /// How it moved since the previous sample; None without one.
-    pub progress: Option<Progress>,
-    /// Why it could not be judged (or compared), and for how long; None when it was.
-    pub standing: Option<Standing>,
-}
-
-impl JudgedConsumer {
-    pub fn health(&self) -> ConsumerHealth {
-        match self.outcome {
-            Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
-            _ if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
-            Outcome::Healthy(_) => ConsumerHealth::Healthy,
-            Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
-        }
-    }
-}
-
-fn misconfigured(standing: Option<Standing>) -> bool {
-    standing.is_some_and(|s| s.is_configuration_error())
-}
-
-/// One subscription this pod's connection must hold, and whether it does.
-#[derive(Debug, Clone)]
-pub struct JudgedSubscription {
-    pub wanted: Wanted,
-    /// The consumer whose deliver subscription it is (`--own-subscription`).
-    pub consumer: Option<ConsumerName>,
-    pub held: Held,
-    /// Why it could not be judged, and for how long; None when it was.
-    pub standing: Option<Standing>,
-    /// How this run found the pod's connection at the server; None when it never got that far.
-    pub found: Option<crate::rules::remembered::Found>,
-}
-
-impl JudgedSubscription {
-    pub fn health(&self) -> ConsumerHealth {
-        match &self.held {
-            Held::Yes { .. } => ConsumerHealth::Healthy,
-            Held::NotJudged(_) if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
-            Held::NotJudged(_) => ConsumerHealth::NotJudged,
-            _ => ConsumerHealth::Unhealthy,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
@@ -314,80 +247,17 @@ pub struct StreamFactsJson {
     pub last_seq: u64,
 }
 
+/// The check's report: each section from its part of the input, and the words.
 pub fn check(input: &CheckInput) -> CheckReport {
-    let pod = &input.observations.pod;
-    let c = input.connections;
-    let sockets = input.verbose.then(|| {
-        c.established
-            .iter()
-            .chain(&c.others)
-            .map(socket_json)
-            .collect()
-    });
-    let answers = &input.observations.servers;
-    let server = (!input.servers.is_empty()).then(|| ServerSection {
-        urls: input.servers.to_vec(),
-        asked: !answers.is_empty(),
-        answers: answers
-            .iter()
-            .map(|a| AnswerJson {
-                url: a.url.clone(),
-                answer: a.answer.kind(),
-                detail: a.answer.to_string(),
-            })
-            .collect(),
-        when_server_down: match input.policy.when_server_down {
-            WhenServerDown::Pass => "pass",
-            WhenServerDown::Fail => "fail",
-        },
-    });
     CheckReport {
         schema_version: SCHEMA_VERSION,
         command: "check",
         verdict: health_word(input.verdict.health),
         summary: human::summary(input),
-        connection: ConnectionSection {
-            ports: input.policy.ports.clone(),
-            remotes: input.policy.remotes.iter().map(|r| r.to_string()).collect(),
-            min_connections: input.policy.min_connections,
-            established: c.established.len(),
-            live: live(c),
-            half_open: c
-                .half_open
-                .iter()
-                .map(|(s, h)| HalfOpenJson {
-                    local: s.local.to_string(),
-                    remote: s.remote.to_string(),
-                    unacked_bytes: h.unacked_bytes,
-                    unacked_for_ms: millis(h.unacked_for),
-                    retransmits: h.retransmits,
-                })
-                .collect(),
-            other_states: c
-                .other_states()
-                .into_iter()
-                .map(|(s, n)| (s.name(), n))
-                .collect(),
-            processes: pod
-                .processes
-                .iter()
-                .map(|p| ProcessJson {
-                    pid: p.pid,
-                    name: p.name.clone(),
-                })
-                .collect(),
-            netns_of: pod.netns_of,
-            reader: pod.scan.reader.name(),
-            reader_fallback: pod.scan.fallback.clone(),
-            skipped_lines: pod.scan.skipped_lines,
-            sockets,
-        },
-        server,
+        connection: connection_section(input),
+        server: server_section(input),
         consumers: input.consumers.iter().map(consumer_section).collect(),
-        consumers_looked: input
-            .observations
-            .sampling
-            .map(super::remembered::sampling_word),
+        consumers_looked: input.observations.sampling.map(sampling_word),
         subscriptions: input
             .subscriptions
             .iter()
@@ -414,8 +284,79 @@ pub fn check(input: &CheckInput) -> CheckReport {
         ),
         health: input.verdict.health,
         line: human::line(input),
-        details: human::details(input),
+        details: human::details::details(input),
     }
+}
+
+/// The pod's connections: what counts, what was found, who holds them, which reader read them
+/// (and, with `-v`, every matching socket).
+fn connection_section(input: &CheckInput) -> ConnectionSection {
+    let pod = &input.observations.pod;
+    let c = input.connections;
+    let sockets = input.verbose.then(|| {
+        c.established
+            .iter()
+            .chain(&c.others)
+            .map(socket_json)
+            .collect()
+    });
+    ConnectionSection {
+        ports: input.policy.ports.clone(),
+        remotes: input.policy.remotes.iter().map(|r| r.to_string()).collect(),
+        min_connections: input.policy.min_connections,
+        established: c.established.len(),
+        live: live(c),
+        half_open: c
+            .half_open
+            .iter()
+            .map(|(s, h)| HalfOpenJson {
+                local: s.local.to_string(),
+                remote: s.remote.to_string(),
+                unacked_bytes: h.unacked_bytes,
+                unacked_for_ms: millis(h.unacked_for),
+                retransmits: h.retransmits,
+            })
+            .collect(),
+        other_states: c
+            .other_states()
+            .into_iter()
+            .map(|(s, n)| (s.name(), n))
+            .collect(),
+        processes: pod
+            .processes
+            .iter()
+            .map(|p| ProcessJson {
+                pid: p.pid,
+                name: p.name.clone(),
+            })
+            .collect(),
+        netns_of: pod.netns_of,
+        reader: pod.scan.reader.name(),
+        reader_fallback: pod.scan.fallback.clone(),
+        skipped_lines: pod.scan.skipped_lines,
+        sockets,
+    }
+}
+
+/// The servers, whether they were asked, and each one's answer; None without `--server`.
+fn server_section(input: &CheckInput) -> Option<ServerSection> {
+    let answers = &input.observations.servers;
+    (!input.servers.is_empty()).then(|| ServerSection {
+        urls: input.servers.to_vec(),
+        asked: !answers.is_empty(),
+        answers: answers
+            .iter()
+            .map(|a| AnswerJson {
+                url: a.url.clone(),
+                answer: a.answer.kind(),
+                detail: a.answer.to_string(),
+            })
+            .collect(),
+        when_server_down: match input.policy.when_server_down {
+            WhenServerDown::Pass => "pass",
+            WhenServerDown::Fail => "fail",
+        },
+    })
 }
 
 /// Why a check could not run (or compare), and whether that passes or is the configuration.
@@ -516,7 +457,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             _ => None,
         },
         cannot_judge: r.standing.map(standing_json),
-        summary: human::consumer_phrase(r),
+        summary: consumer_phrase(r),
         window_ms: r.window.map(|w| millis(w.duration)),
         window_raised_for_ack_wait_ms: r.window.and_then(|w| w.raised_for_ack_wait).map(millis),
         no_progress_ms: stalled.map(millis),
@@ -528,12 +469,12 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         retention_deletes_unacked: match &r.seen.observed {
             Observed::Found {
                 stream: Some(s), ..
-            } => consumer::deletes_unacked(s).map(|d| d.settings),
+            } => consumer::deletes_unacked(s).map(|d| retention(&d.settings)),
             _ => None,
         },
         facts,
         stream_facts: stream,
-        previous_sample: r.seen.previous.as_ref().map(human::describe_previous),
+        previous_sample: r.seen.previous.as_ref().map(describe_previous),
         state_problem: r.seen.state_problem.clone(),
     }
 }
@@ -554,12 +495,12 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         cannot_judge: s.standing.map(standing_json),
         outcome,
         connection,
-        summary: human::subscription_phrase(s),
+        summary: subscription_phrase(s),
         source: match &input.observations.connz {
             Some(Ok(c)) => Some(c.source.clone()),
             _ => None,
         },
-        found: s.found.map(super::remembered::found_word),
+        found: s.found.map(found_word),
     }
 }
 
@@ -602,5 +543,47 @@ fn stream_json(s: &StreamFacts) -> StreamFactsJson {
         max_msgs_per_subject: s.max_msgs_per_subject,
         first_seq: s.first_seq,
         last_seq: s.last_seq,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Snapshot tests of the JSON document.
+    use crate::config::Owner;
+    use crate::facts::Answer;
+    use crate::report::test_support::*;
+    use crate::rules::connection::WhenServerDown;
+
+    #[test]
+    fn json_server_section_names_urls_without_credentials() {
+        let r = asked(
+            report(&[], &[4222], Owner::Anyone, false),
+            &["nats://alice:s3cret@10.96.14.2:4222"],
+            vec![Answer::Refused],
+            WhenServerDown::Pass,
+        );
+        let text = r.json();
+        assert!(
+            !text.contains("s3cret") && !text.contains("alice"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["verdict"], "healthy");
+        assert_eq!(
+            v["server"],
+            serde_json::json!({
+                "urls": ["nats://10.96.14.2:4222"],
+                "asked": true,
+                "answers": [{"url": "nats://10.96.14.2:4222", "answer": "refused", "detail": "connection refused"}],
+                "when_server_down": "pass",
+            })
+        );
+    }
+
+    #[test]
+    fn json_object() {
+        let text = report(&live(), &[4222], Owner::Pid(42), true).json();
+        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"live":2,"half_open":[],"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
+        assert_eq!(text, expected);
     }
 }

@@ -5,7 +5,8 @@
 //! rendered: an account of 100,000 durables never exists as one string.
 
 use super::check::SCHEMA_VERSION;
-use super::human::{display, outcome_phrase};
+use super::human::consumer::outcome_phrase;
+use super::words::display;
 use crate::facts::{Advisories, ConsumerName, Losses, Observed};
 use crate::rules::check::Health;
 use crate::rules::consumer::{Fault, Judgement, Outcome, Progress};

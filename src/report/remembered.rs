@@ -1,8 +1,9 @@
 //! The words for what a run took from the runs before it (issue 20): whether the consumers
 //! were asked or skipped between looks, and how the pod's connection was found at the server.
 
-use super::human::display;
-use crate::rules::remembered::{Due, Found, Rematch, Sampling, Trust};
+use super::words::display;
+use crate::facts::{Due, Sampling};
+use crate::rules::remembered::{Found, Rematch, Trust};
 
 /// The `-v` line about the consumers' look, and the JSON word.
 pub fn sampling_phrase(s: Sampling) -> String {

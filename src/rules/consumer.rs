@@ -19,7 +19,6 @@
 //! intervals between observations no longer than the window; a gap in observation (the probe
 //! not run, the consumer not observable, the server down) restarts it.
 
-use crate::config::duration;
 use crate::facts::{AckPolicy, ConsumerFacts, Observed, Sample, StreamFacts, Unknown};
 use std::time::Duration;
 
@@ -73,8 +72,22 @@ pub struct Deletes {
     /// Only from the front of the stream (`max_msgs`/`max_bytes` with discard old, `max_age`
     /// on a limits stream): `first_seq` tells how far they reached.
     pub front_only: bool,
-    /// The settings, as an operator would write them: `max_msgs 200, discard old`.
-    pub settings: String,
+    /// The settings, in the order an operator would write them (`max_msgs 200, discard old`;
+    /// the report words them).
+    pub settings: Vec<RetentionSetting>,
+}
+
+/// One stream setting under which retention deletes unacknowledged messages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RetentionSetting {
+    /// The retention policy, when it is not `limits`: `interest` or `workqueue`.
+    Retention(String),
+    MaxMsgs(u64),
+    MaxBytes(u64),
+    MaxAge(Duration),
+    MaxMsgsPerSubject(u64),
+    /// `old` or `new`.
+    Discard(String),
 }
 
 /// Whether, and how, `stream`'s retention can delete unacknowledged messages.
@@ -83,19 +96,19 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
     let old = stream.discard != "new";
     if old {
         if let Some(n) = stream.max_msgs {
-            settings.push(format!("max_msgs {n}"));
+            settings.push(RetentionSetting::MaxMsgs(n));
         }
         if let Some(n) = stream.max_bytes {
-            settings.push(format!("max_bytes {n}"));
+            settings.push(RetentionSetting::MaxBytes(n));
         }
     }
     if let Some(age) = stream.max_age {
-        settings.push(format!("max_age {}", duration::display(age)));
+        settings.push(RetentionSetting::MaxAge(age));
     }
     let per_subject = match stream.max_msgs_per_subject {
         // Discard new per subject refuses the new message instead of deleting an old one.
         Some(n) if old || !stream.discard_new_per_subject => {
-            settings.push(format!("max_msgs_per_subject {n}"));
+            settings.push(RetentionSetting::MaxMsgsPerSubject(n));
             true
         }
         _ => false,
@@ -103,15 +116,15 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
     if settings.is_empty() {
         return None;
     }
-    settings.push(format!("discard {}", stream.discard));
+    settings.push(RetentionSetting::Discard(stream.discard.clone()));
     if stream.retention != "limits" {
-        settings.insert(0, stream.retention.clone());
+        settings.insert(0, RetentionSetting::Retention(stream.retention.clone()));
     }
     Some(Deletes {
         // On work-queue and interest streams acks delete messages too, so the front moves
         // with acks and cannot tell how far deletions reached.
         front_only: !per_subject && stream.retention == "limits",
-        settings: settings.join(", "),
+        settings,
     })
 }
 
@@ -289,77 +302,12 @@ pub fn judge(
     let prev = prev.filter(|p| same_consumer(p, facts, now_ms));
     let deletes = stream.and_then(deletes_unacked);
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
-    let waiting = facts.waiting();
     let unbound = facts.push() && !facts.push_bound;
-    // Observed intervals count; a gap does not: a run that could not observe the consumer,
-    // a server that restarted since (it forgot the last_active times it had), or an interval
-    // longer than the window (the probe was not running often enough to vouch for it).
-    let restarted = prev.is_some_and(|p| {
-        p.ack_last_active.is_some() && facts.ack_floor.last_active.is_none()
-            || p.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
-    });
-    let unmeasured = match prev {
-        None => Unmeasured::FirstSample,
-        Some(p) if p.gap => Unmeasured::Gap,
-        Some(_) if restarted => Unmeasured::ServerRestarted,
-        Some(p) => Unmeasured::Interval(ms(now_ms - p.seen_at_ms)),
-    };
-    let interval = match (unmeasured, policy.intervals) {
-        (Unmeasured::Interval(i), Intervals::Any) => Some(i),
-        (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => Some(i),
-        _ => None,
-    };
-
-    // The stall clock.
-    let server_clock = stall_by_server_clock(facts, deletes.as_ref());
-    let nothing_to_count = waiting == 0 || facts.paused || unbound;
-    let stalled: Option<(Duration, Evidence)> = if nothing_to_count
-        || progress.is_some_and(Progress::may_have_worked)
-    {
-        Some((Duration::ZERO, Evidence::Samples))
-    } else {
-        match (prev, interval) {
-            // Work was waiting then and now, nothing moved: the interval counts.
-            (Some(p), Some(i)) if p.waiting > 0 => Some((ms(p.stalled_ms) + i, Evidence::Samples)),
-            // Idle (or unable to work) then, work now: it was not seen waiting before now.
-            // By the server's clock it has waited at most since its delivery (a quiet
-            // consumer's next message), and never longer than since then.
-            (Some(_), Some(i)) => Some((
-                server_clock.map_or(Duration::ZERO, |(s, _)| s.min(i)),
-                Evidence::Samples,
-            )),
-            // A first sample, or one after a gap: only the server's own clock can say.
-            _ => server_clock,
-        }
-    };
-
-    // The floor pinned at the front of a stream that deletes from the front, work behind it.
-    let pinned_now = match (stream, &deletes) {
-        (Some(s), Some(d)) => {
-            d.front_only && facts.ack_floor.stream_seq < s.first_seq && facts.num_pending > 0
-        }
-        _ => false,
-    };
-    let pinned: Option<Duration> = pinned_now.then(|| match (prev, interval) {
-        (Some(p), Some(i)) => p.pinned_ms.map_or(Duration::ZERO, |d| ms(d) + i),
-        _ => Duration::ZERO,
-    });
-
-    let sample = Sample {
-        created: facts.created.clone(),
-        floor_consumer_seq: facts.ack_floor.consumer_seq,
-        floor_stream_seq: facts.ack_floor.stream_seq,
-        delivered_stream_seq: facts.delivered.stream_seq,
-        ack_last_active: facts.ack_floor.last_active,
-        delivered_last_active: facts.delivered.last_active,
-        // Paused or unbound, the consumer could not work: no stall was running.
-        waiting: if facts.paused || unbound { 0 } else { waiting },
-        stalled_ms: stalled.map_or(0, |(d, _)| d.as_millis() as i64),
-        pinned_ms: pinned.map(|d| d.as_millis() as i64),
-        seen_at_ms: now_ms,
-        seen_ts: facts.ts,
-        gap: false,
-    };
+    let unmeasured = unmeasured(facts, prev, now_ms);
+    let interval = counted_interval(unmeasured, policy, &window);
+    let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
+    let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
+    let sample = next_sample(facts, unbound, stalled, pinned, now_ms);
     let outcome = verdict(Verdict {
         facts,
         stream,
@@ -376,6 +324,112 @@ pub fn judge(
         window: Some(window),
         progress,
         sample: Some(sample),
+    }
+}
+
+/// Why this run's interval cannot be measured, or how long it was. Observed intervals count;
+/// a gap does not: a run that could not observe the consumer, a server that restarted since (it
+/// forgot the last_active times it had), or no previous sample at all.
+fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>, now_ms: i64) -> Unmeasured {
+    let restarted = prev.is_some_and(|p| {
+        p.ack_last_active.is_some() && facts.ack_floor.last_active.is_none()
+            || p.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
+    });
+    match prev {
+        None => Unmeasured::FirstSample,
+        Some(p) if p.gap => Unmeasured::Gap,
+        Some(_) if restarted => Unmeasured::ServerRestarted,
+        Some(p) => Unmeasured::Interval(ms(now_ms - p.seen_at_ms)),
+    }
+}
+
+/// The interval the stall clock may count: none longer than the window where the probe must
+/// vouch for it (it was not running often enough).
+fn counted_interval(unmeasured: Unmeasured, policy: &Policy, window: &Window) -> Option<Duration> {
+    match (unmeasured, policy.intervals) {
+        (Unmeasured::Interval(i), Intervals::Any) => Some(i),
+        (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => Some(i),
+        _ => None,
+    }
+}
+
+/// The stall clock: how long work has been seen waiting with no progress, and by what
+/// evidence; None when nothing can say.
+fn stall_clock(
+    facts: &ConsumerFacts,
+    prev: Option<&Sample>,
+    interval: Option<Duration>,
+    progress: Option<Progress>,
+    deletes: Option<&Deletes>,
+    unbound: bool,
+) -> Option<(Duration, Evidence)> {
+    let server_clock = stall_by_server_clock(facts, deletes);
+    let nothing_to_count = facts.waiting() == 0 || facts.paused || unbound;
+    if nothing_to_count || progress.is_some_and(Progress::may_have_worked) {
+        return Some((Duration::ZERO, Evidence::Samples));
+    }
+    match (prev, interval) {
+        // Work was waiting then and now, nothing moved: the interval counts.
+        (Some(p), Some(i)) if p.waiting > 0 => Some((ms(p.stalled_ms) + i, Evidence::Samples)),
+        // Idle (or unable to work) then, work now: it was not seen waiting before now.
+        // By the server's clock it has waited at most since its delivery (a quiet
+        // consumer's next message), and never longer than since then.
+        (Some(_), Some(i)) => Some((
+            server_clock.map_or(Duration::ZERO, |(s, _)| s.min(i)),
+            Evidence::Samples,
+        )),
+        // A first sample, or one after a gap: only the server's own clock can say.
+        _ => server_clock,
+    }
+}
+
+/// How long the floor has been pinned at the front of a stream that deletes from the front,
+/// with work behind it; None when it is not pinned now.
+fn pinned(
+    facts: &ConsumerFacts,
+    stream: Option<&StreamFacts>,
+    deletes: Option<&Deletes>,
+    prev: Option<&Sample>,
+    interval: Option<Duration>,
+) -> Option<Duration> {
+    let pinned_now = match (stream, deletes) {
+        (Some(s), Some(d)) => {
+            d.front_only && facts.ack_floor.stream_seq < s.first_seq && facts.num_pending > 0
+        }
+        _ => false,
+    };
+    pinned_now.then(|| match (prev, interval) {
+        (Some(p), Some(i)) => p.pinned_ms.map_or(Duration::ZERO, |d| ms(d) + i),
+        _ => Duration::ZERO,
+    })
+}
+
+/// What this run keeps for the next: observations and the clocks, never a verdict.
+fn next_sample(
+    facts: &ConsumerFacts,
+    unbound: bool,
+    stalled: Option<(Duration, Evidence)>,
+    pinned: Option<Duration>,
+    now_ms: i64,
+) -> Sample {
+    Sample {
+        created: facts.created.clone(),
+        floor_consumer_seq: facts.ack_floor.consumer_seq,
+        floor_stream_seq: facts.ack_floor.stream_seq,
+        delivered_stream_seq: facts.delivered.stream_seq,
+        ack_last_active: facts.ack_floor.last_active,
+        delivered_last_active: facts.delivered.last_active,
+        // Paused or unbound, the consumer could not work: no stall was running.
+        waiting: if facts.paused || unbound {
+            0
+        } else {
+            facts.waiting()
+        },
+        stalled_ms: stalled.map_or(0, |(d, _)| d.as_millis() as i64),
+        pinned_ms: pinned.map(|d| d.as_millis() as i64),
+        seen_at_ms: now_ms,
+        seen_ts: facts.ts,
+        gap: false,
     }
 }
 
@@ -854,7 +908,9 @@ pub(crate) mod tests {
         let with = |f: fn(&mut StreamFacts)| {
             let mut s = stream(1);
             f(&mut s);
-            deletes_unacked(&s).map(|d| (d.front_only, d.settings))
+            // The report words the typed settings (`report::words::retention`).
+            deletes_unacked(&s)
+                .map(|d| (d.front_only, crate::report::words::retention(&d.settings)))
         };
         type Row = (fn(&mut StreamFacts), Option<(bool, &'static str)>);
         let rows: [Row; 9] = [
@@ -1118,7 +1174,10 @@ pub(crate) mod tests {
                     (*stalled, *first_seq, *behind),
                     (Duration::from_secs(65), 1401, 190)
                 );
-                assert_eq!(deletes.settings, "max_msgs 200, discard old");
+                assert_eq!(
+                    crate::report::words::retention(&deletes.settings),
+                    "max_msgs 200, discard old"
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -10,5 +10,6 @@ pub mod cidr;
 pub mod connection;
 pub mod consumer;
 pub mod guard;
+pub mod judged;
 pub mod remembered;
 pub mod subscription;

@@ -16,6 +16,7 @@
 use super::consumer::{Healthy, Outcome};
 use super::subscription::{holds, Held};
 use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection, Wanted};
+pub use crate::facts::{Due, Sampling};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -38,30 +39,6 @@ pub struct LastLook {
     pub inodes: Vec<u64>,
     /// The deliver subscriptions the consumers had then (`--own-subscription`).
     pub wanted: Vec<(Wanted, ConsumerName)>,
-}
-
-/// Why this run asks about the consumers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Due {
-    /// `--sample-every 0`.
-    EveryRun,
-    /// No look remembered (the first run, or an unusable state dir).
-    FirstLook,
-    /// The last look found a fault, a running stall clock, or a consumer it could not judge.
-    NotCalm,
-    /// The last look is `--sample-every` old (or from the future: the clock moved back).
-    Old,
-    /// A connection the last look did not see: the client reconnected.
-    NewConnection,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sampling {
-    Ask(Due),
-    /// Between looks: the sockets only.
-    Skip {
-        asked_ago: Duration,
-    },
 }
 
 /// Whether to ask about the consumers now.

@@ -1,0 +1,103 @@
+//! `diagnose`'s closing words: each piece of advice (`rules::advice`) as a word for scripts
+//! and a sentence for a person.
+
+use super::consumer::{domain_hint, jetstream_asked};
+use crate::report::input::CheckInput;
+use crate::report::words::peer;
+use crate::rules::advice::Advice;
+
+pub fn kind(a: &Advice) -> &'static str {
+    match a {
+        Advice::Nothing => "nothing",
+        Advice::ClientGaveUp => "client_gave_up",
+        Advice::TellWithServer => "tell_with_server",
+        Advice::NatsDown => "nats_down",
+        Advice::PeerGone { .. } => "peer_gone",
+        Advice::StillConnecting => "still_connecting",
+        Advice::NeverClosed => "never_closed",
+        Advice::StreamMissing(_) => "stream_missing",
+        Advice::ConsumerMissing(_) => "consumer_missing",
+        Advice::Unbound(_) => "unbound",
+        Advice::Stalled { .. } => "stalled",
+        Advice::Losing(_) => "losing_messages",
+        Advice::Deaf { .. } => "deaf",
+        Advice::NotJudged { .. } => "not_judged",
+    }
+}
+
+/// The advice in words: what is wrong, and what to do.
+pub fn words(a: &Advice, input: &CheckInput) -> String {
+    use crate::facts::Unknown;
+    let servers = input.servers.join(", ");
+    let dead = input
+        .connections
+        .half_open
+        .first()
+        .map(|(s, _)| peer(s))
+        .unwrap_or_default();
+    match a {
+        Advice::Nothing => "Nothing: the client holds its connection and every check passed.".into(),
+        Advice::ClientGaveUp => format!(
+            "The client gave up reconnecting while NATS answers ({servers}): restart the pod (the probe's exit 1 makes the kubelet do it). So it does not recur, let the client reconnect forever: nats.go `nats.MaxReconnects(-1)`."
+        ),
+        Advice::TellWithServer => "The client holds no connection: it gave up reconnecting, or NATS is down. Add --server URL (or set NATS_URL) and the probe tells which, and fails only when a restart helps.".into(),
+        Advice::NatsDown => format!(
+            "NATS does not answer at {servers}: restarting this pod would not help. Look at NATS itself; if it is up, the URL or port is not the one the client uses."
+        ),
+        Advice::PeerGone { counted_out: true } => format!(
+            "The connection to {dead} is half-open: its peer is gone without a word (a node lost, a partition) and the kernel retransmits into the void. A restart reconnects to a live node; a shorter PingInterval lets the client notice by itself."
+        ),
+        Advice::PeerGone { counted_out: false } => format!(
+            "The connection to {dead} is half-open (its peer is gone); another live connection holds, so nothing fails yet."
+        ),
+        Advice::StillConnecting => "A connection is still being opened (SYN_SENT): the server's address drops packets, or a NetworkPolicy or firewall blocks the way.".into(),
+        Advice::NeverClosed => "The server closed a connection the client never closed (CLOSE_WAIT): the client is not reading its socket. If it stays, the client is wedged: restart the pod.".into(),
+        Advice::StreamMissing(n) => format!(
+            "Stream {} does not exist in {}: create it, or correct --consumer.{}",
+            n.stream,
+            jetstream_asked(input),
+            domain_hint(input)
+        ),
+        Advice::ConsumerMissing(n) => format!(
+            "Consumer {n} does not exist in {}: the application has not created it, or it was removed (an ephemeral consumer, inactive_threshold). Create it as a durable, or correct --consumer.{}",
+            jetstream_asked(input),
+            domain_hint(input)
+        ),
+        Advice::Unbound(n) => format!(
+            "Nothing is subscribed to {n}'s deliver subject while work waits: the application lost its subscription. Restart the pod."
+        ),
+        Advice::Stalled { name, no_pulls: true } => format!(
+            "{name} has work waiting and nobody is pulling: the application's fetch loop stopped. Restart the pod, and look in its logs for why the loop ended."
+        ),
+        Advice::Stalled { name, no_pulls: false } => format!(
+            "{name} has work waiting and nothing is acknowledged: the application's handler is stuck (a blocked callback, a downstream that does not answer). Restart the pod, and look in its logs for the message it is stuck on."
+        ),
+        Advice::Losing(n) => format!(
+            "The stream's retention deletes {n}'s messages before they are acknowledged: its limits are smaller than the backlog. Raise max_msgs, max_bytes or max_age, or make the consumer faster; a restart does not bring them back."
+        ),
+        Advice::Deaf { wanted, consumer } => {
+            let of = consumer
+                .as_ref()
+                .map(|c| format!(" (consumer {c})"))
+                .unwrap_or_default();
+            format!(
+                "This pod's connection does not hold {wanted}{of}: this replica is deaf while the server delivers to the others. Restart the pod."
+            )
+        }
+        Advice::NotJudged { what, why } => {
+            let todo = match why {
+                Unknown::Credentials => "check the credentials (--creds, --user, --token, --nkey, or their NATS_* variables)".to_string(),
+                Unknown::NotPermitted(subject) => format!(
+                    "allow the probe's user to publish to {subject} (and to receive replies on _INBOX.>)"
+                ),
+                Unknown::Unreachable(_) => "check --server and the network path to it".to_string(),
+                Unknown::CannotMatch(_) => "the server sees this pod from another address (NAT, a proxy, a service-mesh sidecar): the subscription cannot be matched from here; drop --own-subscription/--subscription for this pod".to_string(),
+                Unknown::Deadline | Unknown::JetStreamTimeout => "JetStream did not answer in time: raise --timeout, or look at the server's load".to_string(),
+                Unknown::NoResponders | Unknown::TemporarilyUnavailable | Unknown::NotReported => "JetStream is not available now (disabled for the account, or electing a leader): the next run asks again".to_string(),
+                Unknown::OutOfSight(_) => "ask the server the pod connects to: --server (or --monitor) with the leaf node's own address, the one the application uses".to_string(),
+                Unknown::Failed(_) => "run again with -v and read the server's answer".to_string(),
+            };
+            format!("The probe could not judge {what} ({why}): {todo}.")
+        }
+    }
+}

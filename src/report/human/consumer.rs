@@ -1,0 +1,248 @@
+//! What one consumer's judgement says, in a line and in `-v`; shared by `check`, `diagnose`
+//! and (the outcome alone) `guard`.
+
+use super::standing::{standing_phrase, Checked};
+use crate::facts::{ConsumerName, Loaded, Observed};
+use crate::report::words::{display, retention};
+use crate::rules::cause::Cause;
+use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
+use crate::rules::judged::JudgedConsumer;
+use std::fmt::Write;
+
+/// What one consumer's judgement says, without its name.
+pub fn consumer_phrase(r: &JudgedConsumer) -> String {
+    let standing = standing_phrase(r.standing, Checked::Consumer);
+    match (r.standing, &r.seen.state_problem) {
+        // Whatever this run saw, no later run can compare with it.
+        (Some(s), Some(problem)) if s.cause == Cause::NoStateDir => {
+            format!("not judged across runs: samples cannot be kept ({problem}){standing}")
+        }
+        _ => format!(
+            "{}{standing}",
+            outcome_phrase(&r.outcome, r.window, &r.seen.observed, &r.seen.name)
+        ),
+    }
+}
+
+/// What a consumer outcome says, without the consumer's name; shared by `check` and `guard`.
+pub fn outcome_phrase(
+    outcome: &Outcome,
+    window: Option<Window>,
+    observed: &Observed,
+    name: &ConsumerName,
+) -> String {
+    let w = window_phrase(window);
+    match outcome {
+        Outcome::NotJudged(why) => format!("not judged: {why}"),
+        Outcome::Healthy(h) => healthy_phrase(h, &w, observed),
+        Outcome::Unhealthy(f) => fault_phrase(f, &w, observed, name),
+    }
+}
+
+/// `window 1m = 2 × ack_wait 30s`, `window 1m`, or nothing without a window.
+fn window_phrase(window: Option<Window>) -> String {
+    match window {
+        Some(Window {
+            duration,
+            raised_for_ack_wait: Some(ack_wait),
+        }) => {
+            format!(
+                "window {} = 2 × ack_wait {}",
+                display(duration),
+                display(ack_wait)
+            )
+        }
+        Some(Window { duration, .. }) => format!("window {}", display(duration)),
+        None => String::new(),
+    }
+}
+
+/// A healthy outcome, with the window phrase `w`.
+fn healthy_phrase(h: &Healthy, w: &str, observed: &Observed) -> String {
+    match h {
+    Healthy::Idle => "idle (nothing waiting)".into(),
+    Healthy::Paused => "paused".into(),
+    Healthy::Progressing(Moved::LastAck(since)) => {
+        format!("progressing (last ack {} ago; {w})", display(*since))
+    }
+    Healthy::Progressing(Moved::Floor) => {
+        format!("progressing (ack floor moved since the last run; {w})")
+    }
+    Healthy::Progressing(Moved::AboveFloor) => format!(
+        "progressing (acks since the last run; the ack floor waits on an older message; {w})"
+    ),
+    Healthy::Progressing(Moved::Deliveries) => {
+        format!("progressing (delivered since the last run, ack policy none; {w})")
+    }
+    Healthy::Waiting {
+        stalled,
+        moved_without_ack,
+        ..
+    } => format!(
+        "no progress for {} ({w}, not over){}",
+        display(*stalled),
+        without_ack(*moved_without_ack, observed)
+    ),
+    Healthy::CannotTell { deletes } => format!(
+        "ack floor moving, but acks or losses: retention ({}) deletes unacknowledged messages too, and one look cannot tell which ({w})",
+        retention(&deletes.settings)
+    ),
+    Healthy::Unmeasured(Unmeasured::FirstSample) => {
+        format!("first sample (progress is judged from the next run; {w})")
+    }
+    Healthy::Unmeasured(Unmeasured::Gap) => format!(
+        "not measured: it could not be observed since the last run (progress is judged from the next run; {w})"
+    ),
+    Healthy::Unmeasured(Unmeasured::ServerRestarted) => format!(
+        "not measured: the server restarted since the last run (progress is judged from the next run; {w})"
+    ),
+    Healthy::Unmeasured(Unmeasured::Interval(i)) => format!(
+        "not measured: the last run was {} ago, longer than the window: run the probe more often ({w})",
+        display(*i)
+    ),
+    Healthy::YoungClient { stalled, client_age } => format!(
+        "no progress for {}, but the client started {} ago ({w})",
+        display(*stalled),
+        display(*client_age)
+    ),
+    Healthy::ClientAgeUnknown { stalled } => format!(
+        "no progress for {}, not judged: the client's start time is unreadable ({w})",
+        display(*stalled)
+    ),
+    }
+}
+
+/// A fault, with the window phrase `w`.
+fn fault_phrase(f: &Fault, w: &str, observed: &Observed, name: &ConsumerName) -> String {
+    match f {
+    Fault::StreamMissing => format!("stream {} not found", name.stream),
+    Fault::ConsumerMissing => format!("durable {} not found in stream {}", name.durable, name.stream),
+    Fault::Unbound { waiting } => {
+        format!("no subscriber bound to its deliver subject (push_bound false), {waiting} waiting")
+    }
+    Fault::Stalled {
+        stalled,
+        floor,
+        waiting,
+        no_pulls,
+        moved_without_ack,
+        ..
+    } => format!(
+        "no progress for {} ({w}): ack floor at {floor}, {waiting} waiting{}{}",
+        display(*stalled),
+        if *no_pulls { ", no pull request waiting" } else { "" },
+        without_ack(*moved_without_ack, observed)
+    ),
+    Fault::Retention {
+        stalled,
+        first_seq,
+        behind,
+        deletes,
+    } => format!(
+        "losing messages: for {} its ack floor has stayed at the stream's first sequence {first_seq} with {behind} waiting behind it, and retention ({}) deletes them unacknowledged",
+        display(*stalled),
+        retention(&deletes.settings)
+    ),
+    }
+}
+
+/// `; its ack floor moved with no ack (dropped after max_deliver 2)`.
+fn without_ack(moved: bool, observed: &Observed) -> String {
+    if !moved {
+        return String::new();
+    }
+    let max_deliver = match observed {
+        Observed::Found { facts, .. } => facts.max_deliver,
+        _ => None,
+    };
+    match max_deliver {
+        Some(n) => format!("; its ack floor moved with no ack (dropped after max_deliver {n})"),
+        None => "; its ack floor moved with no ack (a purge)".into(),
+    }
+}
+
+/// The facts behind a consumer's verdict, for `-v`.
+pub fn consumer_details(r: &JudgedConsumer) -> String {
+    let mut out = match &r.seen.observed {
+        Observed::Found { facts: f, stream } => {
+            let kind = match (f.push(), &f.deliver_group) {
+                (true, Some(g)) => format!(
+                    "push (group {g}), {}",
+                    if f.push_bound { "bound" } else { "NOT bound" }
+                ),
+                (true, None) => {
+                    format!("push, {}", if f.push_bound { "bound" } else { "NOT bound" })
+                }
+                (false, _) => "pull".to_string(),
+            };
+            let mut text = format!(
+                "{kind}; {} pending, {} awaiting ack, {} pulls waiting, {} redelivered; ack floor {} (stream {})",
+                f.num_pending, f.num_ack_pending, f.num_waiting, f.num_redelivered, f.ack_floor.consumer_seq, f.ack_floor.stream_seq
+            );
+            if let Some(ago) = f.age(f.ack_floor.last_active) {
+                let _ = write!(text, ", last ack {} ago", display(ago));
+            }
+            if let Some(w) = f.ack_wait {
+                let _ = write!(text, "; ack_wait {}", display(w));
+            }
+            if let Some(m) = f.max_ack_pending {
+                let _ = write!(text, ", max_ack_pending {m}");
+            }
+            if let Some(n) = f.max_deliver {
+                let _ = write!(text, ", max_deliver {n}");
+            }
+            if let Some(s) = stream {
+                let _ = write!(text, "; stream first sequence {}", s.first_seq);
+                match consumer::deletes_unacked(s) {
+                    Some(d) => {
+                        let _ = write!(
+                            text,
+                            ", retention deletes unacknowledged messages ({}): a moving floor is acks or losses, which one look cannot tell (the guard counts losses)",
+                            retention(&d.settings)
+                        );
+                    }
+                    None => text.push_str(", retention deletes no unacknowledged message"),
+                }
+            }
+            if let Some(p) = r.progress {
+                let _ = write!(
+                    text,
+                    "; since the last run: {}",
+                    match p {
+                        Progress::Acked => "acked",
+                        Progress::Delivered => "delivered",
+                        Progress::Unclear => "moved (acks or losses)",
+                        Progress::WithoutAck => "floor moved with no ack",
+                        Progress::None => "nothing moved",
+                    }
+                );
+            }
+            if f.ts.is_none() {
+                text.push_str("; the server sends no ts (before 2.10): samples decide");
+            }
+            let _ = write!(text, " → {}", consumer_phrase(r));
+            text
+        }
+        _ => consumer_phrase(r),
+    };
+    match (&r.seen.previous, &r.seen.state_problem) {
+        (_, Some(problem)) => {
+            let _ = write!(out, "; state not kept: {problem}");
+        }
+        (Some(previous), None) => {
+            let _ = write!(out, "; {}", describe_previous(previous));
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+/// What the state dir held, in words.
+pub fn describe_previous(previous: &Loaded) -> String {
+    match previous {
+        Loaded::Sample(_) => "previous sample used".into(),
+        Loaded::Missing => "no previous sample".into(),
+        Loaded::Corrupt(why) => format!("previous sample ignored ({why})"),
+        Loaded::Foreign => "previous sample ignored (another consumer's)".into(),
+    }
+}

@@ -1,0 +1,61 @@
+//! A check's consumers and subscriptions as judged: what was seen, what the rules (with the
+//! pod's policy) made of it, and why it could not be judged, if it could not; each one's
+//! health for the verdict.
+
+use super::cause::Standing;
+use super::check::ConsumerHealth;
+use super::consumer::{Outcome, Progress, Window};
+use super::remembered::Found;
+use super::subscription::Held;
+use crate::facts::{ConsumerName, ConsumerSeen, Wanted};
+
+/// One consumer: what was seen, and what the rules (with the pod's policy) made of it.
+#[derive(Debug, Clone)]
+pub struct JudgedConsumer {
+    pub seen: ConsumerSeen,
+    pub outcome: Outcome,
+    pub window: Option<Window>,
+    /// How it moved since the previous sample; None without one.
+    pub progress: Option<Progress>,
+    /// Why it could not be judged (or compared), and for how long; None when it was.
+    pub standing: Option<Standing>,
+}
+
+impl JudgedConsumer {
+    pub fn health(&self) -> ConsumerHealth {
+        match self.outcome {
+            Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
+            _ if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
+            Outcome::Healthy(_) => ConsumerHealth::Healthy,
+            Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
+        }
+    }
+}
+
+fn misconfigured(standing: Option<Standing>) -> bool {
+    standing.is_some_and(|s| s.is_configuration_error())
+}
+
+/// One subscription this pod's connection must hold, and whether it does.
+#[derive(Debug, Clone)]
+pub struct JudgedSubscription {
+    pub wanted: Wanted,
+    /// The consumer whose deliver subscription it is (`--own-subscription`).
+    pub consumer: Option<ConsumerName>,
+    pub held: Held,
+    /// Why it could not be judged, and for how long; None when it was.
+    pub standing: Option<Standing>,
+    /// How this run found the pod's connection at the server; None when it never got that far.
+    pub found: Option<Found>,
+}
+
+impl JudgedSubscription {
+    pub fn health(&self) -> ConsumerHealth {
+        match &self.held {
+            Held::Yes { .. } => ConsumerHealth::Healthy,
+            Held::NotJudged(_) if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
+            Held::NotJudged(_) => ConsumerHealth::NotJudged,
+            _ => ConsumerHealth::Unhealthy,
+        }
+    }
+}
