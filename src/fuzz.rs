@@ -42,10 +42,10 @@ pub fn jetstream(data: &[u8]) {
 
 /// The account's connection report and the monitoring port's `/connz`.
 pub fn connz(data: &[u8]) {
-    let _ = connz::parse_envelope(data, true);
-    let _ = connz::parse_envelope(data, false);
-    let _ = connz::parse_leafz(data);
-    let _ = connz::parse_connz(data, "http://fuzz:8222");
+    let _ = connz::parse::parse_envelope(data, true);
+    let _ = connz::parse::parse_envelope(data, false);
+    let _ = connz::parse::parse_leafz(data);
+    let _ = connz::parse::parse_connz(data, "http://fuzz:8222");
 }
 
 /// A state file, as another run (or anyone who could write the dir) left it.

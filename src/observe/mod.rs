@@ -186,9 +186,9 @@ impl Nats {
         };
         match (account, monitor) {
             (Ok(connz), _) => Ok(connz),
-            (Err(_), Some(url)) => self
-                .runtime
-                .block_on(connz::from_monitor(url, wanted, ours, &self.name, deadline)),
+            (Err(_), Some(url)) => self.runtime.block_on(connz::monitor::from_monitor(
+                url, wanted, ours, &self.name, deadline,
+            )),
             (Err(why), None) => Err(why),
         }
     }
@@ -218,7 +218,7 @@ impl Nats {
             let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
             return self
                 .runtime
-                .block_on(connz::lookup_monitor(url, cid, until));
+                .block_on(connz::monitor::lookup_monitor(url, cid, until));
         }
         // Half the time that is left: a server that does not answer by name leaves the rest
         // to matching by address.
