@@ -4,11 +4,13 @@
 //! consumer's sample, the look and each subscription's connection for the next run, and
 //! returns the report.
 
+mod subscriptions;
+
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
-use crate::facts::{unmap, ConsumerName, Loaded, Observed, Wanted};
+use crate::facts::ServerAnswer;
+use crate::facts::{unmap, Loaded};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
-use crate::facts::{LookedUp, Remembered, ServerAnswer, ServerIdent, Unknown};
 use crate::observe::state::{Of, StateDir};
 use crate::observe::{self, server, PodTarget};
 use crate::report::check::CheckReport;
@@ -17,17 +19,12 @@ use crate::rules::cause::{self, Cause};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
-use crate::rules::remembered::{self, Found, Plan, Rematch, Sampling};
-use crate::rules::subscription::Held;
+use crate::rules::remembered::{self, Sampling};
 use crate::rules::{consumer, subscription};
-use std::collections::HashMap;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-/// A subscription this pod's connection must hold, and the consumer it delivers for (None:
-/// a core subscription, `--subscription`).
-type WantedFor = (Wanted, Option<ConsumerName>);
+use subscriptions::{deliver_subscriptions, open, Subscriptions, WantedFor};
 
 /// Kept back from the network's share of the deadline: shutting the runtime down and
 /// formatting the answer.
@@ -349,215 +346,6 @@ fn excuse_young_client(
             standing: None,
         })
         .collect()
-}
-
-/// The NATS connection, opened the first time an observation needs it.
-fn open<'a>(
-    slot: &'a mut Option<observe::Nats>,
-    config: &CheckConfig,
-    deadline: Instant,
-) -> Result<&'a observe::Nats, Error> {
-    if slot.is_none() {
-        *slot = Some(observe::Nats::open(
-            &config.servers,
-            &config.auth,
-            &config.js_api,
-            deadline,
-        )?);
-    }
-    Ok(slot.as_ref().expect("opened above"))
-}
-
-/// Each push consumer's deliver subject (and group); a pull consumer has none to match.
-fn deliver_subscriptions(consumers: &[ConsumerSeen]) -> Result<Vec<WantedFor>, Error> {
-    let mut wanted = Vec::new();
-    for seen in consumers {
-        if let Observed::Found { facts, .. } = &seen.observed {
-            let Some(subject) = &facts.deliver_subject else {
-                return Err(Error::Setting {
-                    setting: Setting::OwnSubscription,
-                    path: None,
-                    problem: format!(
-                        "{} is a pull consumer: it has no subscription to match (drop --own-subscription, or name push consumers only)",
-                        seen.name
-                    ),
-                });
-            };
-            let w = Wanted {
-                subject: subject.clone(),
-                queue: facts.deliver_group.clone(),
-            };
-            wanted.push((w, Some(seen.name.clone())));
-        }
-    }
-    Ok(wanted)
-}
-
-/// What judging the subscriptions works with: where the last run's connections were kept,
-/// this pod's sockets (and the live ones), the clock and the deadline.
-struct Subscriptions<'a> {
-    config: &'a CheckConfig,
-    dir: &'a StateDir,
-    server: &'a str,
-    sockets: &'a [remembered::Socket],
-    live: &'a [remembered::Socket],
-    now_ms: i64,
-    deadline: Instant,
-}
-
-/// A subscription judged: whether it is held, how that was found, and the connection to
-/// remember for the next run.
-type Judged = (Held, Found, Option<Remembered>);
-
-impl Subscriptions<'_> {
-    /// Does this pod's connection hold each wanted subscription? Trusted where it was seen
-    /// holding it on the same socket within its trust time (`--subscription-every`); else the
-    /// remembered connection is asked for by cid; else (or when that answer is not this
-    /// pod's connection) matched by address in the server's list, as the first run does.
-    /// Remembers the result.
-    fn judge(
-        &self,
-        nats: &mut Option<observe::Nats>,
-        wanted: Vec<WantedFor>,
-        connz_seen: &mut Option<Result<crate::facts::Connz, Unknown>>,
-    ) -> Result<Vec<JudgedSubscription>, Error> {
-        let memos: Vec<Option<Remembered>> = wanted
-            .iter()
-            .map(|(w, _)| observe::remembered::load_subscription(self.dir, self.server, w))
-            .collect();
-        let (mut results, rematch) = self.trusted_or_looked_up(nats, &wanted, &memos)?;
-        let rest: Vec<usize> = (0..wanted.len())
-            .filter(|&i| results[i].is_none())
-            .collect();
-        if !rest.is_empty() {
-            let connz = self.match_by_address(nats, &wanted, &rest, &rematch, &mut results)?;
-            *connz_seen = Some(connz);
-        }
-        Ok(self.remember(wanted, results, memos))
-    }
-
-    /// Each subscription whose remembered connection is trusted, or confirmed by asking for
-    /// it by cid; for the others, why they are matched by address.
-    fn trusted_or_looked_up(
-        &self,
-        nats: &mut Option<observe::Nats>,
-        wanted: &[WantedFor],
-        memos: &[Option<Remembered>],
-    ) -> Result<(Vec<Option<Judged>>, Vec<Rematch>), Error> {
-        let (config, now_ms, deadline) = (self.config, self.now_ms, self.deadline);
-        let mut results: Vec<Option<Judged>> = vec![None; wanted.len()];
-        let mut rematch = vec![Rematch::FirstTime; wanted.len()];
-        let mut lookups: HashMap<(ServerIdent, u64), Result<Vec<LookedUp>, Unknown>> =
-            HashMap::new();
-        for (i, ((w, _), memo)) in wanted.iter().zip(memos).enumerate() {
-            let direct = memo
-                .as_ref()
-                .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
-            match (
-                remembered::plan(
-                    memo.as_ref(),
-                    self.live,
-                    config.subscription_every,
-                    direct,
-                    now_ms,
-                ),
-                memo,
-            ) {
-                (Plan::Trust { held_ago, trust }, Some(m)) => {
-                    let held = Held::Yes { by: m.local };
-                    let found = Found::Trusted { held_ago, trust };
-                    results[i] = Some((held, found, Some(m.clone())));
-                }
-                (Plan::LookUp, Some(m)) => {
-                    let key = (m.server.clone(), m.cid);
-                    if !lookups.contains_key(&key) {
-                        let answer = open(nats, config, deadline)?.lookup(
-                            &m.server,
-                            m.cid,
-                            config.monitor.as_ref(),
-                            deadline,
-                        );
-                        lookups.insert(key.clone(), answer);
-                    }
-                    match lookups[&key].as_ref().map(|a| remembered::confirm(m, a)) {
-                        Ok(Ok(c)) => {
-                            let held = remembered::judge_confirmed(w, c);
-                            let again = Remembered {
-                                held_at_ms: matches!(held, Held::Yes { .. }).then_some(now_ms),
-                                account_connections: c.account_connections,
-                                ..m.clone()
-                            };
-                            results[i] = Some((held, Found::LookedUp { cid: m.cid }, Some(again)));
-                        }
-                        Ok(Err(why)) => rematch[i] = why,
-                        Err(_) => rematch[i] = Rematch::LookupFailed,
-                    }
-                }
-                (Plan::Match(why), _) => rematch[i] = why,
-                (_, None) => {}
-            }
-        }
-        Ok((results, rematch))
-    }
-
-    /// The subscriptions at `rest`, matched by address in the server's connection list,
-    /// which is returned for the report.
-    fn match_by_address(
-        &self,
-        nats: &mut Option<observe::Nats>,
-        wanted: &[WantedFor],
-        rest: &[usize],
-        rematch: &[Rematch],
-        results: &mut [Option<Judged>],
-    ) -> Result<Result<crate::facts::Connz, Unknown>, Error> {
-        let (config, deadline) = (self.config, self.deadline);
-        let ours: Vec<SocketAddr> = self.sockets.iter().map(|s| s.addr).collect();
-        let list: Vec<Wanted> = rest.iter().map(|&i| wanted[i].0.clone()).collect();
-        let connz =
-            open(nats, config, deadline)?.connz(&list, &ours, config.monitor.as_ref(), deadline);
-        for &i in rest {
-            let w = &wanted[i].0;
-            let held = subscription::judge(w, &ours, &connz);
-            let memo = connz.as_ref().ok().and_then(|c| {
-                remembered::remember(w, &held, self.sockets, &remembered::listed(c), self.now_ms)
-            });
-            results[i] = Some((held, Found::Matched(rematch[i]), memo));
-        }
-        Ok(connz)
-    }
-
-    /// Each subscription as judged, its connection remembered where that changed.
-    fn remember(
-        &self,
-        wanted: Vec<WantedFor>,
-        results: Vec<Option<Judged>>,
-        memos: Vec<Option<Remembered>>,
-    ) -> Vec<JudgedSubscription> {
-        wanted
-            .into_iter()
-            .zip(results)
-            .zip(memos)
-            .map(|(((w, consumer), result), before)| {
-                let (held, found, memo) = result.expect("every subscription judged above");
-                if memo != before {
-                    // Best effort: a connection not remembered is matched by address next run.
-                    let _ = observe::remembered::store_subscription(
-                        self.dir,
-                        self.server,
-                        &w,
-                        memo.as_ref(),
-                    );
-                }
-                JudgedSubscription {
-                    held,
-                    found: Some(found),
-                    wanted: w,
-                    consumer,
-                    standing: None,
-                }
-            })
-            .collect()
-    }
 }
 
 /// "No place to keep samples", naming every place tried and the fix: exit 2.
