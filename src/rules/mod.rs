@@ -12,4 +12,5 @@ pub mod consumer;
 pub mod guard;
 pub mod judged;
 pub mod remembered;
+pub mod retention;
 pub mod subscription;

@@ -1,0 +1,71 @@
+//! Which stream settings let retention delete messages a consumer has not acknowledged. Pure.
+//! Each such deletion moves the ack floor and its `last_active` exactly as an ack would
+//! (docs/server-facts.md), so the consumer rules and the guard ask this before they read a
+//! moving floor as progress.
+
+use crate::facts::StreamFacts;
+use std::time::Duration;
+
+/// The stream settings under which the server deletes messages a consumer has not
+/// acknowledged (measured on 2.10.26: each such deletion moves the ack floor and its
+/// `last_active` exactly as an ack would).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deletes {
+    /// Only from the front of the stream (`max_msgs`/`max_bytes` with discard old, `max_age`
+    /// on a limits stream): `first_seq` tells how far they reached.
+    pub front_only: bool,
+    /// The settings, in the order an operator would write them (`max_msgs 200, discard old`;
+    /// the report words them).
+    pub settings: Vec<RetentionSetting>,
+}
+
+/// One stream setting under which retention deletes unacknowledged messages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RetentionSetting {
+    /// The retention policy, when it is not `limits`: `interest` or `workqueue`.
+    Retention(String),
+    MaxMsgs(u64),
+    MaxBytes(u64),
+    MaxAge(Duration),
+    MaxMsgsPerSubject(u64),
+    /// `old` or `new`.
+    Discard(String),
+}
+
+/// Whether, and how, `stream`'s retention can delete unacknowledged messages.
+pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
+    let mut settings = Vec::new();
+    let old = stream.discard != "new";
+    if old {
+        if let Some(n) = stream.max_msgs {
+            settings.push(RetentionSetting::MaxMsgs(n));
+        }
+        if let Some(n) = stream.max_bytes {
+            settings.push(RetentionSetting::MaxBytes(n));
+        }
+    }
+    if let Some(age) = stream.max_age {
+        settings.push(RetentionSetting::MaxAge(age));
+    }
+    let per_subject = match stream.max_msgs_per_subject {
+        // Discard new per subject refuses the new message instead of deleting an old one.
+        Some(n) if old || !stream.discard_new_per_subject => {
+            settings.push(RetentionSetting::MaxMsgsPerSubject(n));
+            true
+        }
+        _ => false,
+    };
+    if settings.is_empty() {
+        return None;
+    }
+    settings.push(RetentionSetting::Discard(stream.discard.clone()));
+    if stream.retention != "limits" {
+        settings.insert(0, RetentionSetting::Retention(stream.retention.clone()));
+    }
+    Some(Deletes {
+        // On work-queue and interest streams acks delete messages too, so the front moves
+        // with acks and cannot tell how far deletions reached.
+        front_only: !per_subject && stream.retention == "limits",
+        settings,
+    })
+}
