@@ -5,7 +5,6 @@
 //! `Observed::NotJudged` with its kind.
 
 use super::jetstream::{self, ApiError, ParseError};
-use super::server;
 use crate::config::{Auth, JsApi, ServerUrl, Setting};
 use crate::error::Error;
 use crate::facts::{ConsumerName, Observed, StreamFacts, Unknown};
@@ -44,26 +43,6 @@ impl From<SetupError> for Error {
             SetupError::Runtime(m) => Error::CannotEvaluate(m),
         }
     }
-}
-
-/// Observes every consumer: one entry per name, in order.
-pub fn observe(
-    servers: &[ServerUrl],
-    auth: &Auth,
-    api: &JsApi,
-    consumers: &[ConsumerName],
-    deadline: Instant,
-) -> Result<Vec<Observed>, SetupError> {
-    server::on_network_runtime(async {
-        match Session::connect(servers, auth, api, "natsprobe", deadline).await? {
-            Ok(session) => Ok(session.consumers(consumers, deadline).await),
-            Err(why) => Ok(consumers
-                .iter()
-                .map(|_| Observed::NotJudged(why.clone()))
-                .collect()),
-        }
-    })
-    .map_err(SetupError::Runtime)?
 }
 
 /// One connection with the probe's credentials, where its JetStream API is, and the subjects
