@@ -195,8 +195,6 @@ impl Nats {
 }
 
 impl Nats {
-    /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
-    /// when it was matched there, else from the account's connection report.
     /// Whether a connection remembered at `at` is looked up at the monitoring port (it was
     /// matched there), which finds a cid directly, rather than through the account's report.
     pub fn direct_lookup(
@@ -206,6 +204,8 @@ impl Nats {
         monitor.is_some_and(|u| u.to_string() == at.name)
     }
 
+    /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
+    /// when it was matched there, else from the account's connection report.
     pub fn lookup(
         &self,
         at: &crate::facts::ServerIdent,

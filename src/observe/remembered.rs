@@ -6,47 +6,16 @@
 //! renamed, read without following a symlink, at most 64 KiB; anything else is "nothing
 //! remembered", which costs one full look, never a verdict.
 
-use super::state::{fnv1a, StateDir};
+use super::state::{Key, Of, StateDir};
 use crate::facts::{ConsumerName, Remembered, ServerIdent, Wanted};
 use crate::rules::remembered::LastLook;
 use serde::{Deserialize, Serialize};
 use std::fs::{self};
 use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
-const VERSION: u32 = 1;
-
-#[derive(Serialize, Deserialize, PartialEq)]
-struct WantedKey {
-    subject: String,
-    queue: Option<String>,
-}
-
-impl From<&Wanted> for WantedKey {
-    fn from(w: &Wanted) -> WantedKey {
-        WantedKey {
-            subject: w.subject.clone(),
-            queue: w.queue.clone(),
-        }
-    }
-}
-
-impl From<WantedKey> for Wanted {
-    fn from(w: WantedKey) -> Wanted {
-        Wanted {
-            subject: w.subject,
-            queue: w.queue,
-        }
-    }
-}
-
-/// Which check a look is for: the servers as shown (never with userinfo) and the consumers.
-#[derive(Serialize, Deserialize, PartialEq)]
-struct LookKey {
-    server: String,
-    consumers: Vec<String>,
-}
+/// 2: keys built by `state::Of::key` (version 1 files are nothing remembered).
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct StoredWanted {
@@ -59,23 +28,17 @@ struct StoredWanted {
 #[derive(Serialize, Deserialize)]
 struct LookFile {
     version: u32,
-    key: LookKey,
+    key: Key,
     at_ms: i64,
     calm: bool,
     inodes: Vec<u64>,
     wanted: Vec<StoredWanted>,
 }
 
-#[derive(Serialize, Deserialize, PartialEq)]
-struct SubscriptionKey {
-    server: String,
-    wanted: WantedKey,
-}
-
 #[derive(Serialize, Deserialize)]
 struct SubscriptionFile {
     version: u32,
-    key: SubscriptionKey,
+    key: Key,
     server_name: String,
     server_id: String,
     cid: u64,
@@ -86,17 +49,10 @@ struct SubscriptionFile {
     account_connections: u64,
 }
 
-fn look_key(server: &str, consumers: &[ConsumerName]) -> LookKey {
-    LookKey {
-        server: server.to_string(),
-        consumers: consumers.iter().map(ToString::to_string).collect(),
-    }
-}
-
 /// The last look at `consumers` through `server`, if one is remembered.
 pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Option<LastLook> {
-    let key = look_key(server, consumers);
-    let f: LookFile = serde_json::from_slice(&dir.read_small(&look_file(dir, &key))?).ok()?;
+    let key = Of::Look(consumers).key(server);
+    let f: LookFile = serde_json::from_slice(&dir.read_small(&dir.named("look", &key))?).ok()?;
     if f.version != VERSION || f.key != key {
         return None;
     }
@@ -128,8 +84,8 @@ pub fn store_look(
     consumers: &[ConsumerName],
     look: &LastLook,
 ) -> Result<(), String> {
-    let key = look_key(server, consumers);
-    let path = look_file(dir, &key);
+    let key = Of::Look(consumers).key(server);
+    let path = dir.named("look", &key);
     let file = LookFile {
         version: VERSION,
         key,
@@ -153,17 +109,10 @@ pub fn store_look(
     )
 }
 
-fn subscription_key(server: &str, wanted: &Wanted) -> SubscriptionKey {
-    SubscriptionKey {
-        server: server.to_string(),
-        wanted: wanted.into(),
-    }
-}
-
 /// How `wanted`'s connection was known at the server, if it is remembered.
 pub fn load_subscription(dir: &StateDir, server: &str, wanted: &Wanted) -> Option<Remembered> {
-    let key = subscription_key(server, wanted);
-    let path = subscription_file(dir, &key);
+    let key = Of::Subscription(wanted).key(server);
+    let path = dir.named("subscription", &key);
     let f: SubscriptionFile = serde_json::from_slice(&dir.read_small(&path)?).ok()?;
     if f.version != VERSION || f.key != key {
         return None;
@@ -188,8 +137,8 @@ pub fn store_subscription(
     wanted: &Wanted,
     memo: Option<&Remembered>,
 ) -> Result<(), String> {
-    let key = subscription_key(server, wanted);
-    let path = subscription_file(dir, &key);
+    let key = Of::Subscription(wanted).key(server);
+    let path = dir.named("subscription", &key);
     let Some(m) = memo else {
         return match fs::remove_file(&path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
@@ -213,18 +162,6 @@ pub fn store_subscription(
         &path,
         &serde_json::to_vec(&file).map_err(|e| e.to_string())?,
     )
-}
-
-fn look_file(dir: &StateDir, key: &LookKey) -> PathBuf {
-    let text = serde_json::to_string(key).unwrap_or_default();
-    dir.path
-        .join(format!("look-{:016x}.json", fnv1a(text.bytes())))
-}
-
-fn subscription_file(dir: &StateDir, key: &SubscriptionKey) -> PathBuf {
-    let text = serde_json::to_string(key).unwrap_or_default();
-    dir.path
-        .join(format!("subscription-{:016x}.json", fnv1a(text.bytes())))
 }
 
 #[cfg(test)]
@@ -267,8 +204,9 @@ mod tests {
         assert_eq!(load_subscription(&dir, "nats://b:4222", &wanted("x")), None);
         assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("y")), None);
         // A file holding another key is nothing remembered.
-        let a = subscription_file(&dir, &subscription_key("nats://a:4222", &wanted("x")));
-        let b = subscription_file(&dir, &subscription_key("nats://a:4222", &wanted("z")));
+        let file =
+            |w: &Wanted| dir.named("subscription", &Of::Subscription(w).key("nats://a:4222"));
+        let (a, b) = (file(&wanted("x")), file(&wanted("z")));
         fs::copy(&a, &b).unwrap();
         assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("z")), None);
         // A symlink is not followed; garbage is nothing.

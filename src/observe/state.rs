@@ -1,6 +1,8 @@
-//! The state dir: one small file per consumer holding its previous sample. Written to a
-//! temporary file and renamed into place; no symlink is followed; each file names its own
-//! key (server, stream, durable). A missing, corrupt, foreign or symlinked file is a first
+//! The state dir: small files, each naming its own key (`Of::key`: the servers as shown,
+//! and the consumer, subscription or look it is for): each consumer's previous sample, each
+//! persisting cause (`cause-*`), and what `observe::remembered` keeps (the last look, each
+//! subscription's connection). Written to a temporary file and renamed into place; no symlink
+//! is followed; at most 64 KiB read. A missing, corrupt, foreign or symlinked file is a first
 //! sample, never a fault, and a state dir that cannot be used makes every run a first sample
 //! (and says so): the probe still answers.
 
@@ -26,19 +28,33 @@ pub struct Key {
     pub durable: String,
 }
 
-/// What a state file is for: a consumer's sample and cause, or a subscription's cause.
+/// What a state file is for: a consumer's sample and cause, a subscription's cause and
+/// remembered connection, or the last look at a check's consumers.
 #[derive(Debug, Clone, Copy)]
 pub enum Of<'a> {
     Consumer(&'a ConsumerName),
     Subscription(&'a Wanted),
+    Look(&'a [ConsumerName]),
 }
 
 impl Of<'_> {
-    /// The key its files name: the one place a key is built. A subscription has no stream,
-    /// and a durable name no consumer can have (NATS names hold no spaces).
-    fn key(self, server: &str) -> Key {
+    /// The key its files name: the one place a key is built. A subscription or a look has no
+    /// stream, and a durable name no consumer can have (NATS names hold no spaces).
+    pub fn key(self, server: &str) -> Key {
         let server = server.to_string();
         match self {
+            Of::Look(consumers) => Key {
+                server,
+                stream: String::new(),
+                durable: format!(
+                    "look {}",
+                    consumers
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+            },
             Of::Consumer(name) => Key {
                 server,
                 stream: name.stream.clone(),
@@ -285,7 +301,14 @@ impl StateDir {
     }
 
     fn cause_file(&self, key: &Key) -> PathBuf {
-        self.path.join(format!("cause-{:016x}.json", key_hash(key)))
+        self.named("cause", key)
+    }
+
+    /// The file of one kind (`consumer`, `cause`, `look`, `subscription`) for a key: the one
+    /// place a state file is named. The key inside the file settles a hash collision.
+    pub fn named(&self, kind: &str, key: &Key) -> PathBuf {
+        self.path
+            .join(format!("{kind}-{:016x}.json", key_hash(key)))
     }
 
     /// The cause the last run kept for a consumer or subscription, if any (an unreadable or
@@ -358,8 +381,7 @@ impl StateDir {
     }
 
     fn file(&self, key: &Key) -> PathBuf {
-        self.path
-            .join(format!("consumer-{:016x}.json", key_hash(key)))
+        self.named("consumer", key)
     }
 
     fn load(&self, key: &Key) -> Loaded {
@@ -463,7 +485,7 @@ fn key_hash(key: &Key) -> u64 {
 }
 
 /// FNV-1a, 64 bit: the state files' names.
-pub(crate) fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         hash ^= u64::from(b);
