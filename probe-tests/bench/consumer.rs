@@ -94,7 +94,8 @@ fn main() {
         ),
         ("natsprobe check (sockets only)", s(&[&bin, "check"])),
     ];
-    // NATSPROBE_BASELINE: another build (e.g. the previous commit's), in the same rounds.
+    // NATSPROBE_BASELINE: another build (e.g. the previous commit's, issue 20 or later), in the
+    // same rounds, with the same flags.
     let baseline = std::env::var("NATSPROBE_BASELINE")
         .ok()
         .filter(|b| !b.is_empty());
@@ -113,6 +114,10 @@ fn main() {
                 "S/D",
                 "--state-dir",
                 &base_state,
+                // The same look every run (a baseline from before issue 20, which has no
+                // --sample-every, asked every run anyway: drop the two words for it).
+                "--sample-every",
+                "0s",
             ]),
         ));
     }
