@@ -40,8 +40,9 @@ pub fn jetstream(data: &[u8]) {
     }
 }
 
-/// The account's connection report and the monitoring port's `/connz`.
+/// The account's connection report and STATZ, and the monitoring port's `/connz`.
 pub fn connz(data: &[u8]) {
+    let _ = connz::parse::parse_statz(data);
     let _ = connz::parse::parse_envelope(data, true);
     let _ = connz::parse::parse_envelope(data, false);
     let _ = connz::parse::parse_leafz(data);

@@ -41,8 +41,9 @@ pub mod parse;
 
 use super::nats::Session;
 use crate::facts::{Connz, LookedUp, ServerConnection, ServerIdent, Unknown, Wanted};
+use crate::rules::subscription::holds;
 use futures_core::Stream;
-use parse::{holds, looked_up, parse_envelope, parse_statz, Page, PAGE};
+use parse::{looked_up, parse_envelope, parse_statz, Page, PAGE};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::pin::Pin;

@@ -2,9 +2,10 @@
 //! page (it has no subject filter), `/leafz` when this pod's connection is not listed, and a
 //! connection by its cid (`/connz?cid=N`, found directly: no account filter).
 
-use super::parse::{holds, looked_up, parse_connz, parse_leafz, PAGE};
+use super::parse::{looked_up, parse_connz, parse_leafz, PAGE};
 use crate::config::MonitorUrl;
 use crate::facts::{Connz, LookedUp, Unknown, Wanted};
+use crate::rules::subscription::holds;
 use std::net::SocketAddr;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,9 +1,9 @@
 //! The connection reports as the servers send them, decoded: the account's report (its
-//! envelope), the monitoring port's `/connz` and `/leafz`, the account's STATZ; and what a
-//! listed connection holds. No I/O: every decoder here is fuzzed (`src/fuzz.rs`).
+//! envelope), the monitoring port's `/connz` and `/leafz`, the account's STATZ. No I/O:
+//! every decoder here is fuzzed (`src/fuzz.rs`).
 
 use super::super::jetstream::{ApiError, ParseError};
-use crate::facts::{LookedUp, ServerConnection, ServerIdent, Wanted};
+use crate::facts::{LookedUp, ServerConnection, ServerIdent};
 use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
 
@@ -225,16 +225,11 @@ pub fn looked_up(page: Page) -> Option<LookedUp> {
     Some(LookedUp { server, connection })
 }
 
-/// Whether a listed connection holds `w`: the same subject, in the same queue group.
-pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
-    c.subscriptions
-        .as_ref()
-        .is_some_and(|subs| subs.iter().any(|(s, q)| *s == w.subject && *q == w.queue))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::Wanted;
+    use crate::rules::subscription::holds;
 
     /// Recorded from nats-server 2.10.26: `$SYS.REQ.ACCOUNT.PING.CONNZ` with
     /// `{"subscriptions_detail":true,"filter_subject":"deliver.D"}`.
