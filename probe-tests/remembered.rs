@@ -10,28 +10,6 @@ use crate::subscription::Replicas;
 use std::path::Path;
 use std::time::Duration;
 
-fn setup(r: &Replicas, url: &str) {
-    Peer::setup(
-        Some(&r.pods[0]),
-        &[
-            "-url",
-            url,
-            "-stream",
-            "S",
-            "-subjects",
-            "s.>",
-            "-durable",
-            "D",
-            "-deliver-subject",
-            "deliver.D",
-            "-deliver-group",
-            "D",
-            "-ack-wait",
-            "1s",
-        ],
-    );
-}
-
 /// A replica in a deliver group that reconnects at once, forever.
 fn replica(ns: &NetNs, url: &str) -> Peer {
     let mut p = Peer::spawn(
@@ -98,7 +76,7 @@ fn a_replaced_connection_is_matched_again() {
     let r = Replicas::new();
     let _server = NatsServer::start(Some(&r.nats), Version::Pinned, "0.0.0.0", 4222);
     let url = format!("nats://{}:4222", r.gateways[0]);
-    setup(&r, &url);
+    r.deliver_group(&url, "1");
     let mut app = replica(&r.pods[0], &url);
     let base = [
         "--server",
@@ -180,7 +158,7 @@ fn a_large_account_is_trusted_longer() {
     let r = Replicas::new();
     let _server = NatsServer::start(Some(&r.nats), Version::Pinned, "0.0.0.0", 4222);
     let url = format!("nats://{}:4222", r.gateways[0]);
-    setup(&r, &url);
+    r.deliver_group(&url, "1");
     let mut others = Peer::spawn(Some(&r.nats), &["many", "-url", &url, "-n", "2600"]);
     others.wait_for("ready", Duration::from_secs(60));
     let _app = replica(&r.pods[0], &url);
@@ -234,7 +212,7 @@ fn a_restarted_server_is_matched_again() {
         .iter()
         .map(|g| format!("nats://{g}:4222"))
         .collect();
-    setup(&r, &urls[0]);
+    r.deliver_group(&urls[0], "1");
     let mut apps = [replica(&r.pods[0], &urls[0]), replica(&r.pods[1], &urls[1])];
     let json = |i: usize| {
         r.check_with_defaults(
@@ -297,7 +275,7 @@ fn a_cid_that_is_now_another_connections() {
         .iter()
         .map(|g| format!("nats://{g}:4222"))
         .collect();
-    setup(&r, &urls[0]);
+    r.deliver_group(&urls[0], "1");
     let mut deaf = replica(&r.pods[0], &urls[0]);
     let _live = replica(&r.pods[1], &urls[1]);
     let check = |i: usize, extra: &[&str]| {
@@ -355,7 +333,7 @@ fn the_consumers_are_asked_every_sample_and_after_any_fault() {
     let r = Replicas::new();
     let _server = NatsServer::start(Some(&r.nats), Version::Pinned, "0.0.0.0", 4222);
     let url = format!("nats://{}:4222", r.gateways[0]);
-    setup(&r, &url);
+    r.deliver_group(&url, "1");
     let mut app = replica(&r.pods[0], &url);
     let check = |every: &str| {
         r.check_with_defaults(

@@ -34,6 +34,32 @@ impl Replicas {
         }
     }
 
+    /// Stream `S` (`s.>`, `replicas` copies) and its push consumer `S/D` delivering to
+    /// `deliver.D` in deliver group `D`, `ack_wait` 1 s, made from pod 0 through `url`.
+    pub(crate) fn deliver_group(&self, url: &str, replicas: &str) {
+        Peer::setup(
+            Some(&self.pods[0]),
+            &[
+                "-url",
+                url,
+                "-stream",
+                "S",
+                "-subjects",
+                "s.>",
+                "-replicas",
+                replicas,
+                "-durable",
+                "D",
+                "-deliver-subject",
+                "deliver.D",
+                "-deliver-group",
+                "D",
+                "-ack-wait",
+                "1s",
+            ],
+        );
+    }
+
     /// `natsprobe check ARGS` in pod `i`, its own state dir.
     pub(crate) fn check(&self, i: usize, args: &[&str]) -> Run {
         let state = self.state.path().join(i.to_string());
@@ -85,25 +111,7 @@ fn the_deaf_replica_of_a_deliver_group() {
         .iter()
         .map(|g| format!("nats://{g}:4222"))
         .collect();
-    Peer::setup(
-        Some(&r.pods[0]),
-        &[
-            "-url",
-            &urls[0],
-            "-stream",
-            "S",
-            "-subjects",
-            "s.>",
-            "-durable",
-            "D",
-            "-deliver-subject",
-            "deliver.D",
-            "-deliver-group",
-            "D",
-            "-ack-wait",
-            "1s",
-        ],
-    );
+    r.deliver_group(&urls[0], "1");
     let mut deaf = consume(&r.pods[0], &urls[0]);
     let _live = consume(&r.pods[1], &urls[1]);
     let args = |i: usize| {
@@ -259,27 +267,7 @@ fn the_deaf_replica_on_a_cluster() {
             .collect::<Vec<_>>()
             .join(",")
     };
-    Peer::setup(
-        Some(&r.pods[0]),
-        &[
-            "-url",
-            &node(0, 4222),
-            "-stream",
-            "S",
-            "-subjects",
-            "s.>",
-            "-replicas",
-            "3",
-            "-durable",
-            "D",
-            "-deliver-subject",
-            "deliver.D",
-            "-deliver-group",
-            "D",
-            "-ack-wait",
-            "1s",
-        ],
-    );
+    r.deliver_group(&node(0, 4222), "3");
     let mut deaf = consume(&r.pods[0], &node(0, 4222));
     let _live = consume(&r.pods[1], &node(1, 4223));
     let check = |i: usize| {

@@ -53,6 +53,7 @@ const PING_CONNZ: &str = "$SYS.REQ.ACCOUNT.PING.CONNZ";
 const PING_STATZ: &str = "$SYS.REQ.ACCOUNT.PING.STATZ";
 /// How long to wait for one more server's answer after the last.
 const QUIET: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The account's connections holding a subscription on each wanted subject; then, if this
 /// pod's (`ours`, as the server would see them) are not among them, the whole list.
 pub async fn from_account(
