@@ -123,8 +123,16 @@ pub enum Unknown {
     Deadline,
     /// The request went out and JetStream did not answer in time.
     JetStreamTimeout,
-    /// No responders: JetStream is off for this account, or not ready.
+    /// No responders on the JetStream API: no JetStream in the domain asked (a wrong
+    /// `--js-domain` or prefix, a server without JetStream, a leaf node's link to its hub down).
     NoResponders,
+    /// 10039: JetStream is not enabled for the probe's account.
+    JetStreamNotEnabled,
+    /// No responders on the account's connection report: no system account.
+    NoSystemAccount,
+    /// The server refused the probe's subscription to its reply inbox (`_INBOX.>`): no
+    /// request can be answered. The subject refused.
+    InboxDenied(String),
     /// 10008: JetStream temporarily unavailable (an election).
     TemporarilyUnavailable,
     /// A listing named it among those it could not report (in a cluster: its leader did not
@@ -136,23 +144,34 @@ pub enum Unknown {
     /// The pod's connection may be on a server whose connection list cannot be had from
     /// here (a leaf node, behind the server asked): why.
     OutOfSight(String),
+    /// The pod's connection is not in the lists of the servers that answered in time: a
+    /// server holding it answered late or not at all. No evidence either way: why.
+    NotListed(String),
+    /// Earlier lookups of the pod's connection went unanswered; the next is not due yet (the
+    /// server is not asked again before then).
+    Waiting(std::time::Duration),
     /// Anything else: an unexpected API error or answer.
     Failed(String),
 }
 
 impl Unknown {
-    /// A word for scripts (the JSON `not_judged` field).
+    /// A word for scripts (the JSON `not_judged` field). The words predate the finer causes
+    /// (`rules::cause::Cause::as_str`, the JSON `cannot_judge.cause`), which a script that
+    /// needs them reads instead; these stay as they were.
     pub fn kind(&self) -> &'static str {
         match self {
-            Unknown::Unreachable(_) => "unreachable",
-            Unknown::Credentials | Unknown::NotPermitted(_) => "not_permitted",
-            Unknown::Deadline | Unknown::JetStreamTimeout => "timeout",
-            Unknown::NoResponders | Unknown::TemporarilyUnavailable | Unknown::NotReported => {
-                "jetstream_unavailable"
+            Unknown::Unreachable(_) | Unknown::NoSystemAccount => "unreachable",
+            Unknown::Credentials | Unknown::NotPermitted(_) | Unknown::InboxDenied(_) => {
+                "not_permitted"
             }
+            Unknown::Deadline | Unknown::JetStreamTimeout | Unknown::Waiting(_) => "timeout",
+            Unknown::NoResponders
+            | Unknown::JetStreamNotEnabled
+            | Unknown::TemporarilyUnavailable
+            | Unknown::NotReported => "jetstream_unavailable",
             Unknown::Failed(_) => "failed",
             Unknown::CannotMatch(_) => "cannot_match",
-            Unknown::OutOfSight(_) => "cannot_see",
+            Unknown::OutOfSight(_) | Unknown::NotListed(_) => "cannot_see",
         }
     }
 }
@@ -170,8 +189,30 @@ impl fmt::Display for Unknown {
             ),
             Unknown::Deadline => f.write_str("no answer before the deadline"),
             Unknown::JetStreamTimeout => f.write_str("JetStream did not answer before the deadline"),
-            Unknown::NoResponders => {
-                f.write_str("JetStream is not answering (no responders: disabled, or not ready)")
+            Unknown::NoResponders => f.write_str(
+                "no JetStream answers in the domain asked (no responders on its API)",
+            ),
+            Unknown::JetStreamNotEnabled => {
+                f.write_str("JetStream is not enabled for the probe's account (10039)")
+            }
+            Unknown::NoSystemAccount => f.write_str(
+                "no server answers the account's connection report (no responders: the server has no system account)",
+            ),
+            Unknown::InboxDenied(subject) => write!(
+                f,
+                "not permitted: the server refused the probe's subscription to {subject}, where answers arrive"
+            ),
+            Unknown::NotListed(why) => write!(f, "the pod's connection is not listed: {why}"),
+            Unknown::Waiting(next) => {
+                let s = next.as_secs();
+                let when = match s >= 60 && s % 60 == 0 {
+                    true => format!("{}m", s / 60),
+                    false => format!("{s}s"),
+                };
+                write!(
+                    f,
+                    "the server did not answer the last lookups in time; asking again in {when}"
+                )
             }
             Unknown::TemporarilyUnavailable => {
                 f.write_str("JetStream temporarily unavailable (10008)")
@@ -344,6 +385,24 @@ pub struct Remembered {
     pub account_connections: u64,
 }
 
+/// Asks of the server about a subscription's connection (a lookup by cid, or a match) that
+/// went unanswered run after run: a server that answers late is asked less often, not more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unanswered {
+    /// How many in a row.
+    pub count: u32,
+    /// Local clock, ms since the epoch: the last of them.
+    pub last_ms: i64,
+}
+
+/// What the state dir keeps for one wanted subscription: the pod's connection at the server
+/// once matched, and the asks that went unanswered since the last answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SubscriptionMemo {
+    pub connection: Option<Remembered>,
+    pub unanswered: Option<Unanswered>,
+}
+
 /// One server's answer to a lookup by cid: the connection with that cid, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookedUp {
@@ -365,11 +424,12 @@ pub struct Connz {
     pub probe_seen_as: Option<std::net::SocketAddr>,
     /// How many servers answered.
     pub servers: usize,
-    /// Why this pod's connection may be on a server whose list is not here: a leaf node that
-    /// an answering server names did not answer, or the monitoring port's server has leaf
-    /// nodes. Then a connection absent from the list is no evidence.
+    /// Why this pod's connection may be on a server whose list can never be had from here:
+    /// the monitoring port's server has leaf nodes, whose clients its `/connz` does not list.
+    /// Then a connection absent from the list is no evidence.
     pub out_of_sight: Option<String>,
     /// Why the lists may lack this pod's connection or its subscriptions: a server holding
-    /// the account's connections did not answer in time. Then absence is no evidence.
+    /// the account's connections, or a leaf node, did not answer in time. Then absence is no
+    /// evidence.
     pub incomplete: Option<String>,
 }

@@ -19,6 +19,7 @@ impl ApiError {
     pub const STREAM_NOT_FOUND: u32 = 10059;
     pub const CONSUMER_NOT_FOUND: u32 = 10014;
     pub const TEMPORARILY_UNAVAILABLE: u32 = 10008;
+    pub const NOT_ENABLED_FOR_ACCOUNT: u32 = 10039;
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -102,6 +102,13 @@ impl Session {
         self.denied.refused(subject)
     }
 
+    /// Waits until the server refuses `subject`, or the reply inbox (never, if it does not),
+    /// and says why.
+    pub async fn refusal(&self, subject: &str) -> Unknown {
+        self.denied.wait_for(subject).await;
+        self.denied.why(subject)
+    }
+
     /// Sends every request (subject, body) at once and waits for each answer until
     /// `deadline`; answers come back in the requests' order.
     pub async fn ask_all(
@@ -209,7 +216,7 @@ async fn ask(
         },
         // The server answers a request the user may not send with an error on the
         // connection, never on the request: without this it would wait for the deadline.
-        () = denied.wait_for(&subject) => Err(Unknown::NotPermitted(subject)),
+        () = denied.wait_for(&subject) => Err(denied.why(&subject)),
     }
 }
 
@@ -240,6 +247,15 @@ impl Denied {
     fn refused(&self, subject: &str) -> bool {
         let subjects = self.subjects.lock().unwrap_or_else(|e| e.into_inner());
         subjects.iter().any(|s| s == subject)
+    }
+
+    /// Why a request on `subject` was refused: its reply inbox, or the subject itself.
+    fn why(&self, subject: &str) -> Unknown {
+        let subjects = self.subjects.lock().unwrap_or_else(|e| e.into_inner());
+        match subjects.iter().find(|s| s.starts_with("_INBOX.")) {
+            Some(inbox) => Unknown::InboxDenied(inbox.clone()),
+            None => Unknown::NotPermitted(subject.to_string()),
+        }
     }
 
     async fn wait_for(&self, subject: &str) {
@@ -399,6 +415,10 @@ pub(crate) fn classify(e: ParseError) -> Observed {
             err_code: ApiError::TEMPORARILY_UNAVAILABLE,
             ..
         }) => Observed::NotJudged(Unknown::TemporarilyUnavailable),
+        ParseError::Api(ApiError {
+            err_code: ApiError::NOT_ENABLED_FOR_ACCOUNT,
+            ..
+        }) => Observed::NotJudged(Unknown::JetStreamNotEnabled),
         other => Observed::NotJudged(Unknown::Failed(other.to_string())),
     }
 }
@@ -439,8 +459,12 @@ mod tests {
             classify(api(10008)),
             Observed::NotJudged(Unknown::TemporarilyUnavailable)
         );
-        assert!(matches!(
+        assert_eq!(
             classify(api(10039)),
+            Observed::NotJudged(Unknown::JetStreamNotEnabled)
+        );
+        assert!(matches!(
+            classify(api(10003)),
             Observed::NotJudged(Unknown::Failed(_))
         ));
     }

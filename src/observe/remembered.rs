@@ -7,15 +7,16 @@
 //! remembered", which costs one full look, never a verdict.
 
 use super::state::{Key, Of, StateDir};
-use crate::facts::{ConsumerName, Remembered, ServerIdent, Wanted};
+use crate::facts::{ConsumerName, Remembered, ServerIdent, SubscriptionMemo, Unanswered, Wanted};
 use crate::rules::remembered::LastLook;
 use serde::{Deserialize, Serialize};
 use std::fs::{self};
 use std::io;
 use std::net::SocketAddr;
 
-/// 2: keys built by `state::Of::key` (version 1 files are nothing remembered).
-const VERSION: u32 = 2;
+/// 3: a subscription's file keeps its unanswered asks, with or without a connection
+/// (older files are nothing remembered: one full look or match after an upgrade).
+const VERSION: u32 = 3;
 
 #[derive(Serialize, Deserialize)]
 struct StoredWanted {
@@ -39,13 +40,19 @@ struct LookFile {
 struct SubscriptionFile {
     version: u32,
     key: Key,
+    connection: Option<StoredConnection>,
+    /// Asks that went unanswered in a row, and when the last was.
+    unanswered: Option<(u32, i64)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredConnection {
     server_name: String,
     server_id: String,
     cid: u64,
     local: SocketAddr,
     inode: u64,
     held_at_ms: Option<i64>,
-    #[serde(default)]
     account_connections: u64,
 }
 
@@ -109,54 +116,67 @@ pub fn store_look(
     )
 }
 
-/// How `wanted`'s connection was known at the server, if it is remembered.
-pub fn load_subscription(dir: &StateDir, server: &str, wanted: &Wanted) -> Option<Remembered> {
+/// What is kept for `wanted`: how its connection was known at the server, and the asks
+/// that went unanswered since (nothing kept: the default).
+pub fn load_subscription(dir: &StateDir, server: &str, wanted: &Wanted) -> SubscriptionMemo {
     let key = Of::Subscription(wanted).key(server);
     let path = dir.named("subscription", &key);
-    let f: SubscriptionFile = serde_json::from_slice(&dir.read_small(&path)?).ok()?;
-    if f.version != VERSION || f.key != key {
-        return None;
+    let Some(f) = dir
+        .read_small(&path)
+        .and_then(|text| serde_json::from_slice::<SubscriptionFile>(&text).ok())
+        .filter(|f| f.version == VERSION && f.key == key)
+    else {
+        return SubscriptionMemo::default();
+    };
+    SubscriptionMemo {
+        connection: f.connection.map(|c| Remembered {
+            server: ServerIdent {
+                name: c.server_name,
+                id: c.server_id,
+            },
+            cid: c.cid,
+            local: c.local,
+            inode: c.inode,
+            held_at_ms: c.held_at_ms,
+            account_connections: c.account_connections,
+        }),
+        unanswered: f
+            .unanswered
+            .map(|(count, last_ms)| Unanswered { count, last_ms }),
     }
-    Some(Remembered {
-        server: ServerIdent {
-            name: f.server_name,
-            id: f.server_id,
-        },
-        cid: f.cid,
-        local: f.local,
-        inode: f.inode,
-        held_at_ms: f.held_at_ms,
-        account_connections: f.account_connections,
-    })
 }
 
-/// Remembers `memo` for `wanted`, or forgets it (None): the next run matches by address.
+/// Keeps `memo` for `wanted`; an empty one removes the file (the next run matches by
+/// address).
 pub fn store_subscription(
     dir: &StateDir,
     server: &str,
     wanted: &Wanted,
-    memo: Option<&Remembered>,
+    memo: &SubscriptionMemo,
 ) -> Result<(), String> {
     let key = Of::Subscription(wanted).key(server);
     let path = dir.named("subscription", &key);
-    let Some(m) = memo else {
+    if *memo == SubscriptionMemo::default() {
         return match fs::remove_file(&path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
                 Err(format!("cannot remove {}: {e}", path.display()))
             }
             _ => Ok(()),
         };
-    };
+    }
     let file = SubscriptionFile {
         version: VERSION,
         key,
-        server_name: m.server.name.clone(),
-        server_id: m.server.id.clone(),
-        cid: m.cid,
-        local: m.local,
-        inode: m.inode,
-        held_at_ms: m.held_at_ms,
-        account_connections: m.account_connections,
+        connection: memo.connection.as_ref().map(|m| StoredConnection {
+            server_name: m.server.name.clone(),
+            server_id: m.server.id.clone(),
+            cid: m.cid,
+            local: m.local,
+            inode: m.inode,
+            held_at_ms: m.held_at_ms,
+            account_connections: m.account_connections,
+        }),
+        unanswered: memo.unanswered.map(|u| (u.count, u.last_ms)),
     };
     dir.replace(
         &path,
@@ -195,31 +215,44 @@ mod tests {
             held_at_ms: Some(5),
             account_connections: 10_000,
         };
-        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), None);
-        store_subscription(&dir, "nats://a:4222", &wanted("x"), Some(&memo)).unwrap();
-        assert_eq!(
-            load_subscription(&dir, "nats://a:4222", &wanted("x")),
-            Some(memo.clone())
-        );
-        assert_eq!(load_subscription(&dir, "nats://b:4222", &wanted("x")), None);
-        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("y")), None);
+        let none = SubscriptionMemo::default();
+        let memo = SubscriptionMemo {
+            connection: Some(memo),
+            unanswered: None,
+        };
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), none);
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), &memo).unwrap();
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), memo);
+        // Unanswered asks are kept, with a connection or without one.
+        let waiting = SubscriptionMemo {
+            connection: None,
+            unanswered: Some(Unanswered {
+                count: 2,
+                last_ms: 7,
+            }),
+        };
+        store_subscription(&dir, "nats://a:4222", &wanted("w"), &waiting).unwrap();
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("w")), waiting);
+        assert_eq!(load_subscription(&dir, "nats://b:4222", &wanted("x")), none);
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("y")), none);
         // A file holding another key is nothing remembered.
         let file =
             |w: &Wanted| dir.named("subscription", &Of::Subscription(w).key("nats://a:4222"));
         let (a, b) = (file(&wanted("x")), file(&wanted("z")));
         fs::copy(&a, &b).unwrap();
-        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("z")), None);
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("z")), none);
         // A symlink is not followed; garbage is nothing.
         fs::remove_file(&b).unwrap();
         std::os::unix::fs::symlink(&a, &b).unwrap();
-        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("z")), None);
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("z")), none);
         fs::write(&a, b"{\"version\":").unwrap();
-        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), None);
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), none);
         // Forgotten.
-        store_subscription(&dir, "nats://a:4222", &wanted("x"), Some(&memo)).unwrap();
-        store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
-        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), None);
-        store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), &memo).unwrap();
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), &none).unwrap();
+        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), none);
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), &SubscriptionMemo::default())
+            .unwrap();
     }
 
     /// A temporary file a killed run left is removed once it is a minute old; a fresh one,
@@ -246,7 +279,8 @@ mod tests {
                 .set_modified(old)
                 .unwrap();
         }
-        store_subscription(&dir, "nats://a:4222", &wanted("x"), None).unwrap();
+        store_subscription(&dir, "nats://a:4222", &wanted("x"), &SubscriptionMemo::default())
+            .unwrap();
         assert!(stale.exists(), "nothing written, nothing swept");
         let look = LastLook {
             at_ms: 1,

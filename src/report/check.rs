@@ -373,6 +373,9 @@ pub struct StandingJson {
     pub window_ms: u64,
     /// A configuration error now (exit 2).
     pub error: bool,
+    /// The check was judged before with this configuration on these servers: a cause of the
+    /// configuration is then NATS changing under it, never an error.
+    pub judged_before: bool,
 }
 
 fn standing_json(s: Standing) -> StandingJson {
@@ -380,8 +383,9 @@ fn standing_json(s: Standing) -> StandingJson {
         cause: s.cause.as_str(),
         class: match s.class {
             Class::Transient => "transient",
-            Class::ConfigurationAtOnce | Class::ConfigurationIfItPersists => "configuration",
+            Class::ConfigurationIfNeverJudged | Class::ConfigurationIfItPersists => "configuration",
         },
+        judged_before: s.judged_before,
         lasted_ms: millis(s.lasted),
         window_ms: millis(s.window),
         error: s.is_configuration_error(),

@@ -45,6 +45,7 @@ pub fn found_phrase(f: Found) -> String {
         ),
         Found::LookedUp { cid } => format!("asked for this pod's connection alone (cid {cid})"),
         Found::Matched(why) => format!("matched by address ({})", rematch_phrase(why)),
+        Found::Waited => "not asked: the last asks went unanswered, and the next is not due".into(),
     }
 }
 
@@ -54,6 +55,7 @@ pub fn found_word(f: Found) -> &'static str {
         Found::Trusted { .. } => "trusted",
         Found::LookedUp { .. } => "looked_up",
         Found::Matched(_) => "matched",
+        Found::Waited => "waited",
     }
 }
 
@@ -70,13 +72,11 @@ fn rematch_phrase(r: Rematch) -> String {
     match r {
         Rematch::FirstTime => "no connection remembered".into(),
         Rematch::SocketChanged => "the remembered socket is gone".into(),
-        Rematch::ServerNotAnswering => "the remembered server did not answer by name".into(),
         Rematch::ServerRestarted => "the server restarted: its cids start again".into(),
         Rematch::Closed => "the server has no connection with the remembered cid".into(),
         Rematch::AnotherConnection(addr) => {
             format!("the remembered cid is now another connection's, from {addr}")
         }
-        Rematch::LookupFailed => "the lookup by cid failed".into(),
     }
 }
 

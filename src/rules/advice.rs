@@ -43,9 +43,10 @@ pub enum Advice {
         wanted: Wanted,
         consumer: Option<ConsumerName>,
     },
-    /// Something could not be judged: what, and why.
+    /// Something could not be judged: what (a consumer, or a subscription), and why.
     NotJudged {
         what: String,
+        consumer: bool,
         why: Unknown,
     },
 }
@@ -110,6 +111,7 @@ pub fn advise(
             }),
             Outcome::NotJudged(why) => advice.push(Advice::NotJudged {
                 what: format!("consumer {name}"),
+                consumer: true,
                 why: why.clone(),
             }),
         }
@@ -123,6 +125,7 @@ pub fn advise(
             }),
             Held::NotJudged(why) => advice.push(Advice::NotJudged {
                 what: format!("subscription {}", s.wanted),
+                consumer: false,
                 why: why.clone(),
             }),
         }
@@ -321,6 +324,7 @@ mod tests {
                 Advice::ConsumerMissing(d.clone()),
                 Advice::NotJudged {
                     what: "consumer S/e".into(),
+                    consumer: true,
                     why: Unknown::Credentials
                 },
                 Advice::Deaf {

@@ -1,12 +1,23 @@
-//! Why a requested check could not run, and what that means: "cannot judge now" (the server
-//! down, a timeout, an election: it passes, and the next run judges) or "can never judge as
-//! configured" (refused credentials, a user not permitted to ask, NAT between the pod and the
-//! server, runs further apart than the window, no place to keep samples). The kubelet shows a
-//! probe's output only when it fails, so a check that passes because it cannot look would be
-//! invisible for ever: the configuration's causes become a configuration error (exit 2), at
-//! once when certain, else once seen for longer than the window, so a credentials rotation or
-//! one late run restarts nothing. One table (`class`), mirrored in the README. Never latched:
-//! a run without the cause clears it.
+//! Why a requested check could not run, and what that means for the exit code. The kubelet
+//! restarts a pod on any non-zero exit (2 and 3 as well as 1), so on the check path a cause
+//! may make the exit non-zero only if no state of NATS can produce it: down, slow, electing,
+//! its auth service or account resolver down, a server restarted, a route or leaf link lost.
+//! One table (`class`), mirrored in the README and SECURITY.md (both tested against it):
+//!
+//! - **Transient**: NATS produces it, and nothing tells a configuration apart (the server
+//!   down, a timeout, an election, a server that answered late). Not judged, exit 0.
+//! - **If never judged**: a configuration that never worked and NATS changing under one that
+//!   did look the same (a refused login is wrong credentials, or an auth callout service that
+//!   is down; "no responders" is a wrong `--js-domain`, or a leaf node's link to its hub
+//!   down). A check already judged with this configuration on these servers treats it as
+//!   transient: named in the line, `-v`, `diagnose` and JSON with its fix, never a restart.
+//!   One never judged is a deploy mistake: exit 2 once it has lasted longer than the window
+//!   (and `--startup` fails at once until it is judged).
+//! - **If it persists**: the pod's own, never NATS's (its runs' cadence, a /proc it may not
+//!   read, no room for samples): exit 2 once it has lasted longer than the window, so one
+//!   late run restarts nothing.
+//!
+//! Never latched: a run without the cause clears it.
 
 use crate::facts::{Persisting, Unknown};
 use std::time::Duration;
@@ -18,15 +29,25 @@ pub enum Cause {
     Unreachable,
     /// Nothing came back in time.
     Timeout,
-    /// JetStream not answering, temporarily unavailable (an election), or a leader that did
-    /// not answer a listing.
+    /// JetStream temporarily unavailable (an election), or a leader that did not answer a
+    /// listing.
     JetStreamUnavailable,
+    /// The pod's connection is not in the lists of the servers that answered in time.
+    NotListed,
     /// An unexpected answer.
     Failed,
-    /// The server refused the probe's credentials.
+    /// The server refused the probe's credentials (or its auth service is down).
     Credentials,
     /// The probe's user may not ask.
     NotPermitted,
+    /// The probe's user may not receive answers (`_INBOX.>`).
+    InboxDenied,
+    /// No JetStream answers in the domain asked.
+    NoJetStream,
+    /// JetStream is not enabled for the probe's account (10039).
+    JetStreamNotEnabled,
+    /// No server answers the account's connection report: no system account.
+    NoSystemAccount,
     /// The server does not see the pod's address (NAT, a proxy, a sidecar).
     CannotMatch,
     /// The pod's connection is on a server the one asked cannot see (a leaf node).
@@ -36,7 +57,7 @@ pub enum Cause {
     /// A stall is due but the client's start time cannot be read (the probe may not read
     /// the app's /proc entries: another user), so it is never declared.
     ClientAgeUnreadable,
-    /// No directory where the samples can be kept.
+    /// The samples cannot be kept: no place with room.
     NoStateDir,
 }
 
@@ -45,26 +66,63 @@ pub enum Cause {
 pub enum Class {
     /// Cannot judge now: not judged, exit 0 (or `--when-server-down fail`'s 1).
     Transient,
-    /// A property of the configuration, certain on one run: exit 2 at once.
-    ConfigurationAtOnce,
-    /// A property of the configuration, or a passing event that looks the same (a
-    /// credentials rotation, one late run): exit 2 once it has lasted longer than the window.
+    /// A configuration that never worked, or NATS changing under one that did: exit 2 only
+    /// while the check has never been judged, once it has lasted longer than the window.
+    ConfigurationIfNeverJudged,
+    /// The pod's own, never NATS's: exit 2 once it has lasted longer than the window.
     ConfigurationIfItPersists,
 }
+
+impl Class {
+    /// The word the README's table and the JSON `cannot_judge.class` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Transient => "transient",
+            Class::ConfigurationIfNeverJudged => "configuration if never judged",
+            Class::ConfigurationIfItPersists => "configuration if it persists",
+        }
+    }
+}
+
+/// Every cause, in the README's order.
+pub const ALL: [Cause; 16] = [
+    Cause::Unreachable,
+    Cause::Timeout,
+    Cause::JetStreamUnavailable,
+    Cause::NotListed,
+    Cause::Failed,
+    Cause::Credentials,
+    Cause::NotPermitted,
+    Cause::InboxDenied,
+    Cause::NoJetStream,
+    Cause::JetStreamNotEnabled,
+    Cause::NoSystemAccount,
+    Cause::CannotMatch,
+    Cause::CannotSee,
+    Cause::TooFarApart,
+    Cause::ClientAgeUnreadable,
+    Cause::NoStateDir,
+];
 
 /// The table: every cause's class.
 pub fn class(cause: Cause) -> Class {
     match cause {
-        Cause::Unreachable | Cause::Timeout | Cause::JetStreamUnavailable | Cause::Failed => {
-            Class::Transient
-        }
+        Cause::Unreachable
+        | Cause::Timeout
+        | Cause::JetStreamUnavailable
+        | Cause::NotListed
+        | Cause::Failed => Class::Transient,
         Cause::Credentials
         | Cause::NotPermitted
+        | Cause::InboxDenied
+        | Cause::NoJetStream
+        | Cause::JetStreamNotEnabled
+        | Cause::NoSystemAccount
         | Cause::CannotMatch
-        | Cause::CannotSee
-        | Cause::TooFarApart
-        | Cause::ClientAgeUnreadable => Class::ConfigurationIfItPersists,
-        Cause::NoStateDir => Class::ConfigurationAtOnce,
+        | Cause::CannotSee => Class::ConfigurationIfNeverJudged,
+        Cause::TooFarApart | Cause::ClientAgeUnreadable | Cause::NoStateDir => {
+            Class::ConfigurationIfItPersists
+        }
     }
 }
 
@@ -72,13 +130,16 @@ impl Cause {
     pub fn of(why: &Unknown) -> Cause {
         match why {
             Unknown::Unreachable(_) => Cause::Unreachable,
-            Unknown::Deadline | Unknown::JetStreamTimeout => Cause::Timeout,
-            Unknown::NoResponders | Unknown::TemporarilyUnavailable | Unknown::NotReported => {
-                Cause::JetStreamUnavailable
-            }
+            Unknown::Deadline | Unknown::JetStreamTimeout | Unknown::Waiting(_) => Cause::Timeout,
+            Unknown::TemporarilyUnavailable | Unknown::NotReported => Cause::JetStreamUnavailable,
+            Unknown::NotListed(_) => Cause::NotListed,
             Unknown::Failed(_) => Cause::Failed,
             Unknown::Credentials => Cause::Credentials,
             Unknown::NotPermitted(_) => Cause::NotPermitted,
+            Unknown::InboxDenied(_) => Cause::InboxDenied,
+            Unknown::NoResponders => Cause::NoJetStream,
+            Unknown::JetStreamNotEnabled => Cause::JetStreamNotEnabled,
+            Unknown::NoSystemAccount => Cause::NoSystemAccount,
             Unknown::CannotMatch(_) => Cause::CannotMatch,
             Unknown::OutOfSight(_) => Cause::CannotSee,
         }
@@ -90,9 +151,14 @@ impl Cause {
             Cause::Unreachable => "unreachable",
             Cause::Timeout => "timeout",
             Cause::JetStreamUnavailable => "jetstream_unavailable",
+            Cause::NotListed => "not_listed",
             Cause::Failed => "failed",
             Cause::Credentials => "credentials",
             Cause::NotPermitted => "not_permitted",
+            Cause::InboxDenied => "inbox_denied",
+            Cause::NoJetStream => "no_jetstream",
+            Cause::JetStreamNotEnabled => "jetstream_not_enabled",
+            Cause::NoSystemAccount => "no_system_account",
             Cause::CannotMatch => "cannot_match",
             Cause::CannotSee => "cannot_see",
             Cause::TooFarApart => "too_far_apart",
@@ -110,6 +176,8 @@ pub struct Standing {
     /// How long it has been seen, run after run (zero on the first).
     pub lasted: Duration,
     pub window: Duration,
+    /// The check was judged before, with this configuration on these servers.
+    pub judged_before: bool,
 }
 
 impl Standing {
@@ -117,49 +185,97 @@ impl Standing {
     pub fn is_configuration_error(&self) -> bool {
         match self.class {
             Class::Transient => false,
-            Class::ConfigurationAtOnce => true,
+            Class::ConfigurationIfNeverJudged => !self.judged_before && self.lasted > self.window,
             Class::ConfigurationIfItPersists => self.lasted > self.window,
+        }
+    }
+
+    /// Whether it can become a configuration error if it lasts: what the words warn of.
+    pub fn may_become_an_error(&self) -> bool {
+        Seen::new(self.cause, self.judged_before).kept()
+    }
+}
+
+/// This run's cause, and what the rules need to weigh it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    pub cause: Cause,
+    /// The check was judged before, with this configuration on these servers (a sample or a
+    /// remembered connection in the state dir says so).
+    pub judged_before: bool,
+    /// Runs too far apart: how far apart this run is from the last look.
+    pub apart: Option<Duration>,
+}
+
+impl Seen {
+    pub fn new(cause: Cause, judged_before: bool) -> Seen {
+        Seen {
+            cause,
+            judged_before,
+            apart: None,
+        }
+    }
+
+    /// Whether it may still become an error, so its start is kept between runs (and the
+    /// start kept by the last run is worth reading).
+    pub fn kept(&self) -> bool {
+        match class(self.cause) {
+            Class::Transient => false,
+            Class::ConfigurationIfNeverJudged => !self.judged_before,
+            Class::ConfigurationIfItPersists => true,
         }
     }
 }
 
-/// Carries a cause over from the previous run: `prev` is what was kept, `now` the cause of
-/// this run (None: the check ran). Returns what to keep for the next run (None: nothing,
-/// whatever was kept is cleared) and where this run stands. A cause is continuous while it is
-/// seen run after run, each no more than a window after the last (else it starts again);
-/// runs too far apart are by their nature a window apart, and count from the first of them.
+/// Carries a cause over from the previous run: `prev` is what was kept, `now` this run's
+/// cause (None: the check ran). Returns what to keep for the next run (None: nothing,
+/// whatever was kept is cleared) and where this run stands.
+///
+/// A cause is continuous while it is seen run after run, each no more than a window after
+/// the run that last saw it; else it starts again, so a cause left by a run long ago (a pod
+/// restarted, a probe killed) counts nothing. Runs too far apart are by their nature more
+/// than a window apart: they are continuous while the runs keep their cadence (each no more
+/// than twice as far from the last as the last was from the one before), so a steady
+/// `periodSeconds` longer than the window is found on its second run, and one late run after
+/// a long silence is a new start.
 pub fn carry(
     prev: Option<&Persisting>,
-    now: Option<Cause>,
+    now: Option<Seen>,
     now_ms: i64,
     window: Duration,
 ) -> (Option<Persisting>, Option<Standing>) {
-    let Some(cause) = now else {
+    let Some(seen) = now else {
         return (None, None);
     };
+    let cause = seen.cause;
     let class = class(cause);
     let window_ms = window.as_millis() as i64;
+    let continuous = |p: &Persisting| {
+        let since_last = now_ms - p.last_ms;
+        let cadence = match cause {
+            Cause::TooFarApart => p.apart_ms.map_or(window_ms, |a| window_ms.max(2 * a)),
+            _ => window_ms,
+        };
+        p.cause == cause.as_str() && p.since_ms <= now_ms && since_last <= cadence
+    };
     let since_ms = match prev {
-        Some(p)
-            if p.cause == cause.as_str()
-                && p.since_ms <= now_ms
-                && (cause == Cause::TooFarApart || now_ms - p.last_ms <= window_ms) =>
-        {
-            p.since_ms
-        }
+        Some(p) if continuous(p) => p.since_ms,
         _ => now_ms,
     };
-    let keep = (class == Class::ConfigurationIfItPersists).then(|| Persisting {
-        cause: cause.as_str().to_string(),
-        since_ms,
-        last_ms: now_ms,
-    });
     let standing = Standing {
         cause,
         class,
         lasted: Duration::from_millis((now_ms - since_ms).max(0) as u64),
         window,
+        judged_before: seen.judged_before,
     };
+    // Only what may still become an error needs its start kept.
+    let keep = seen.kept().then(|| Persisting {
+        cause: cause.as_str().to_string(),
+        since_ms,
+        last_ms: now_ms,
+        apart_ms: seen.apart.map(|a| a.as_millis() as i64),
+    });
     (keep, Some(standing))
 }
 
@@ -177,31 +293,43 @@ mod tests {
             (Cause::Unreachable, Transient),
             (Cause::Timeout, Transient),
             (Cause::JetStreamUnavailable, Transient),
+            (Cause::NotListed, Transient),
             (Cause::Failed, Transient),
-            (Cause::Credentials, ConfigurationIfItPersists),
-            (Cause::NotPermitted, ConfigurationIfItPersists),
-            (Cause::CannotMatch, ConfigurationIfItPersists),
-            (Cause::CannotSee, ConfigurationIfItPersists),
+            (Cause::Credentials, ConfigurationIfNeverJudged),
+            (Cause::NotPermitted, ConfigurationIfNeverJudged),
+            (Cause::InboxDenied, ConfigurationIfNeverJudged),
+            (Cause::NoJetStream, ConfigurationIfNeverJudged),
+            (Cause::JetStreamNotEnabled, ConfigurationIfNeverJudged),
+            (Cause::NoSystemAccount, ConfigurationIfNeverJudged),
+            (Cause::CannotMatch, ConfigurationIfNeverJudged),
+            (Cause::CannotSee, ConfigurationIfNeverJudged),
             (Cause::TooFarApart, ConfigurationIfItPersists),
             (Cause::ClientAgeUnreadable, ConfigurationIfItPersists),
-            (Cause::NoStateDir, ConfigurationAtOnce),
+            (Cause::NoStateDir, ConfigurationIfItPersists),
         ];
-        for (cause, expected) in table {
+        assert_eq!(table.len(), ALL.len());
+        for ((cause, expected), listed) in table.into_iter().zip(ALL) {
+            assert_eq!(cause, listed, "ALL in the table's order");
             assert_eq!(class(cause), expected, "{cause:?}");
         }
         let unknowns = [
             (Unknown::Unreachable("refused".into()), Cause::Unreachable),
             (Unknown::Deadline, Cause::Timeout),
             (Unknown::JetStreamTimeout, Cause::Timeout),
-            (Unknown::NoResponders, Cause::JetStreamUnavailable),
+            (Unknown::Waiting(Duration::from_secs(300)), Cause::Timeout),
             (Unknown::TemporarilyUnavailable, Cause::JetStreamUnavailable),
             (Unknown::NotReported, Cause::JetStreamUnavailable),
+            (Unknown::NotListed("late".into()), Cause::NotListed),
             (Unknown::Failed("odd".into()), Cause::Failed),
             (Unknown::Credentials, Cause::Credentials),
             (
                 Unknown::NotPermitted("$JS.API.>".into()),
                 Cause::NotPermitted,
             ),
+            (Unknown::InboxDenied("_INBOX.x.*".into()), Cause::InboxDenied),
+            (Unknown::NoResponders, Cause::NoJetStream),
+            (Unknown::JetStreamNotEnabled, Cause::JetStreamNotEnabled),
+            (Unknown::NoSystemAccount, Cause::NoSystemAccount),
             (Unknown::CannotMatch(None), Cause::CannotMatch),
             (Unknown::OutOfSight("leaf".into()), Cause::CannotSee),
         ];
@@ -210,17 +338,57 @@ mod tests {
         }
     }
 
+    /// The rule behind the table: a cause that some state of NATS can produce (down, slow,
+    /// electing, its auth service or resolver down, a link lost) never makes a check that
+    /// was judged before exit non-zero, however long it lasts.
+    #[test]
+    fn nothing_nats_does_fails_a_check_judged_before() {
+        let nats_can_produce = [
+            Cause::Unreachable,
+            Cause::Timeout,
+            Cause::JetStreamUnavailable,
+            Cause::NotListed,
+            Cause::Failed,
+            Cause::Credentials,
+            Cause::NotPermitted,
+            Cause::InboxDenied,
+            Cause::NoJetStream,
+            Cause::JetStreamNotEnabled,
+            Cause::NoSystemAccount,
+            Cause::CannotMatch,
+            Cause::CannotSee,
+        ];
+        for cause in nats_can_produce {
+            let mut kept = None;
+            for at in (0..=3600).step_by(10) {
+                let (k, s) = carry(
+                    kept.as_ref(),
+                    Some(Seen::new(cause, true)),
+                    at * 1000,
+                    W,
+                );
+                assert!(!s.unwrap().is_configuration_error(), "{cause:?} at {at}s");
+                kept = k;
+            }
+        }
+        // The pod's own are not NATS's: they may.
+        for cause in ALL {
+            let pods_own = class(cause) == Class::ConfigurationIfItPersists;
+            assert_eq!(pods_own, !nats_can_produce.contains(&cause), "{cause:?}");
+        }
+    }
+
     fn run(
         prev: Option<&Persisting>,
         now: Option<Cause>,
         at_s: i64,
     ) -> (Option<Persisting>, Option<Standing>) {
-        carry(prev, now, at_s * 1000, W)
+        carry(prev, now.map(|c| Seen::new(c, false)), at_s * 1000, W)
     }
 
     #[test]
-    fn a_persisting_cause_becomes_an_error_only_past_the_window() {
-        // Refused every 10 s: not judged for a minute, an error after it.
+    fn a_cause_never_judged_becomes_an_error_only_past_the_window() {
+        // Refused every 10 s from the first run: not judged for a minute, an error after it.
         let mut kept = None;
         for at in (0..=70).step_by(10) {
             let (k, s) = run(kept.as_ref(), Some(Cause::Credentials), at);
@@ -235,6 +403,14 @@ mod tests {
     }
 
     #[test]
+    fn a_check_judged_before_keeps_no_clock() {
+        let (kept, s) = carry(None, Some(Seen::new(Cause::Credentials, true)), 0, W);
+        assert_eq!(kept, None, "nothing to keep: it never becomes an error");
+        let s = s.unwrap();
+        assert!(!s.is_configuration_error() && !s.may_become_an_error());
+    }
+
+    #[test]
     fn a_rotation_or_a_gap_starts_the_clock_again() {
         // A refusal, then runs resume after longer than the window: a new start.
         let (kept, _) = run(None, Some(Cause::Credentials), 0);
@@ -246,33 +422,46 @@ mod tests {
         assert_eq!(s.unwrap().lasted, Duration::ZERO);
     }
 
+    fn apart(prev: Option<&Persisting>, at_s: i64, apart_s: u64) -> (Option<Persisting>, bool) {
+        let seen = Seen {
+            apart: Some(Duration::from_secs(apart_s)),
+            ..Seen::new(Cause::TooFarApart, true)
+        };
+        let (kept, s) = carry(prev, Some(seen), at_s * 1000, W);
+        (kept, s.unwrap().is_configuration_error())
+    }
+
     #[test]
-    fn runs_too_far_apart_count_from_the_first_late_one() {
+    fn runs_too_far_apart_count_while_they_keep_their_cadence() {
         // Every 90 s with a 60 s window: the first late run passes, the second is an error.
-        let (kept, s) = run(None, Some(Cause::TooFarApart), 90);
-        assert!(!s.unwrap().is_configuration_error());
-        let (_, s) = run(kept.as_ref(), Some(Cause::TooFarApart), 180);
-        assert!(s.unwrap().is_configuration_error());
+        let (kept, error) = apart(None, 90, 90);
+        assert!(!error);
+        let (_, error) = apart(kept.as_ref(), 180, 90);
+        assert!(error);
+        // Every 5 minutes: the same.
+        let (kept, _) = apart(None, 300, 300);
+        assert!(apart(kept.as_ref(), 600, 300).1);
         // One late run among timely ones: never.
-        let (kept, _) = run(None, Some(Cause::TooFarApart), 300);
+        let (kept, _) = apart(None, 300, 90);
         let (kept, s) = run(kept.as_ref(), None, 310);
         assert_eq!((kept, s), (None, None));
+        // A cause left long ago (a run killed, a pod stopped for an hour): the next late run
+        // is a new start, not an error.
+        let (kept, _) = apart(None, 90, 90);
+        let (kept, error) = apart(kept.as_ref(), 90 + 3600, 3600);
+        assert!(!error);
+        assert_eq!(kept.unwrap().since_ms, (90 + 3600) * 1000);
     }
 
     #[test]
     fn transient_causes_are_never_kept_and_never_errors() {
-        for cause in [
-            Cause::Unreachable,
-            Cause::Timeout,
-            Cause::JetStreamUnavailable,
-            Cause::Failed,
-        ] {
+        for cause in ALL
+            .into_iter()
+            .filter(|c| class(*c) == Class::Transient)
+        {
             let (kept, s) = run(None, Some(cause), 0);
             assert!(kept.is_none());
-            let s = s.unwrap();
-            assert!(!s.is_configuration_error());
+            assert!(!s.unwrap().is_configuration_error());
         }
-        let (_, s) = run(None, Some(Cause::NoStateDir), 0);
-        assert!(s.unwrap().is_configuration_error());
     }
 }

@@ -47,6 +47,9 @@ pub struct JudgedSubscription {
     pub standing: Option<Standing>,
     /// How this run found the pod's connection at the server; None when it never got that far.
     pub found: Option<Found>,
+    /// This pod's connection was found at the server by an earlier run, with this
+    /// configuration on these servers (a connection is remembered).
+    pub judged_before: bool,
 }
 
 impl JudgedSubscription {

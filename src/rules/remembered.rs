@@ -15,7 +15,8 @@
 
 use super::consumer::{Healthy, Outcome};
 use super::subscription::{holds, Held};
-use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection, Wanted};
+use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection};
+use crate::facts::{Unanswered, Unknown, Wanted};
 pub use crate::facts::{Due, Sampling};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -90,16 +91,12 @@ pub enum Rematch {
     /// The remembered socket is gone (a new connection, a new port, or the same port on a new
     /// socket).
     SocketChanged,
-    /// The remembered server did not answer the lookup (it is gone, renamed, or slow).
-    ServerNotAnswering,
     /// The server answering by that name has another id: it restarted, and its cids restarted.
     ServerRestarted,
     /// The server has no open connection with that cid.
     Closed,
     /// The server's connection with that cid comes from another address: not this pod's.
     AnotherConnection(SocketAddr),
-    /// The lookup itself failed.
-    LookupFailed,
 }
 
 /// How this run found the pod's connection at the server.
@@ -111,6 +108,8 @@ pub enum Found {
     LookedUp { cid: u64 },
     /// Matched by address in the server's connection list.
     Matched(Rematch),
+    /// Not asked: earlier asks went unanswered, and the next is not due.
+    Waited,
 }
 
 /// What to do first, before any lookup.
@@ -119,6 +118,8 @@ pub enum Plan {
     Trust { held_ago: Duration, trust: Trust },
     LookUp,
     Match(Rematch),
+    /// The last asks went unanswered: ask nothing until this much later (not judged).
+    Wait(Duration),
 }
 
 /// `--subscription-every`: a time, or `auto`.
@@ -172,28 +173,84 @@ pub fn trust_time(setting: TrustSetting, account_connections: u64, direct: bool)
     }
 }
 
-/// Trust, look up, or match again. `direct`: the remembered connection's lookup goes to the
-/// monitoring port.
+/// Trust, look up, or match again; or, after asks that went unanswered, wait. `direct`: the
+/// remembered connection's lookup goes to the monitoring port.
+///
+/// A connection seen holding the subscription within its trust time is trusted whatever
+/// came since. Otherwise, after `unanswered` asks in a row (a server that answered late, or
+/// not at all), the next waits `retry_after`; a connection matched before is then looked up
+/// by cid again, never matched afresh: a full match walks every connection of the account,
+/// and is only for a socket that changed, a server restarted or an answer that is another
+/// connection's.
 pub fn plan(
     memo: Option<&Remembered>,
+    unanswered: Option<&Unanswered>,
     ours: &[Socket],
     setting: TrustSetting,
     direct: bool,
     now_ms: i64,
 ) -> Plan {
-    let Some(m) = memo else {
-        return Plan::Match(Rematch::FirstTime);
-    };
-    if !ours.iter().any(|s| s.addr == m.local && s.inode == m.inode) {
-        return Plan::Match(Rematch::SocketChanged);
+    let same_socket = memo.filter(|m| ours.iter().any(|s| s.addr == m.local && s.inode == m.inode));
+    let connections = memo.map_or(0, |m| m.account_connections);
+    let trust = trust_time(setting, connections, direct);
+    if let Some(m) = same_socket {
+        match m.held_at_ms.map(|at| now_ms - at) {
+            Some(ago) if ago >= 0 && ago < trust.length.as_millis() as i64 => {
+                return Plan::Trust {
+                    held_ago: Duration::from_millis(ago as u64),
+                    trust,
+                }
+            }
+            _ => {}
+        }
     }
-    let trust = trust_time(setting, m.account_connections, direct);
-    match m.held_at_ms.map(|at| now_ms - at) {
-        Some(ago) if ago >= 0 && ago < trust.length.as_millis() as i64 => Plan::Trust {
-            held_ago: Duration::from_millis(ago as u64),
-            trust,
-        },
-        _ => Plan::LookUp,
+    if let Some(u) = unanswered {
+        let due = u.last_ms + retry_after(u.count, trust.length).as_millis() as i64;
+        if now_ms >= u.last_ms && now_ms < due {
+            return Plan::Wait(Duration::from_millis((due - now_ms) as u64));
+        }
+    }
+    match (memo, same_socket) {
+        (None, _) => Plan::Match(Rematch::FirstTime),
+        (Some(_), None) => Plan::Match(Rematch::SocketChanged),
+        (Some(_), Some(_)) => Plan::LookUp,
+    }
+}
+
+/// How long after `count` unanswered asks in a row the next one comes: the trust time, then
+/// twice that, and so on, up to an hour. Never sooner than a healthy pod asks, so a fleet
+/// costs a slow server no more than a well one; a trust time of zero asks every run.
+pub fn retry_after(count: u32, trust: Duration) -> Duration {
+    let doubled = trust.saturating_mul(1 << count.saturating_sub(1).min(16));
+    doubled.min(AUTO_TRUST_MAX.max(trust))
+}
+
+/// Whether a subscription's verdict is an unanswered ask (the server late or silent) that
+/// makes the next ask wait, rather than a refusal or an answer.
+pub fn unanswered(held: &Held) -> bool {
+    matches!(
+        held,
+        Held::NotJudged(
+            Unknown::Deadline | Unknown::JetStreamTimeout | Unknown::NotListed(_) | Unknown::Waiting(_)
+        )
+    )
+}
+
+/// The unanswered asks to keep after this run: one more after an ask that went unanswered,
+/// as they were after a run that waited, none after an answer.
+pub fn count_unanswered(
+    before: Option<&Unanswered>,
+    held: &Held,
+    asked: bool,
+    now_ms: i64,
+) -> Option<Unanswered> {
+    match (unanswered(held), asked) {
+        (false, _) => None,
+        (true, false) => before.copied(),
+        (true, true) => Some(Unanswered {
+            count: before.map_or(0, |u| u.count).saturating_add(1),
+            last_ms: now_ms,
+        }),
     }
 }
 
@@ -243,15 +300,15 @@ pub fn schedule(
                 wanted: vec![],
             });
         }
-        let planned = plan(kept.as_ref(), &ours, trust, direct, now);
+        let planned = plan(kept.as_ref(), None, &ours, trust, direct, now);
         match (planned, look) {
-            (Plan::Trust { .. }, true) => s.looks += 1,
-            (Plan::Trust { .. }, false) => s.quiet += 1,
+            (Plan::Trust { .. } | Plan::Wait(_), true) => s.looks += 1,
+            (Plan::Trust { .. } | Plan::Wait(_), false) => s.quiet += 1,
             (Plan::LookUp, true) => s.looks_with_lookup += 1,
             (Plan::LookUp, false) => s.lookups_alone += 1,
             (Plan::Match(_), _) => s.matches += 1,
         }
-        if !matches!(planned, Plan::Trust { .. }) {
+        if !matches!(planned, Plan::Trust { .. } | Plan::Wait(_)) {
             kept = Some(Remembered {
                 server: crate::facts::ServerIdent {
                     name: "n".into(),
@@ -268,24 +325,32 @@ pub fn schedule(
     s
 }
 
-/// The remembered connection in a lookup's answers, if it is still this pod's: the same
-/// server (name and id) and the address it was matched by. Otherwise why not.
-pub fn confirm<'a>(
-    memo: &Remembered,
-    answers: &'a [LookedUp],
-) -> Result<&'a ServerConnection, Rematch> {
-    let answer = answers
-        .iter()
-        .find(|a| a.server.name == memo.server.name)
-        .ok_or(Rematch::ServerNotAnswering)?;
+/// What a lookup's answers say of the remembered connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmed<'a> {
+    /// Still this pod's: the same server (name and id) and the address it was matched by.
+    Yes(&'a ServerConnection),
+    /// The remembered server did not answer (slow, or gone): no evidence, asked again later.
+    Unanswered,
+    /// Not this pod's connection any more: matched by address again.
+    Changed(Rematch),
+}
+
+/// The remembered connection in a lookup's answers.
+pub fn confirm<'a>(memo: &Remembered, answers: &'a [LookedUp]) -> Confirmed<'a> {
+    let Some(answer) = answers.iter().find(|a| a.server.name == memo.server.name) else {
+        return Confirmed::Unanswered;
+    };
     if answer.server.id != memo.server.id {
-        return Err(Rematch::ServerRestarted);
+        return Confirmed::Changed(Rematch::ServerRestarted);
     }
-    let c = answer.connection.as_ref().ok_or(Rematch::Closed)?;
+    let Some(c) = answer.connection.as_ref() else {
+        return Confirmed::Changed(Rematch::Closed);
+    };
     if c.addr != memo.local || c.cid != memo.cid {
-        return Err(Rematch::AnotherConnection(c.addr));
+        return Confirmed::Changed(Rematch::AnotherConnection(c.addr));
     }
-    Ok(c)
+    Confirmed::Yes(c)
 }
 
 /// The verdict on a confirmed connection: it is this pod's, so it holds the subscription or
@@ -398,11 +463,11 @@ mod tests {
     fn trust_only_the_same_socket_for_a_bounded_time() {
         let same = [socket("10.200.0.2:51828", 4242)];
         assert_eq!(
-            plan(None, &same, TRUST, false, NOW),
+            plan(None, None, &same, TRUST, false, NOW),
             Plan::Match(Rematch::FirstTime)
         );
         assert_eq!(
-            plan(Some(&memo(Some(60))), &same, TRUST, false, NOW),
+            plan(Some(&memo(Some(60))), None, &same, TRUST, false, NOW),
             Plan::Trust {
                 held_ago: Duration::from_secs(60),
                 trust: FIVE_MINUTES
@@ -410,22 +475,23 @@ mod tests {
         );
         // Past the trust time, or never seen holding it: asked by cid.
         assert_eq!(
-            plan(Some(&memo(Some(300))), &same, TRUST, false, NOW),
+            plan(Some(&memo(Some(300))), None, &same, TRUST, false, NOW),
             Plan::LookUp
         );
         assert_eq!(
-            plan(Some(&memo(None)), &same, TRUST, false, NOW),
+            plan(Some(&memo(None)), None, &same, TRUST, false, NOW),
             Plan::LookUp
         );
         // A held time in the future (the clock went back) is no trust.
         assert_eq!(
-            plan(Some(&memo(Some(-5))), &same, TRUST, false, NOW),
+            plan(Some(&memo(Some(-5))), None, &same, TRUST, false, NOW),
             Plan::LookUp
         );
         // A trust time of zero asks every run.
         assert_eq!(
             plan(
                 Some(&memo(Some(0))),
+                None,
                 &same,
                 TrustSetting::Fixed(Duration::ZERO),
                 false,
@@ -439,7 +505,7 @@ mod tests {
             [socket("10.200.0.2:51900", 4242)],
         ] {
             assert_eq!(
-                plan(Some(&memo(Some(1))), &ours, TRUST, false, NOW),
+                plan(Some(&memo(Some(1))), None, &ours, TRUST, false, NOW),
                 Plan::Match(Rematch::SocketChanged)
             );
         }
@@ -453,9 +519,13 @@ mod tests {
             server: n1.clone(),
             connection: Some(conn("10.200.0.2:51828", 7, &n1, true)),
         }];
-        assert_eq!(confirm(&m, &ok).unwrap().cid, 7);
+        let yes = |c: Confirmed<'_>| match c {
+            Confirmed::Yes(c) => c.clone(),
+            other => panic!("not confirmed: {other:?}"),
+        };
+        assert_eq!(yes(confirm(&m, &ok)).cid, 7);
         assert_eq!(
-            judge_confirmed(&wanted(), confirm(&m, &ok).unwrap()),
+            judge_confirmed(&wanted(), &yes(confirm(&m, &ok))),
             Held::Yes {
                 by: "10.200.0.2:51828".parse().unwrap()
             }
@@ -469,15 +539,19 @@ mod tests {
             },
             ok[0].clone(),
         ];
-        assert_eq!(confirm(&m, &both).unwrap().addr, m.local);
-        assert_eq!(confirm(&m, &both[..1]), Err(Rematch::ServerNotAnswering));
+        assert_eq!(yes(confirm(&m, &both)).addr, m.local);
+        // The remembered server did not answer (slow): no evidence, and no full match.
+        assert_eq!(confirm(&m, &both[..1]), Confirmed::Unanswered);
         // Restarted: another id; its cid 7 is someone else's now.
         let again = ident("n1", "NID2");
         let restarted = [LookedUp {
             server: again.clone(),
             connection: Some(conn("10.200.0.3:40000", 7, &again, true)),
         }];
-        assert_eq!(confirm(&m, &restarted), Err(Rematch::ServerRestarted));
+        assert_eq!(
+            confirm(&m, &restarted),
+            Confirmed::Changed(Rematch::ServerRestarted)
+        );
         // Same server, the cid now another connection's (it holds the subscription: taking
         // it would call a deaf pod healthy).
         let other = [LookedUp {
@@ -486,7 +560,7 @@ mod tests {
         }];
         assert_eq!(
             confirm(&m, &other),
-            Err(Rematch::AnotherConnection(
+            Confirmed::Changed(Rematch::AnotherConnection(
                 "10.200.0.3:40000".parse().unwrap()
             ))
         );
@@ -494,7 +568,7 @@ mod tests {
             server: n1.clone(),
             connection: None,
         }];
-        assert_eq!(confirm(&m, &closed), Err(Rematch::Closed));
+        assert_eq!(confirm(&m, &closed), Confirmed::Changed(Rematch::Closed));
         // This pod's connection, without the subscription: the deaf replica, by cid.
         let deaf = conn("10.200.0.2:51828", 7, &n1, false);
         assert_eq!(
@@ -614,11 +688,11 @@ mod tests {
         };
         let same = [socket("10.200.0.2:51828", 4242)];
         assert!(matches!(
-            plan(Some(&big), &same, TrustSetting::Auto, false, NOW),
+            plan(Some(&big), None, &same, TrustSetting::Auto, false, NOW),
             Plan::Trust { .. }
         ));
         assert_eq!(
-            plan(Some(&big), &same, TrustSetting::Auto, true, NOW),
+            plan(Some(&big), None, &same, TrustSetting::Auto, true, NOW),
             Plan::LookUp
         );
     }

@@ -42,7 +42,7 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
     // A server holding the account's connections did not answer: its connection, or its
     // subscription, may be the one missing.
     if let Some(why) = &connz.incomplete {
-        return Held::NotJudged(Unknown::Failed(why.clone()));
+        return Held::NotJudged(Unknown::NotListed(why.clone()));
     }
     if let Some(c) = mine.first() {
         return Held::NotByThisConnection { connection: c.addr };
@@ -61,12 +61,13 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
     // It does, and none that answered lists this pod's socket. Yet an ESTABLISHED socket
     // whose peer answers (the socket check counts no half-open one) is held open by a server:
     // one that did not answer in time (a server throttled for longer than the others'
-    // answers took), or one listing it in another account than the probe's. No evidence
-    // that the pod lost its connection: not judged (persisting, a configuration to fix).
+    // answers took, which says nothing of its client connections), or one listing it in
+    // another account than the probe's. No evidence that the pod lost its connection, and a
+    // late answer is no evidence of a configuration either: not judged, transient.
     match connz.probe_seen_as {
         Some(seen) if ours.iter().any(|o| o.ip() == seen.ip()) => {
             let ours: Vec<String> = ours.iter().map(ToString::to_string).collect();
-            Held::NotJudged(Unknown::OutOfSight(format!(
+            Held::NotJudged(Unknown::NotListed(format!(
                 "no server that answered lists a connection from {}: it is on a server that did not answer in time, or in another account than the probe's",
                 ours.join(", ")
             )))
@@ -143,11 +144,11 @@ mod tests {
         let listed = vec![conn("10.200.0.2:51828", None)];
         assert_eq!(
             judge(&wanted(), &ours(), &incomplete(vec![], Some(listed))),
-            Held::NotJudged(Unknown::Failed(why.into()))
+            Held::NotJudged(Unknown::NotListed(why.into()))
         );
         assert_eq!(
             judge(&wanted(), &ours(), &incomplete(vec![], Some(vec![]))),
-            Held::NotJudged(Unknown::Failed(why.into()))
+            Held::NotJudged(Unknown::NotListed(why.into()))
         );
         let group = [("deliver.D", Some("D"))];
         let holding = vec![conn("10.200.0.2:51828", Some(&group))];
@@ -215,7 +216,7 @@ mod tests {
                 &ours(),
                 &connz(vec![], Some(all.clone()), Some("10.200.0.2:51900"))
             ),
-            Held::NotJudged(Unknown::OutOfSight(
+            Held::NotJudged(Unknown::NotListed(
                 "no server that answered lists a connection from 10.200.0.2:51828: it is on a server that did not answer in time, or in another account than the probe's".into()
             ))
         );
@@ -239,20 +240,20 @@ mod tests {
         ));
     }
 
-    /// Behind a leaf node: a server that lists a leaf node which did not answer cannot say
-    /// the pod has no connection (its connection may be there), while one that lists the pod's
+    /// Behind a leaf node: a monitoring port whose server has leaf nodes cannot say the pod
+    /// has no connection (its connection may be on one), while one that lists the pod's
     /// connection still can say it holds the subscription, or not.
     #[test]
     fn a_leaf_node_out_of_sight_is_no_evidence() {
         let all = vec![conn("10.200.0.2:51900", None)];
         let mut hidden = connz(vec![], Some(all), Some("10.200.0.2:51900"));
         if let Ok(c) = &mut hidden {
-            c.out_of_sight = Some("leaf node edge is connected and did not answer".into());
+            c.out_of_sight = Some("the server has leaf nodes (edge)".into());
         }
         assert_eq!(
             judge(&wanted(), &ours(), &hidden),
             Held::NotJudged(Unknown::OutOfSight(
-                "leaf node edge is connected and did not answer".into()
+                "the server has leaf nodes (edge)".into()
             ))
         );
         let mut listed = connz(vec![conn("10.200.0.2:51828", None)], None, None);

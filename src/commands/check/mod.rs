@@ -381,44 +381,58 @@ struct Carry<'a> {
 impl Carry<'_> {
     fn consumers(&self, judged: &mut [JudgedConsumer]) {
         for r in judged {
-            let cause = match (&r.seen.state_problem, &r.outcome) {
-                (Some(_), _) => Some(Cause::NoStateDir),
-                (None, consumer::Outcome::NotJudged(why)) => Some(Cause::of(why)),
+            // A sample kept by an earlier run: this consumer was judged with this
+            // configuration on these servers.
+            let judged_before = matches!(r.seen.previous, Some(Loaded::Sample(_)));
+            let seen = |cause| cause::Seen::new(cause, judged_before);
+            let now = match (&r.seen.state_problem, &r.outcome) {
+                (Some(_), _) => Some(seen(Cause::NoStateDir)),
+                (None, consumer::Outcome::NotJudged(why)) => Some(seen(Cause::of(why))),
                 (
                     None,
                     consumer::Outcome::Healthy(consumer::Healthy::Unmeasured(
-                        consumer::Unmeasured::Interval(_),
+                        consumer::Unmeasured::Interval(apart),
                     )),
-                ) => Some(Cause::TooFarApart),
+                ) => Some(cause::Seen {
+                    apart: Some(*apart),
+                    ..seen(Cause::TooFarApart)
+                }),
                 (None, consumer::Outcome::Healthy(consumer::Healthy::ClientAgeUnknown { .. })) => {
-                    Some(Cause::ClientAgeUnreadable)
+                    Some(seen(Cause::ClientAgeUnreadable))
                 }
                 _ => None,
             };
             let window = r.window.unwrap_or(consumer::window(self.policy, None));
-            r.standing = self.carry(Of::Consumer(&r.seen.name), cause, window.duration);
+            r.standing = self.carry(Of::Consumer(&r.seen.name), now, window.duration);
         }
     }
 
     fn subscriptions(&self, judged: &mut [JudgedSubscription]) {
         let window = consumer::window(self.policy, None).duration;
         for s in judged {
-            let cause = match &s.held {
-                subscription::Held::NotJudged(why) => Some(Cause::of(why)),
+            let now = match &s.held {
+                subscription::Held::NotJudged(why) => {
+                    Some(cause::Seen::new(Cause::of(why), s.judged_before))
+                }
                 _ => None,
             };
-            s.standing = self.carry(Of::Subscription(&s.wanted), cause, window);
+            s.standing = self.carry(Of::Subscription(&s.wanted), now, window);
         }
     }
 
-    fn carry(&self, of: Of, cause: Option<Cause>, window: Duration) -> Option<cause::Standing> {
-        // Only a cause that may persist was kept; nothing else needs reading.
-        let prev = cause
-            .filter(|c| cause::class(*c) == cause::Class::ConfigurationIfItPersists)
+    fn carry(
+        &self,
+        of: Of,
+        now: Option<cause::Seen>,
+        window: Duration,
+    ) -> Option<cause::Standing> {
+        // Only a cause that may still become an error was kept; nothing else needs reading.
+        let prev = now
+            .filter(cause::Seen::kept)
             .and_then(|_| self.dir.load_cause(self.server, of));
-        let (keep, standing) = cause::carry(prev.as_ref(), cause, self.now_ms, window);
+        let (keep, standing) = cause::carry(prev.as_ref(), now, self.now_ms, window);
         // Best effort: a cause that cannot be kept starts again next run (a disk that cannot
-        // keep it cannot keep the samples either, which is an error of its own).
+        // keep it cannot keep the samples either, which is a cause of its own).
         let _ = self.dir.store_cause(self.server, of, keep.as_ref());
         standing
     }

@@ -6,10 +6,10 @@
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
 use crate::facts::{ConsumerName, ConsumerSeen, Observed, Wanted};
-use crate::facts::{LookedUp, Remembered, ServerIdent, Unknown};
+use crate::facts::{LookedUp, Remembered, ServerIdent, SubscriptionMemo, Unknown};
 use crate::observe::{self, state::StateDir};
 use crate::rules::judged::JudgedSubscription;
-use crate::rules::remembered::{self, Found, Plan, Rematch};
+use crate::rules::remembered::{self, Confirmed, Found, Plan, Rematch};
 use crate::rules::subscription::{self, Held};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -73,23 +73,29 @@ pub struct Subscriptions<'a> {
     pub deadline: Instant,
 }
 
-/// A subscription judged: whether it is held, how that was found, and the connection to
-/// remember for the next run.
-type Judged = (Held, Found, Option<Remembered>);
+/// A subscription judged: whether it is held, how that was found, the connection to
+/// remember for the next run, and whether the server was asked.
+struct Judged {
+    held: Held,
+    found: Found,
+    connection: Option<Remembered>,
+    asked: bool,
+}
 
 impl Subscriptions<'_> {
     /// Does this pod's connection hold each wanted subscription? Trusted where it was seen
-    /// holding it on the same socket within its trust time (`--subscription-every`); else the
-    /// remembered connection is asked for by cid; else (or when that answer is not this
-    /// pod's connection) matched by address in the server's list, as the first run does.
-    /// Remembers the result.
+    /// holding it on the same socket within its trust time (`--subscription-every`); else,
+    /// unless earlier asks went unanswered and the next is not due, the remembered
+    /// connection is asked for by cid; else (nothing remembered, or the answer is not this
+    /// pod's connection any more) matched by address in the server's list, as the first run
+    /// does. Remembers the result; an ask that went unanswered keeps what was remembered.
     pub fn judge(
         &self,
         nats: &mut Option<observe::Nats>,
         wanted: Vec<WantedFor>,
         connz_seen: &mut Option<Result<crate::facts::Connz, Unknown>>,
     ) -> Result<Vec<JudgedSubscription>, Error> {
-        let memos: Vec<Option<Remembered>> = wanted
+        let memos: Vec<SubscriptionMemo> = wanted
             .iter()
             .map(|(w, _)| observe::remembered::load_subscription(self.dir, self.server, w))
             .collect();
@@ -98,43 +104,54 @@ impl Subscriptions<'_> {
             .filter(|&i| results[i].is_none())
             .collect();
         if !rest.is_empty() {
-            let connz = self.match_by_address(nats, &wanted, &rest, &rematch, &mut results)?;
+            let connz =
+                self.match_by_address(nats, &wanted, &memos, &rest, &rematch, &mut results)?;
             *connz_seen = Some(connz);
         }
         Ok(self.remember(wanted, results, memos))
     }
 
-    /// Each subscription whose remembered connection is trusted, or confirmed by asking for
-    /// it by cid; for the others, why they are matched by address.
+    /// Each subscription whose remembered connection is trusted, or asked for by cid, or
+    /// waiting; for the others, why they are matched by address.
     fn trusted_or_looked_up(
         &self,
         nats: &mut Option<observe::Nats>,
         wanted: &[WantedFor],
-        memos: &[Option<Remembered>],
+        memos: &[SubscriptionMemo],
     ) -> Result<(Vec<Option<Judged>>, Vec<Rematch>), Error> {
         let (config, now_ms, deadline) = (self.config, self.now_ms, self.deadline);
-        let mut results: Vec<Option<Judged>> = vec![None; wanted.len()];
+        let mut results: Vec<Option<Judged>> = (0..wanted.len()).map(|_| None).collect();
         let mut rematch = vec![Rematch::FirstTime; wanted.len()];
         let mut lookups: HashMap<(ServerIdent, u64), Result<Vec<LookedUp>, Unknown>> =
             HashMap::new();
         for (i, ((w, _), memo)) in wanted.iter().zip(memos).enumerate() {
-            let direct = memo
-                .as_ref()
-                .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
-            match (
-                remembered::plan(
-                    memo.as_ref(),
-                    self.live,
-                    config.subscription_every,
-                    direct,
-                    now_ms,
-                ),
-                memo,
-            ) {
+            let kept = memo.connection.as_ref();
+            let direct =
+                kept.is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
+            let planned = remembered::plan(
+                kept,
+                memo.unanswered.as_ref(),
+                self.live,
+                config.subscription_every,
+                direct,
+                now_ms,
+            );
+            match (planned, kept) {
                 (Plan::Trust { held_ago, trust }, Some(m)) => {
-                    let held = Held::Yes { by: m.local };
-                    let found = Found::Trusted { held_ago, trust };
-                    results[i] = Some((held, found, Some(m.clone())));
+                    results[i] = Some(Judged {
+                        held: Held::Yes { by: m.local },
+                        found: Found::Trusted { held_ago, trust },
+                        connection: Some(m.clone()),
+                        asked: false,
+                    });
+                }
+                (Plan::Wait(next), _) => {
+                    results[i] = Some(Judged {
+                        held: Held::NotJudged(Unknown::Waiting(next)),
+                        found: Found::Waited,
+                        connection: kept.cloned(),
+                        asked: false,
+                    });
                 }
                 (Plan::LookUp, Some(m)) => {
                     let key = (m.server.clone(), m.cid);
@@ -147,19 +164,40 @@ impl Subscriptions<'_> {
                         );
                         lookups.insert(key.clone(), answer);
                     }
-                    match lookups[&key].as_ref().map(|a| remembered::confirm(m, a)) {
-                        Ok(Ok(c)) => {
-                            let held = remembered::judge_confirmed(w, c);
-                            let again = Remembered {
-                                held_at_ms: matches!(held, Held::Yes { .. }).then_some(now_ms),
-                                account_connections: c.account_connections,
-                                ..m.clone()
-                            };
-                            results[i] = Some((held, Found::LookedUp { cid: m.cid }, Some(again)));
-                        }
-                        Ok(Err(why)) => rematch[i] = why,
-                        Err(_) => rematch[i] = Rematch::LookupFailed,
-                    }
+                    // The same connection, asked again: when it was last seen holding the
+                    // subscription, and the account's size, as this answer says.
+                    let (held, connection) = match &lookups[&key] {
+                        Err(why) => (Held::NotJudged(why.clone()), m.clone()),
+                        Ok(answers) => match remembered::confirm(m, answers) {
+                            Confirmed::Yes(c) => {
+                                let held = remembered::judge_confirmed(w, c);
+                                let again = Remembered {
+                                    held_at_ms: matches!(held, Held::Yes { .. })
+                                        .then_some(now_ms),
+                                    account_connections: c.account_connections,
+                                    ..m.clone()
+                                };
+                                (held, again)
+                            }
+                            Confirmed::Unanswered => {
+                                let why = format!(
+                                    "server {} did not answer the lookup of cid {} in time",
+                                    m.server.name, m.cid
+                                );
+                                (Held::NotJudged(Unknown::NotListed(why)), m.clone())
+                            }
+                            Confirmed::Changed(why) => {
+                                rematch[i] = why;
+                                continue;
+                            }
+                        },
+                    };
+                    results[i] = Some(Judged {
+                        held,
+                        found: Found::LookedUp { cid: m.cid },
+                        connection: Some(connection),
+                        asked: true,
+                    });
                 }
                 (Plan::Match(why), _) => rematch[i] = why,
                 (_, None) => {}
@@ -169,11 +207,13 @@ impl Subscriptions<'_> {
     }
 
     /// The subscriptions at `rest`, matched by address in the server's connection list,
-    /// which is returned for the report.
+    /// which is returned for the report. A match that could not be judged keeps what was
+    /// remembered.
     fn match_by_address(
         &self,
         nats: &mut Option<observe::Nats>,
         wanted: &[WantedFor],
+        memos: &[SubscriptionMemo],
         rest: &[usize],
         rematch: &[Rematch],
         results: &mut [Option<Judged>],
@@ -186,42 +226,61 @@ impl Subscriptions<'_> {
         for &i in rest {
             let w = &wanted[i].0;
             let held = subscription::judge(w, &ours, &connz);
-            let memo = connz.as_ref().ok().and_then(|c| {
+            let matched = connz.as_ref().ok().and_then(|c| {
                 remembered::remember(w, &held, self.sockets, &remembered::listed(c), self.now_ms)
             });
-            results[i] = Some((held, Found::Matched(rematch[i]), memo));
+            let connection = match held {
+                Held::NotJudged(_) => memos[i].connection.clone(),
+                _ => matched,
+            };
+            results[i] = Some(Judged {
+                held,
+                found: Found::Matched(rematch[i]),
+                connection,
+                asked: true,
+            });
         }
         Ok(connz)
     }
 
-    /// Each subscription as judged, its connection remembered where that changed.
+    /// Each subscription as judged, what is kept for it written where that changed.
     fn remember(
         &self,
         wanted: Vec<WantedFor>,
         results: Vec<Option<Judged>>,
-        memos: Vec<Option<Remembered>>,
+        memos: Vec<SubscriptionMemo>,
     ) -> Vec<JudgedSubscription> {
         wanted
             .into_iter()
             .zip(results)
             .zip(memos)
             .map(|(((w, consumer), result), before)| {
-                let (held, found, memo) = result.expect("every subscription judged above");
+                let j = result.expect("every subscription judged above");
+                let memo = SubscriptionMemo {
+                    unanswered: remembered::count_unanswered(
+                        before.unanswered.as_ref(),
+                        &j.held,
+                        j.asked,
+                        self.now_ms,
+                    ),
+                    connection: j.connection,
+                };
                 if memo != before {
                     // Best effort: a connection not remembered is matched by address next run.
                     let _ = observe::remembered::store_subscription(
                         self.dir,
                         self.server,
                         &w,
-                        memo.as_ref(),
+                        &memo,
                     );
                 }
                 JudgedSubscription {
-                    held,
-                    found: Some(found),
+                    held: j.held,
+                    found: Some(j.found),
                     wanted: w,
                     consumer,
                     standing: None,
+                    judged_before: before.connection.is_some(),
                 }
             })
             .collect()

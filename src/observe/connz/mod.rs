@@ -28,9 +28,10 @@
 //! supercluster; a server lists a leaf node's connection (`kind` `Leafnode`, named after the
 //! leaf's server) among the account's, never the clients behind it. Answers are collected
 //! until a quiet moment after the last, not until a count: the cluster's `connect_urls` do not
-//! count leaf nodes or other clusters. A leaf node that a server names but that did not answer,
-//! or a monitoring port whose server has leaf nodes (`/leafz`), may hold this pod's connection:
-//! then a connection not listed is no evidence (`Connz::out_of_sight`).
+//! count leaf nodes or other clusters. A leaf node that a server names but that did not answer
+//! may hold this pod's connection: then a connection not listed is no evidence
+//! (`Connz::incomplete`: late or never, it is not told apart). A monitoring port whose server
+//! has leaf nodes (`/leafz`) can never list their clients (`Connz::out_of_sight`).
 //!
 //! Once this pod's connection is known, later runs ask for it alone by its `cid`
 //! (`lookup_account`, `lookup_monitor`; `rules::remembered` decides when, and whether the
@@ -94,15 +95,18 @@ pub async fn from_account(
                 .filter_map(|c| c.server.as_ref().map(|s| s.name.clone()))
                 .filter(|name| !said.contains(name)),
         );
+        let listed = all.iter().any(|c| ours.contains(&c.addr));
         connz.all = Some(all);
         connz.servers = heard.answered.len().max(1);
         let silent: Vec<String> = leaf_nodes
             .into_iter()
             .filter(|l| !heard.answered.contains(l))
             .collect();
-        if !silent.is_empty() {
-            connz.out_of_sight = Some(format!(
-                "leaf node {} is connected and did not answer {PING_CONNZ} (the pod's connection may be on it)",
+        // A leaf node that did not answer may hold the pod's connection, unless another
+        // server lists it. Whether it is late or never answers, absence is no evidence.
+        if !silent.is_empty() && !listed {
+            connz.incomplete = Some(format!(
+                "leaf node {} is connected and did not answer {PING_CONNZ} in time (the pod's connection may be on it)",
                 silent.join(", ")
             ));
         }
@@ -337,6 +341,10 @@ async fn collect<T>(
     let _ = client.flush().await;
     let mut answers: Vec<T> = Vec::new();
     let mut names: BTreeSet<String> = BTreeSet::new();
+    // A request the user may not send, or answers it may not receive (the reply inbox), is
+    // refused on the connection, never answered: said at once instead of at the deadline.
+    let refused = session.refusal(subject);
+    tokio::pin!(refused);
     while !enough(&answers) {
         let waiting = expected.is_some_and(|e| !e.is_subset(&names));
         let until = match answers.is_empty() || waiting {
@@ -344,22 +352,28 @@ async fn collect<T>(
             false => deadline.min(Instant::now() + QUIET),
         };
         let next = std::future::poll_fn(|cx| Pin::new(&mut replies).poll_next(cx));
-        match tokio::time::timeout_at(until.into(), next).await {
-            Ok(Some(message)) => {
-                let answer = parse(&message.payload)?;
-                names.extend(name(&answer));
-                answers.push(answer);
-            }
-            Ok(None) | Err(_) => break,
+        tokio::select! {
+            why = &mut refused => return Err(why),
+            message = tokio::time::timeout_at(until.into(), next) => match message {
+                // Nobody subscribes to the system's requests: the server has no system
+                // account (its status 503, "no responders", arrives at once).
+                Ok(Some(m)) if m.status == Some(async_nats::StatusCode::NO_RESPONDERS) => {
+                    return Err(Unknown::NoSystemAccount)
+                }
+                Ok(Some(m)) => {
+                    let answer = parse(&m.payload)?;
+                    names.extend(name(&answer));
+                    answers.push(answer);
+                }
+                Ok(None) | Err(_) => break,
+            },
         }
     }
     if session.refused(subject) {
         return Err(Unknown::NotPermitted(subject.into()));
     }
     match answers.is_empty() {
-        true => Err(Unknown::Unreachable(format!(
-            "no server answered {subject} (no system account?)"
-        ))),
+        true => Err(Unknown::Deadline),
         false => Ok(answers),
     }
 }

@@ -4,7 +4,9 @@
 use super::consumer::{domain_hint, jetstream_asked};
 use crate::report::input::CheckInput;
 use crate::report::words::peer;
+use crate::report::human::standing::{fix, Checked};
 use crate::rules::advice::Advice;
+use crate::rules::cause::Cause;
 
 pub fn kind(a: &Advice) -> &'static str {
     match a {
@@ -27,7 +29,6 @@ pub fn kind(a: &Advice) -> &'static str {
 
 /// The advice in words: what is wrong, and what to do.
 pub fn words(a: &Advice, input: &CheckInput) -> String {
-    use crate::facts::Unknown;
     let servers = input.servers.join(", ");
     let dead = input
         .connections
@@ -84,19 +85,12 @@ pub fn words(a: &Advice, input: &CheckInput) -> String {
                 "This pod's connection does not hold {wanted}{of}: this replica is deaf while the server delivers to the others. Restart the pod."
             )
         }
-        Advice::NotJudged { what, why } => {
-            let todo = match why {
-                Unknown::Credentials => "check the credentials (--creds, --user, --token, --nkey, or their NATS_* variables)".to_string(),
-                Unknown::NotPermitted(subject) => format!(
-                    "allow the probe's user to publish to {subject} (and to receive replies on _INBOX.>)"
-                ),
-                Unknown::Unreachable(_) => "check --server and the network path to it".to_string(),
-                Unknown::CannotMatch(_) => "the server sees this pod from another address (NAT, a proxy, a service-mesh sidecar): the subscription cannot be matched from here; drop --own-subscription/--subscription for this pod".to_string(),
-                Unknown::Deadline | Unknown::JetStreamTimeout => "JetStream did not answer in time: raise --timeout, or look at the server's load".to_string(),
-                Unknown::NoResponders | Unknown::TemporarilyUnavailable | Unknown::NotReported => "JetStream is not available now (disabled for the account, or electing a leader): the next run asks again".to_string(),
-                Unknown::OutOfSight(_) => "ask the server the pod connects to: --server (or --monitor) with the leaf node's own address, the one the application uses".to_string(),
-                Unknown::Failed(_) => "run again with -v and read the server's answer".to_string(),
+        Advice::NotJudged { what, consumer, why } => {
+            let checked = match consumer {
+                true => Checked::Consumer,
+                false => Checked::Subscription,
             };
+            let todo = fix(Cause::of(why), checked, None);
             format!("The probe could not judge {what} ({why}): {todo}.")
         }
     }

@@ -7,7 +7,7 @@
 pub mod connection;
 pub mod consumer;
 pub mod details;
-mod standing;
+pub mod standing;
 pub mod subscription;
 
 use crate::facts::Sampling;
@@ -294,7 +294,7 @@ mod tests {
         bare.obs.server_jetstream = false;
         assert_eq!(
             bare.human(),
-            "healthy: consumer TF_RAW/kv not judged: JetStream is not answering (no responders: disabled, or not ready); the server has no JetStream of its own: a stream behind a leaf node needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+            "healthy: consumer TF_RAW/kv not judged: no JetStream answers in the domain asked (no responders on its API); the server has no JetStream of its own: a stream behind a leaf node needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
         );
     }
 

@@ -1,8 +1,9 @@
-//! After a check that could not run: how long its cause has lasted and, for the
-//! configuration's causes, what fixes it (the README's troubleshooting table).
+//! After a check that could not run: how long its cause has lasted, whether it can still
+//! become an error, and what fixes it (the README's table of causes).
 
 use crate::report::words::{display, display_step};
 use crate::rules::cause::{Cause, Class, Standing};
+use std::time::Duration;
 
 /// Which kind of check a cause kept from running.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -11,23 +12,39 @@ pub enum Checked {
     Subscription,
 }
 
-/// After a check that could not run: how long its cause has lasted and, for the
-/// configuration's causes, what fixes it. Nothing for a transient cause.
+/// After a check that could not run: for a cause that is or may become a configuration
+/// error, how long it has lasted and what fixes it; for one judged before, that NATS changed
+/// under a working configuration. Nothing for a transient cause.
 pub fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
     let Some(s) = standing else {
         return String::new();
     };
-    match s.class {
-        Class::Transient => String::new(),
-        Class::ConfigurationAtOnce => format!(": {}", fix(s, checked)),
+    let fix = || fix(s.cause, checked, Some(s.window));
+    if s.is_configuration_error() {
         // Rounded up: "for 2s, longer than the window 2s" would read as a contradiction.
-        Class::ConfigurationIfItPersists if s.is_configuration_error() => format!(
-            "; for {}, longer than the window {}: {}",
+        let never = match s.class {
+            Class::ConfigurationIfNeverJudged => ", never judged",
+            _ => "",
+        };
+        return format!(
+            "; for {}{never}, longer than the window {}: {}",
             display(s.lasted.max(s.window + display_step(s.window))),
             display(s.window),
-            fix(s, checked)
+            fix()
+        );
+    }
+    match (s.class, s.judged_before) {
+        (Class::Transient, _) => String::new(),
+        (Class::ConfigurationIfNeverJudged, true) => format!(
+            " (judged before with this configuration, so NATS changed under it: not a restart; if it lasts, {})",
+            fix()
         ),
-        Class::ConfigurationIfItPersists => format!(
+        (Class::ConfigurationIfNeverJudged, false) => format!(
+            " (never judged with this configuration, seen for {}; a configuration error, exit 2, if it lasts longer than the window {})",
+            display(s.lasted),
+            display(s.window)
+        ),
+        (Class::ConfigurationIfItPersists, _) => format!(
             " (seen for {}; a configuration error, exit 2, if it lasts longer than the window {})",
             display(s.lasted),
             display(s.window)
@@ -35,22 +52,32 @@ pub fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
     }
 }
 
-/// What fixes a cause of the configuration (the README's troubleshooting table).
-fn fix(s: Standing, checked: Checked) -> String {
-    match (s.cause, checked) {
-        (Cause::Credentials, _) => "give the probe credentials the server accepts (--creds, --user and --password, --token or --nkey, or their NATS_* variables)".into(),
-        (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.>".into(),
-        (Cause::NotPermitted, Checked::Subscription) => "allow the probe's user to request $SYS.REQ.ACCOUNT.PING.CONNZ, or give --monitor".into(),
+/// What to do about a cause (the README's table of causes): the fix of a configuration, or
+/// for a transient cause what it waits for. `window`: the check's, where the fix names it.
+pub fn fix(cause: Cause, checked: Checked, window: Option<Duration>) -> String {
+    match (cause, checked) {
+        (Cause::Credentials, _) => "give the probe credentials the server accepts (--creds, --user and --password, --token or --nkey, or their NATS_* variables); if they worked before, the server's auth service (auth callout, account resolver) may be down".into(),
+        (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.> (in its domain's API)".into(),
+        (Cause::NotPermitted, Checked::Subscription) => "allow the probe's user to publish to $SYS.REQ.ACCOUNT.PING.CONNZ and $SYS.REQ.ACCOUNT.PING.STATZ, or give --monitor".into(),
+        (Cause::InboxDenied, _) => "allow the probe's user to subscribe to _INBOX.> (every answer arrives there)".into(),
+        (Cause::NoJetStream, _) => "point --js-domain (or --js-api-prefix) at the JetStream domain that holds the stream, or --server at a server with JetStream".into(),
+        (Cause::JetStreamNotEnabled, _) => "give the probe the credentials of the account that holds the stream (the app's), or enable JetStream for its account".into(),
+        (Cause::NoSystemAccount, _) => "give the servers a system account (system_account), or pass --monitor with the monitoring URL of the server the pod connects to".into(),
         (Cause::CannotSee, _) => "point --server (or --monitor) at the leaf node the pod connects to".into(),
         (Cause::CannotMatch, _) => "drop --own-subscription and --subscription for this pod (the guard still watches its consumers)".into(),
-        (Cause::TooFarApart, _) => format!(
-            "run the probe at least once a window (periodSeconds below {}), or raise --stall-after",
-            display(s.window)
-        ),
+        (Cause::TooFarApart, _) => match window {
+            Some(w) => format!(
+                "run the probe at least once a window (periodSeconds below {}), or raise --stall-after",
+                display(w)
+            ),
+            None => "run the probe at least once a window, or raise --stall-after".into(),
+        },
         (Cause::NoStateDir, _) => "give --state-dir a writable volume with room (an emptyDir)".into(),
         (Cause::ClientAgeUnreadable, _) => "run the probe as the app's user (it reads /proc/PID/fd to find the process holding the connection), or give --pid".into(),
-        (Cause::Unreachable | Cause::Timeout | Cause::JetStreamUnavailable | Cause::Failed, _) => {
-            "wait: it passes".into()
-        }
+        (Cause::Unreachable, _) => "nothing, if NATS is down: it passes; else check --server and the network path to it".into(),
+        (Cause::Timeout, _) => "nothing: it passes when the server answers in time (a server that never does: look at its load, or raise --timeout)".into(),
+        (Cause::JetStreamUnavailable, _) => "nothing: it passes once JetStream has a leader again".into(),
+        (Cause::NotListed, _) => "nothing: it passes when the server holding the pod's connection answers in time".into(),
+        (Cause::Failed, _) => "run again with -v and read the server's answer".into(),
     }
 }
