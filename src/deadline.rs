@@ -1,9 +1,15 @@
 //! The run's deadline: a one-shot POSIX timer (monotonic clock) that raises SIGALRM at
 //! `--timeout`. If the command is still going when it fires, whatever it is blocked on (a hung
-//! /proc entry, a silent server, a resolver), the handler writes the prepared "could not
-//! evaluate" line, naming what the run was doing, and ends the process with
-//! `Exit::CannotEvaluate`. The runtime SIGKILLs a probe that overstays, and a killed probe
-//! says nothing.
+//! /proc entry, a silent server, a resolver), the handler writes a prepared line naming what
+//! the run was doing and ends the process. The runtime SIGKILLs a probe that overstays, and a
+//! killed probe says nothing.
+//!
+//! Which line, and which exit, depends on what the run waits on. Waiting on NATS (its INFO,
+//! JetStream, the connection reports) a run that runs out of time is not judged, as for any
+//! slow answer: the kubelet counts every non-zero exit as a failure, and a slow server must
+//! never restart the fleet (`prepare_not_judged`; the check's own network phase ends earlier,
+//! so this is the backstop). Anything else is this pod's own (its socket table, its /proc):
+//! "could not evaluate", `Exit::CannotEvaluate`.
 //!
 //! This and the panic hook are the only ends outside `main`: both end a run that cannot
 //! return to it, with the same `Exit` codes. The handler only loads atomics and calls
@@ -47,6 +53,17 @@ impl Phase {
         Phase::AskingConnections,
     ];
 
+    /// Whether the run is waiting on NATS, not on this pod's own tables.
+    pub fn waits_on_nats(self) -> bool {
+        matches!(
+            self,
+            Phase::AskingServer
+                | Phase::AskingJetStream
+                | Phase::AskingConnections
+                | Phase::Waiting
+        )
+    }
+
     pub fn text(self) -> &'static str {
         match self {
             Phase::Starting => "starting",
@@ -69,6 +86,10 @@ static PHASE: AtomicU8 = AtomicU8::new(Phase::Starting as u8);
 static PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 static SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 static TO_STDOUT: AtomicU8 = AtomicU8::new(0);
+/// The line and exit code of a run out of time while it waits on NATS (`prepare_not_judged`).
+static NATS_PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+static NATS_SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+static NATS_CODE: AtomicU8 = AtomicU8::new(0);
 /// The memory budget's message (`budget`), made the same way.
 static BUDGET_PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 static BUDGET_SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
@@ -121,6 +142,14 @@ pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed
     Armed { timer: timer.ok() }
 }
 
+/// Prepares the line written, and the exit code, when the deadline passes while the run
+/// waits on NATS: `prefix`, the phase, `suffix`. Without it, that is "could not evaluate" too
+/// (the guard: a CronJob, not a probe).
+pub fn prepare_not_judged(prefix: String, suffix: String, code: u8) {
+    keep(&NATS_PREFIX, &NATS_SUFFIX, prefix, suffix);
+    NATS_CODE.store(code, Ordering::SeqCst);
+}
+
 /// Prepares the line `over_budget` writes: `prefix`, the phase, `suffix`.
 pub fn prepare_budget_message(prefix: String, suffix: String) {
     keep(&BUDGET_PREFIX, &BUDGET_SUFFIX, prefix, suffix);
@@ -154,6 +183,14 @@ pub fn over_budget() -> ! {
 }
 
 extern "C" fn on_alarm(_: libc::c_int) {
+    if phase().waits_on_nats() && !NATS_PREFIX.load(Ordering::SeqCst).is_null() {
+        end_with_code(
+            &NATS_PREFIX,
+            &NATS_SUFFIX,
+            b"not judged: the deadline passed\n",
+            NATS_CODE.load(Ordering::SeqCst),
+        )
+    }
     end_with(
         &PREFIX,
         &SUFFIX,
@@ -164,7 +201,17 @@ extern "C" fn on_alarm(_: libc::c_int) {
 /// Writes a prepared message (or `fallback` when none was prepared) and `_exit`s with
 /// `Exit::CannotEvaluate`. Async-signal-safe, and allocation-free.
 fn end_with(prefix: &AtomicPtr<Vec<u8>>, suffix: &AtomicPtr<Vec<u8>>, fallback: &[u8]) -> ! {
-    let code = i32::from(Exit::CannotEvaluate.code());
+    end_with_code(prefix, suffix, fallback, Exit::CannotEvaluate.code())
+}
+
+/// `end_with`, exiting with `code`.
+fn end_with_code(
+    prefix: &AtomicPtr<Vec<u8>>,
+    suffix: &AtomicPtr<Vec<u8>>,
+    fallback: &[u8],
+    code: u8,
+) -> ! {
+    let code = i32::from(code);
     let fd = match TO_STDOUT.load(Ordering::SeqCst) {
         1 => 1,
         _ => 2,

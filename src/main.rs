@@ -143,6 +143,12 @@ struct Memory {
     named: String,
 }
 
+/// How a check ends when its time runs out while it waits on NATS: not judged, as for a
+/// server that does not answer (`--when-server-down`).
+struct CutShort {
+    health: natsprobe::rules::check::Health,
+}
+
 impl Memory {
     fn of_check() -> Memory {
         Memory {
@@ -159,7 +165,7 @@ fn under_deadline<T>(
     named: &str,
     json: bool,
     started: Instant,
-    memory: Memory,
+    (memory, cut_short): (Memory, Option<CutShort>),
     work: impl FnOnce(Instant) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
@@ -179,6 +185,18 @@ fn under_deadline<T>(
     ));
     deadline::prepare_budget_message(budget_prefix, budget_suffix);
     budget::set_limit(memory.bytes);
+    if let Some(cut) = cut_short {
+        let text = report::cut_short(
+            &format!("not judged: {named} passed while {MARK}: NATS did not answer in time (a restart would not help)"),
+            cut.health,
+            json,
+        );
+        let (prefix, suffix) = text
+            .split_once(MARK)
+            .expect("the marker survives both formats");
+        let code = natsprobe::exit::Exit::from(cut.health).code();
+        deadline::prepare_not_judged(prefix.to_string(), format!("{suffix}\n"), code);
+    }
     let (prefix, suffix) = prepared(format!("{named} passed while {MARK}"));
     let armed = deadline::arm(
         deadline.saturating_duration_since(Instant::now()),
@@ -202,12 +220,22 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
     config.verbose |= diagnose.is_some();
     let (json, verbose) = (config.json, config.verbose);
     let named = format!("--timeout {}", duration::display(config.timeout));
+    let cut_short = CutShort {
+        health: match config.policy.when_server_down {
+            natsprobe::rules::connection::WhenServerDown::Pass => {
+                natsprobe::rules::check::Health::Healthy
+            }
+            natsprobe::rules::connection::WhenServerDown::Fail => {
+                natsprobe::rules::check::Health::Unhealthy
+            }
+        },
+    };
     let ran = under_deadline(
         config.timeout,
         &named,
         json,
         started,
-        Memory::of_check(),
+        (Memory::of_check(), Some(cut_short)),
         |deadline| match diagnose {
             None => commands::check::run(&config, deadline).map(Report::Check),
             Some(colour) => commands::diagnose::run(&config, deadline, cli::VERSION)
@@ -242,7 +270,7 @@ fn run_guard(config: GuardConfig, started: Instant) -> Outcome {
             budget::GUARD_PER_DURABLE >> 10
         ),
     };
-    match under_deadline(timeout, &named, json, started, memory, |_| {
+    match under_deadline(timeout, &named, json, started, (memory, None), |_| {
         commands::guard::run(&config)
     }) {
         Ok(report) => Outcome {

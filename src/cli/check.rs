@@ -196,6 +196,12 @@ pub struct CheckArgs {
     )]
     pub state_dir: Option<PathBuf>,
 
+    /// For a startupProbe: fail while a consumer or subscription asked for has never been
+    /// judged with this configuration (wrong credentials, domain or permissions show at the
+    /// deploy); once judged, pass as the check does. Keep --state-dir on an emptyDir
+    #[arg(long, env = "NATSPROBE_STARTUP", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Consumer")]
+    pub startup: bool,
+
     #[command(flatten)]
     pub js: JsArgs,
 
@@ -229,8 +235,9 @@ pub struct HalfOpenAfter(pub Option<Duration>);
 fn half_open_after(text: &str) -> Result<HalfOpenAfter, String> {
     match text.trim() {
         "off" => Ok(HalfOpenAfter(None)),
+        // Zero, as the nats CLI and Go read a zero timeout: never.
         other => match duration::parse(other)? {
-            d if d.is_zero() => Err("must be more than 0s (or off)".into()),
+            d if d.is_zero() => Ok(HalfOpenAfter(None)),
             d => Ok(HalfOpenAfter(Some(d))),
         },
     }
@@ -321,6 +328,7 @@ impl CheckArgs {
                     Some(WhenDownArg::Fail) => WhenServerDown::Fail,
                     Some(WhenDownArg::Pass) | None => WhenServerDown::Pass,
                 },
+                startup: self.startup,
             },
             servers,
             owner,

@@ -45,8 +45,9 @@ pub struct GuardArgs {
     )]
     pub ignore: Vec<String>,
 
-    /// Time between the two looks; a fault must be seen in both
-    #[arg(long, value_name = "DUR", env = "NATSPROBE_INTERVAL", hide_env_values = true, default_value = "30s", value_parser = duration::parse)]
+    /// Time between the two looks; a fault must be seen in both. At least twice the longest
+    /// ack_wait, so a redelivery falls between them (nats.go's default ack_wait 30s: 1m)
+    #[arg(long, value_name = "DUR", env = "NATSPROBE_INTERVAL", hide_env_values = true, default_value = "1m", value_parser = duration::parse)]
     pub interval: Duration,
 
     /// Work waiting and no progress this long is a stall (never less than 2 × the
@@ -196,7 +197,7 @@ pub(crate) mod tests {
         );
         let ignored: Vec<String> = g.ignore.iter().map(ToString::to_string).collect();
         assert_eq!(ignored, ["OLD/*", "TF_RAW/questdb"]);
-        assert_eq!(g.interval, Duration::from_secs(30));
+        assert_eq!(g.interval, Duration::from_secs(60));
         assert_eq!(
             g.consumer_policy.stall_after, g.interval,
             "the stall window defaults to the interval"

@@ -4,11 +4,15 @@ use std::time::Duration;
 
 /// Parses a duration with a mandatory unit. A bare number is refused: `--timeout 1`
 /// could mean a second (the kubelet's unit) or a millisecond, and guessing wrong either
-/// kills healthy pods or never times out.
+/// kills healthy pods or never times out. Zero is zero in every unit: a bare `0` is taken,
+/// as Go, the nats CLI and Kubernetes take it.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.is_empty() {
         return Err("empty duration".into());
+    }
+    if text == "0" {
+        return Ok(Duration::ZERO);
     }
     let mut total = 0f64;
     let mut rest = text;
@@ -86,6 +90,7 @@ mod tests {
             ("1.5s", 1_500),
             (" 5s ", 5_000),
             ("0ms", 0),
+            ("0", 0),
         ];
         for (text, ms) in cases {
             assert_eq!(parse(text), Ok(Duration::from_millis(ms)), "{text}");
@@ -95,7 +100,7 @@ mod tests {
     #[test]
     fn refuses_ambiguous_or_broken_forms() {
         for text in [
-            "", "1", "60", "s", "5 s", "5sec", "-1s", "1..2s", "ms5", "1e3s",
+            "", "1", "60", "00", "0.0", "s", "5 s", "5sec", "-1s", "1..2s", "ms5", "1e3s",
         ] {
             assert!(parse(text).is_err(), "{text:?} should be refused");
         }

@@ -232,7 +232,10 @@ mod tests {
             }),
         };
         store_subscription(&dir, "nats://a:4222", &wanted("w"), &waiting).unwrap();
-        assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("w")), waiting);
+        assert_eq!(
+            load_subscription(&dir, "nats://a:4222", &wanted("w")),
+            waiting
+        );
         assert_eq!(load_subscription(&dir, "nats://b:4222", &wanted("x")), none);
         assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("y")), none);
         // A file holding another key is nothing remembered.
@@ -251,8 +254,13 @@ mod tests {
         store_subscription(&dir, "nats://a:4222", &wanted("x"), &memo).unwrap();
         store_subscription(&dir, "nats://a:4222", &wanted("x"), &none).unwrap();
         assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), none);
-        store_subscription(&dir, "nats://a:4222", &wanted("x"), &SubscriptionMemo::default())
-            .unwrap();
+        store_subscription(
+            &dir,
+            "nats://a:4222",
+            &wanted("x"),
+            &SubscriptionMemo::default(),
+        )
+        .unwrap();
     }
 
     /// A temporary file a killed run left is removed once it is a minute old; a fresh one,
@@ -279,8 +287,13 @@ mod tests {
                 .set_modified(old)
                 .unwrap();
         }
-        store_subscription(&dir, "nats://a:4222", &wanted("x"), &SubscriptionMemo::default())
-            .unwrap();
+        store_subscription(
+            &dir,
+            "nats://a:4222",
+            &wanted("x"),
+            &SubscriptionMemo::default(),
+        )
+        .unwrap();
         assert!(stale.exists(), "nothing written, nothing swept");
         let look = LastLook {
             at_ms: 1,

@@ -252,17 +252,46 @@ pub struct Opened {
     pub skipped: Vec<(PathBuf, String)>,
 }
 
-/// Opens the first usable place of `choice`: `--state-dir` alone, else the default and then
-/// the fallbacks. Err: every place tried, each with why it cannot be used.
+/// Opens the first usable place of `choice` with room left: `--state-dir` alone, else the
+/// default and then the fallbacks. A place that is full (an emptyDir or tmpfs at its size
+/// limit) is passed over like one that cannot be written; when every usable place is full,
+/// the first of them is used all the same, and its stores fail (the samples' cause, which is
+/// an error only once it has lasted longer than the window). Err: every place tried, each
+/// with why it cannot be used.
 pub fn open(choice: &StateDirChoice) -> Result<Opened, Vec<(PathBuf, String)>> {
     let mut skipped = Vec::new();
+    let mut full: Option<StateDir> = None;
     for path in std::iter::once(&choice.path).chain(&choice.fallbacks) {
         match StateDir::open(path.clone(), choice.explicit) {
-            Ok(dir) => return Ok(Opened { dir, skipped }),
+            Ok(dir) => match room(&dir.path) {
+                Ok(()) => return Ok(Opened { dir, skipped }),
+                Err(why) => {
+                    skipped.push((path.clone(), why));
+                    full.get_or_insert(dir);
+                }
+            },
             Err(why) => skipped.push((path.clone(), why)),
         }
     }
-    Err(skipped)
+    match full {
+        Some(dir) => Ok(Opened { dir, skipped }),
+        None => Err(skipped),
+    }
+}
+
+/// Room for a few more state files (each at most 64 KiB), as the file system counts it.
+fn room(path: &Path) -> Result<(), String> {
+    let Ok(fs) = nix::sys::statvfs::statvfs(path) else {
+        // Nothing said: the store will tell.
+        return Ok(());
+    };
+    let bytes = u64::from(fs.blocks_available()).saturating_mul(u64::from(fs.fragment_size()));
+    // A file system that counts no inodes (files() is 0) has no limit on them.
+    let inodes = fs.files() == 0 || fs.files_available() >= 16;
+    match bytes >= 4 * MAX_FILE && inodes {
+        true => Ok(()),
+        false => Err(format!("no room left on {}", path.display())),
+    }
 }
 
 impl StateDir {

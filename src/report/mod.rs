@@ -34,6 +34,21 @@ pub fn error(message: &str, json: bool) -> String {
     }
 }
 
+/// The text of a check cut short while it waited on NATS: not judged, with the verdict
+/// that stands for a server that does not answer (`--when-server-down`).
+pub fn cut_short(message: &str, health: crate::rules::check::Health, json: bool) -> String {
+    if json {
+        serde_json::to_string(&ErrorReport {
+            schema_version: check::SCHEMA_VERSION,
+            verdict: health.as_str(),
+            summary: message,
+        })
+        .expect("a plain struct serializes")
+    } else {
+        human::error(&format!("{}: {message}", health.as_str()))
+    }
+}
+
 /// A `guard`'s answer, the JSON document or the table and its summary line, written to `out`
 /// as it is rendered (the one report too large to make as a string first).
 pub fn write_guard(

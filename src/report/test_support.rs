@@ -70,6 +70,7 @@ pub(crate) fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: b
         half_open_after: None,
         server: false,
         when_server_down: WhenServerDown::Pass,
+        startup: false,
     };
     let connections = connections(sockets, &policy, None);
     let processes = match owner {

@@ -164,6 +164,7 @@ mod tests {
             half_open_after: Some(Duration::from_secs(30)),
             server,
             when_server_down: WhenServerDown::Pass,
+            startup: false,
         }
     }
 

@@ -326,7 +326,10 @@ mod tests {
                 Unknown::NotPermitted("$JS.API.>".into()),
                 Cause::NotPermitted,
             ),
-            (Unknown::InboxDenied("_INBOX.x.*".into()), Cause::InboxDenied),
+            (
+                Unknown::InboxDenied("_INBOX.x.*".into()),
+                Cause::InboxDenied,
+            ),
             (Unknown::NoResponders, Cause::NoJetStream),
             (Unknown::JetStreamNotEnabled, Cause::JetStreamNotEnabled),
             (Unknown::NoSystemAccount, Cause::NoSystemAccount),
@@ -361,12 +364,7 @@ mod tests {
         for cause in nats_can_produce {
             let mut kept = None;
             for at in (0..=3600).step_by(10) {
-                let (k, s) = carry(
-                    kept.as_ref(),
-                    Some(Seen::new(cause, true)),
-                    at * 1000,
-                    W,
-                );
+                let (k, s) = carry(kept.as_ref(), Some(Seen::new(cause, true)), at * 1000, W);
                 assert!(!s.unwrap().is_configuration_error(), "{cause:?} at {at}s");
                 kept = k;
             }
@@ -455,10 +453,7 @@ mod tests {
 
     #[test]
     fn transient_causes_are_never_kept_and_never_errors() {
-        for cause in ALL
-            .into_iter()
-            .filter(|c| class(*c) == Class::Transient)
-        {
+        for cause in ALL.into_iter().filter(|c| class(*c) == Class::Transient) {
             let (kept, s) = run(None, Some(cause), 0);
             assert!(kept.is_none());
             assert!(!s.unwrap().is_configuration_error());

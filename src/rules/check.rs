@@ -51,6 +51,9 @@ pub enum Reason {
     ConsumerNotJudged,
     /// Connected, and a `--consumer` or subscription can never be judged as configured.
     Misconfigured,
+    /// `--startup`: connected, and a `--consumer` or subscription has never been judged with
+    /// this configuration: not started yet.
+    NotYetJudged,
 }
 
 /// One `--consumer`'s outcome, as the overall verdict needs it.
@@ -59,6 +62,8 @@ pub enum ConsumerHealth {
     Healthy,
     Unhealthy,
     NotJudged,
+    /// Not judged, and never judged with this configuration on these servers.
+    NeverJudged,
     /// Not judged, or judged without a sample to compare, for a cause of the configuration
     /// that is now an error (`rules::cause::Standing::is_configuration_error`).
     Misconfigured,
@@ -70,7 +75,7 @@ impl ConsumerHealth {
         match self {
             ConsumerHealth::Healthy => "healthy",
             ConsumerHealth::Unhealthy => "unhealthy",
-            ConsumerHealth::NotJudged => "not_judged",
+            ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged => "not_judged",
             ConsumerHealth::Misconfigured => "configuration_error",
         }
     }
@@ -107,7 +112,12 @@ pub fn decide(
             (Unhealthy, Reason::ConsumerFault)
         } else if consumers.contains(&ConsumerHealth::Misconfigured) {
             (Misconfigured, Reason::Misconfigured)
-        } else if consumers.contains(&ConsumerHealth::NotJudged) {
+        } else if policy.startup && consumers.contains(&ConsumerHealth::NeverJudged) {
+            (Unhealthy, Reason::NotYetJudged)
+        } else if consumers
+            .iter()
+            .any(|c| matches!(c, ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged))
+        {
             (down, Reason::ConsumerNotJudged)
         } else {
             (Healthy, Reason::Connected)
@@ -191,6 +201,7 @@ mod tests {
             half_open_after: None,
             server: false,
             when_server_down: WhenServerDown::Pass,
+            startup: false,
         }
     }
 
@@ -318,13 +329,15 @@ mod tests {
         use ConsumerHealth as C;
         use Health::*;
         #[rustfmt::skip]
-        let rows: [(bool, &[C], WhenServerDown, Health, Reason); 8] = [
+        let rows: [(bool, &[C], WhenServerDown, Health, Reason); 10] = [
             (true,  &[],                        WhenServerDown::Pass, Healthy,   Reason::Connected),
             (true,  &[C::Healthy, C::Healthy],  WhenServerDown::Pass, Healthy,   Reason::Connected),
             (true,  &[C::Healthy, C::Unhealthy], WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
             (true,  &[C::NotJudged, C::Unhealthy], WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
             (true,  &[C::NotJudged],            WhenServerDown::Pass, Healthy,   Reason::ConsumerNotJudged),
             (true,  &[C::NotJudged],            WhenServerDown::Fail, Unhealthy, Reason::ConsumerNotJudged),
+            (true,  &[C::NeverJudged],          WhenServerDown::Pass, Healthy,   Reason::ConsumerNotJudged),
+            (true,  &[C::NeverJudged, C::Misconfigured], WhenServerDown::Pass, Misconfigured, Reason::Misconfigured),
             (false, &[C::Unhealthy],            WhenServerDown::Pass, Healthy,   Reason::ServerDown),
             (false, &[C::Healthy],              WhenServerDown::Pass, Unhealthy, Reason::ServerAnswers),
         ];
@@ -347,6 +360,42 @@ mod tests {
                 "{consumers:?} {when:?}"
             );
         }
+    }
+
+    /// `--startup`: a check never judged with this configuration fails until it is; one
+    /// judged before, and every other verdict, as without it.
+    #[test]
+    fn startup_fails_only_what_was_never_judged() {
+        use ConsumerHealth as C;
+        let mut p = policy(&[4222], &[], 1);
+        p.server = true;
+        p.startup = true;
+        let c = connections(&table(), &p, None);
+        let verdict = |consumers: &[C]| decide(&c, None, consumers, &p);
+        assert_eq!(
+            verdict(&[C::Healthy, C::NeverJudged]),
+            Verdict {
+                health: Health::Unhealthy,
+                reason: Reason::NotYetJudged
+            }
+        );
+        assert_eq!(verdict(&[C::NotJudged]).health, Health::Healthy);
+        assert_eq!(verdict(&[C::Healthy]).health, Health::Healthy);
+        assert_eq!(
+            verdict(&[C::NeverJudged, C::Unhealthy]).reason,
+            Reason::ConsumerFault
+        );
+        // Without a connection, as without --startup: the server decides.
+        assert_eq!(
+            decide(
+                &Connections::default(),
+                Some(ServerState::NotAnswering),
+                &[C::NeverJudged],
+                &p
+            )
+            .reason,
+            Reason::ServerDown
+        );
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub struct Policy {
     /// `--server` was given: a missing connection is a fault only if the server answers.
     pub server: bool,
     pub when_server_down: WhenServerDown,
+    /// `--startup`: a check never judged with this configuration fails, until it is.
+    pub startup: bool,
 }
 
 /// `--when-server-down`: what a missing connection means while NATS itself is down.

@@ -27,6 +27,7 @@ impl JudgedConsumer {
             Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
             _ if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
             Outcome::Healthy(_) => ConsumerHealth::Healthy,
+            Outcome::NotJudged(_) if never_judged(self.standing) => ConsumerHealth::NeverJudged,
             Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
         }
     }
@@ -34,6 +35,10 @@ impl JudgedConsumer {
 
 fn misconfigured(standing: Option<Standing>) -> bool {
     standing.is_some_and(|s| s.is_configuration_error())
+}
+
+fn never_judged(standing: Option<Standing>) -> bool {
+    standing.is_none_or(|s| !s.judged_before)
 }
 
 /// One subscription this pod's connection must hold, and whether it does.
@@ -57,6 +62,7 @@ impl JudgedSubscription {
         match &self.held {
             Held::Yes { .. } => ConsumerHealth::Healthy,
             Held::NotJudged(_) if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
+            Held::NotJudged(_) if !self.judged_before => ConsumerHealth::NeverJudged,
             Held::NotJudged(_) => ConsumerHealth::NotJudged,
             _ => ConsumerHealth::Unhealthy,
         }

@@ -16,8 +16,8 @@
 use super::consumer::{Healthy, Outcome};
 use super::subscription::{holds, Held};
 use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection};
-use crate::facts::{Unanswered, Unknown, Wanted};
 pub use crate::facts::{Due, Sampling};
+use crate::facts::{Unanswered, Unknown, Wanted};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -115,7 +115,10 @@ pub enum Found {
 /// What to do first, before any lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
-    Trust { held_ago: Duration, trust: Trust },
+    Trust {
+        held_ago: Duration,
+        trust: Trust,
+    },
     LookUp,
     Match(Rematch),
     /// The last asks went unanswered: ask nothing until this much later (not judged).
@@ -231,7 +234,10 @@ pub fn unanswered(held: &Held) -> bool {
     matches!(
         held,
         Held::NotJudged(
-            Unknown::Deadline | Unknown::JetStreamTimeout | Unknown::NotListed(_) | Unknown::Waiting(_)
+            Unknown::Deadline
+                | Unknown::JetStreamTimeout
+                | Unknown::NotListed(_)
+                | Unknown::Waiting(_)
         )
     )
 }
@@ -509,6 +515,85 @@ mod tests {
                 Plan::Match(Rematch::SocketChanged)
             );
         }
+    }
+
+    /// A server that answers late is asked less often, not more: after an unanswered ask,
+    /// the next waits the trust time, then twice that, up to an hour; a connection matched
+    /// before is looked up again, never matched afresh, and one seen holding the
+    /// subscription within its trust time is trusted meanwhile.
+    #[test]
+    fn unanswered_asks_wait_and_never_fall_back_to_a_full_match() {
+        let same = [socket("10.200.0.2:51828", 4242)];
+        let five = Duration::from_secs(300);
+        assert_eq!(retry_after(1, five), five);
+        assert_eq!(retry_after(2, five), 2 * five);
+        assert_eq!(retry_after(5, five), Duration::from_secs(3600));
+        assert_eq!(retry_after(40, five), Duration::from_secs(3600));
+        assert_eq!(retry_after(3, Duration::ZERO), Duration::ZERO);
+        let after = |count, secs_ago: i64| Unanswered {
+            count,
+            last_ms: NOW - secs_ago * 1000,
+        };
+        let stale = memo(Some(600));
+        assert_eq!(
+            plan(Some(&stale), Some(&after(1, 60)), &same, TRUST, false, NOW),
+            Plan::Wait(Duration::from_secs(240))
+        );
+        assert_eq!(
+            plan(Some(&stale), Some(&after(1, 300)), &same, TRUST, false, NOW),
+            Plan::LookUp
+        );
+        assert_eq!(
+            plan(Some(&stale), Some(&after(2, 300)), &same, TRUST, false, NOW),
+            Plan::Wait(Duration::from_secs(300))
+        );
+        // Trusted within its trust time, whatever went unanswered since.
+        assert!(matches!(
+            plan(
+                Some(&memo(Some(10))),
+                Some(&after(3, 1)),
+                &same,
+                TRUST,
+                false,
+                NOW
+            ),
+            Plan::Trust { .. }
+        ));
+        // Never matched: the first match waits as a lookup would.
+        assert_eq!(
+            plan(None, Some(&after(1, 60)), &same, TRUST, false, NOW),
+            Plan::Wait(Duration::from_secs(240))
+        );
+        assert_eq!(
+            plan(None, Some(&after(1, 300)), &same, TRUST, false, NOW),
+            Plan::Match(Rematch::FirstTime)
+        );
+        // Every run with a trust time of zero.
+        let every = TrustSetting::Fixed(Duration::ZERO);
+        assert_eq!(
+            plan(Some(&stale), Some(&after(9, 0)), &same, every, false, NOW),
+            Plan::LookUp
+        );
+        // Counted: one more per unanswered ask, kept while waiting, none after an answer.
+        let late = Held::NotJudged(Unknown::Deadline);
+        let first = count_unanswered(None, &late, true, NOW).unwrap();
+        assert_eq!(first, after(1, 0));
+        let waited = Held::NotJudged(Unknown::Waiting(Duration::from_secs(1)));
+        assert_eq!(
+            count_unanswered(Some(&first), &waited, false, NOW + 9),
+            Some(first)
+        );
+        assert_eq!(
+            count_unanswered(Some(&first), &late, true, NOW + 9).map(|u| u.count),
+            Some(2)
+        );
+        let yes = Held::Yes {
+            by: "10.200.0.2:51828".parse().unwrap(),
+        };
+        assert_eq!(count_unanswered(Some(&first), &yes, true, NOW), None);
+        // A refusal is no late answer: it does not make the next ask wait.
+        let refused = Held::NotJudged(Unknown::Credentials);
+        assert_eq!(count_unanswered(Some(&first), &refused, true, NOW), None);
     }
 
     #[test]

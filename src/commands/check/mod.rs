@@ -9,7 +9,7 @@ mod subscriptions;
 use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
 use crate::facts::ServerAnswer;
-use crate::facts::{unmap, Loaded};
+use crate::facts::{unmap, Loaded, Persisting};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
 use crate::observe::state::{Of, StateDir};
 use crate::observe::{self, server, PodTarget};
@@ -26,8 +26,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use subscriptions::{deliver_subscriptions, open, Subscriptions, WantedFor};
 
-/// Kept back from the network's share of the deadline: shutting the runtime down and
-/// formatting the answer.
+/// Kept back from the network's share of the deadline, for what follows it (keeping the
+/// samples, shutting the runtime down, the answer): an eighth of the time, and at least
+/// this, so a run on a loaded node ends by itself, not by the deadline's signal.
 const NETWORK_RESERVE: Duration = Duration::from_millis(15);
 
 /// One check's observations and judgements: what `check` reports and `diagnose` explains.
@@ -66,7 +67,8 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
 
 /// Observes what the rules ask for, judges, and keeps each consumer's sample.
 pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> {
-    let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
+    let reserve = NETWORK_RESERVE.max(deadline.saturating_duration_since(Instant::now()) / 8);
+    let network_deadline = server::network_deadline(deadline, reserve);
     let mut obs = observe_pod(config, deadline)?;
     let connections = connection::connections(
         &obs.pod.scan.sockets,
@@ -403,7 +405,13 @@ impl Carry<'_> {
                 _ => None,
             };
             let window = r.window.unwrap_or(consumer::window(self.policy, None));
-            r.standing = self.carry(Of::Consumer(&r.seen.name), now, window.duration);
+            // No room for samples has no room for its cause either: it has lasted since the
+            // last sample that could be kept.
+            let kept_until = match (&r.seen.state_problem, &r.seen.previous) {
+                (Some(_), Some(Loaded::Sample(p))) => Some(p.seen_at_ms),
+                _ => None,
+            };
+            r.standing = self.carry(Of::Consumer(&r.seen.name), now, window.duration, kept_until);
         }
     }
 
@@ -416,20 +424,29 @@ impl Carry<'_> {
                 }
                 _ => None,
             };
-            s.standing = self.carry(Of::Subscription(&s.wanted), now, window);
+            s.standing = self.carry(Of::Subscription(&s.wanted), now, window, None);
         }
     }
 
+    /// `since_ms`: when the cause began, where no kept cause can say (None: as kept).
     fn carry(
         &self,
         of: Of,
         now: Option<cause::Seen>,
         window: Duration,
+        since_ms: Option<i64>,
     ) -> Option<cause::Standing> {
         // Only a cause that may still become an error was kept; nothing else needs reading.
-        let prev = now
-            .filter(cause::Seen::kept)
-            .and_then(|_| self.dir.load_cause(self.server, of));
+        let prev = now.filter(cause::Seen::kept).and_then(|seen| {
+            self.dir.load_cause(self.server, of).or_else(|| {
+                since_ms.map(|since_ms| Persisting {
+                    cause: seen.cause.as_str().to_string(),
+                    since_ms,
+                    last_ms: self.now_ms,
+                    apart_ms: None,
+                })
+            })
+        });
         let (keep, standing) = cause::carry(prev.as_ref(), now, self.now_ms, window);
         // Best effort: a cause that cannot be kept starts again next run (a disk that cannot
         // keep it cannot keep the samples either, which is a cause of its own).

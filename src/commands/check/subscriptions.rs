@@ -126,8 +126,8 @@ impl Subscriptions<'_> {
             HashMap::new();
         for (i, ((w, _), memo)) in wanted.iter().zip(memos).enumerate() {
             let kept = memo.connection.as_ref();
-            let direct =
-                kept.is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
+            let direct = kept
+                .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
             let planned = remembered::plan(
                 kept,
                 memo.unanswered.as_ref(),
@@ -172,8 +172,7 @@ impl Subscriptions<'_> {
                             Confirmed::Yes(c) => {
                                 let held = remembered::judge_confirmed(w, c);
                                 let again = Remembered {
-                                    held_at_ms: matches!(held, Held::Yes { .. })
-                                        .then_some(now_ms),
+                                    held_at_ms: matches!(held, Held::Yes { .. }).then_some(now_ms),
                                     account_connections: c.account_connections,
                                     ..m.clone()
                                 };
@@ -267,12 +266,8 @@ impl Subscriptions<'_> {
                 };
                 if memo != before {
                     // Best effort: a connection not remembered is matched by address next run.
-                    let _ = observe::remembered::store_subscription(
-                        self.dir,
-                        self.server,
-                        &w,
-                        &memo,
-                    );
+                    let _ =
+                        observe::remembered::store_subscription(self.dir, self.server, &w, &memo);
                 }
                 JudgedSubscription {
                     held: j.held,

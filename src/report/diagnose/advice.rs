@@ -2,9 +2,9 @@
 //! and a sentence for a person.
 
 use super::consumer::{domain_hint, jetstream_asked};
+use crate::report::human::standing::{fix, Checked};
 use crate::report::input::CheckInput;
 use crate::report::words::peer;
-use crate::report::human::standing::{fix, Checked};
 use crate::rules::advice::Advice;
 use crate::rules::cause::Cause;
 

@@ -129,7 +129,8 @@ fn subscriptions(input: &CheckInput, lines: &mut Vec<Line>) {
                 crate::rules::check::ConsumerHealth::Healthy => Style::Good,
                 crate::rules::check::ConsumerHealth::Unhealthy
                 | crate::rules::check::ConsumerHealth::Misconfigured => Style::Bad,
-                crate::rules::check::ConsumerHealth::NotJudged => Style::Warn,
+                crate::rules::check::ConsumerHealth::NotJudged
+                | crate::rules::check::ConsumerHealth::NeverJudged => Style::Warn,
             };
             lines.push(vec![
                 (Style::Plain, format!("  {}: ", subscription_subject(s))),

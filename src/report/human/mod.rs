@@ -34,9 +34,10 @@ pub fn line(report: &CheckInput) -> String {
 pub fn summary(report: &CheckInput) -> String {
     match report.verdict.reason {
         Reason::Connected => connected(report),
-        Reason::ConsumerFault | Reason::ConsumerNotJudged | Reason::Misconfigured => {
-            failing_checks(report)
-        }
+        Reason::ConsumerFault
+        | Reason::ConsumerNotJudged
+        | Reason::Misconfigured
+        | Reason::NotYetJudged => failing_checks(report),
         Reason::NotConnected => not_connected(report),
         Reason::ServerAnswers => server_answers(report),
         Reason::ServerDown => server_down(report),
@@ -87,15 +88,16 @@ fn connected(report: &CheckInput) -> String {
 fn failing_checks(report: &CheckInput) -> String {
     // The consumers that fail the verdict (or could not be judged) first: they are
     // why the line exists; the connection that is fine comes after.
-    let wanted = match report.verdict.reason {
-        Reason::ConsumerFault => ConsumerHealth::Unhealthy,
-        Reason::Misconfigured => ConsumerHealth::Misconfigured,
-        _ => ConsumerHealth::NotJudged,
+    let wanted = |h: ConsumerHealth| match report.verdict.reason {
+        Reason::ConsumerFault => h == ConsumerHealth::Unhealthy,
+        Reason::Misconfigured => h == ConsumerHealth::Misconfigured,
+        Reason::NotYetJudged => h == ConsumerHealth::NeverJudged,
+        _ => matches!(h, ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged),
     };
     let mut parts: Vec<String> = report
         .consumers
         .iter()
-        .filter(|r| r.health() == wanted)
+        .filter(|r| wanted(r.health()))
         .map(|r| match &r.outcome {
             Outcome::NotJudged(_) => {
                 format!("consumer {} {}", r.seen.name, consumer_phrase(r))
@@ -107,7 +109,7 @@ fn failing_checks(report: &CheckInput) -> String {
         report
             .subscriptions
             .iter()
-            .filter(|s| s.health() == wanted)
+            .filter(|s| wanted(s.health()))
             .map(|s| match &s.held {
                 Held::NotJudged(_) => {
                     format!("{} {}", subscription_name(s), subscription_phrase(s))
@@ -118,11 +120,10 @@ fn failing_checks(report: &CheckInput) -> String {
     if let Some(asked) = where_asked(report) {
         parts.push(asked);
     }
-    let fail = wanted == ConsumerHealth::NotJudged && report.verdict.health == Health::Unhealthy;
-    let policy = if fail {
-        " (--when-server-down fail)"
-    } else {
-        ""
+    let policy = match (report.verdict.reason, report.verdict.health) {
+        (Reason::NotYetJudged, _) => " (--startup: never judged yet)",
+        (Reason::ConsumerNotJudged, Health::Unhealthy) => " (--when-server-down fail)",
+        _ => "",
     };
     format!(
         "{}{policy}; {}",
