@@ -285,7 +285,7 @@ fn room(path: &Path) -> Result<(), String> {
         // Nothing said: the store will tell.
         return Ok(());
     };
-    let bytes = u64::from(fs.blocks_available()).saturating_mul(u64::from(fs.fragment_size()));
+    let bytes = fs.blocks_available().saturating_mul(fs.fragment_size());
     // A file system that counts no inodes (files() is 0) has no limit on them.
     let inodes = fs.files() == 0 || fs.files_available() >= 16;
     match bytes >= 4 * MAX_FILE && inodes {
