@@ -346,7 +346,7 @@ fn the_examples_validate_and_size_their_probes_by_the_rules() {
                     .map(|t| natsprobe::config::duration::parse(t).unwrap().as_secs())
                     .unwrap_or(default)
             };
-            let deadline = d("--interval", 30) + 2 * d("--timeout", 10) + 1;
+            let deadline = d("--interval", 60) + 2 * d("--timeout", 10) + 1;
             assert!(
                 active > deadline,
                 "activeDeadlineSeconds {active} must outlast the guard's {deadline} s"

@@ -103,6 +103,58 @@ mod tests {
         }
     }
 
+    /// The README's table of causes is the rules' table: every cause has its row, with its
+    /// class; and every document says what exit 2 is for the same way.
+    #[test]
+    fn the_documents_say_one_thing_about_exit_2() {
+        use crate::rules::cause;
+        let readme = include_str!("../README.md");
+        for c in cause::ALL {
+            let class = cause::class(c).as_str();
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", c.as_str())))
+                .unwrap_or_else(|| panic!("README's table of causes has no row for {}", c.as_str()));
+            assert!(
+                row.contains(&format!("| {class} |")),
+                "README says another class for {}: {row}",
+                c.as_str()
+            );
+        }
+        // Prose is wrapped: compared with its whitespace made single spaces.
+        let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = {
+            use clap::CommandFactory;
+            flat(&crate::cli::Cli::command().render_long_help().to_string())
+        };
+        let security = flat(include_str!("../SECURITY.md"));
+        let said = [
+            (
+                "README",
+                flat(readme),
+                "a `check` exits non-zero only where no state of NATS can be the cause",
+            ),
+            (
+                "--help",
+                help,
+                "a check exits non-zero only where nothing NATS does",
+            ),
+            (
+                "SECURITY.md",
+                security.clone(),
+                "A refused request is never a fault (exit 1)",
+            ),
+            (
+                "SECURITY.md",
+                security,
+                "a configuration error (exit 2) only for one never judged",
+            ),
+        ];
+        for (document, text, sentence) in said {
+            assert!(text.contains(sentence), "{document} does not say: {sentence}");
+        }
+    }
+
     #[test]
     fn readme_documents_every_code() {
         let readme = include_str!("../README.md");

@@ -26,9 +26,13 @@ pub const VERSION: &str = concat!(
 );
 
 /// Liveness probe for NATS clients: exits 1 when this pod's client has given up its
-/// connection, so the kubelet restarts it.
+/// connection, holds a dead one, or its consumer or subscription stopped, so the kubelet
+/// restarts it; and 0 when a restart would not help.
 ///
 /// Exit codes: 0 healthy, 1 unhealthy, 2 usage or configuration error, 3 could not evaluate.
+/// The kubelet restarts a pod on any of 1, 2 and 3, so a check exits non-zero only where
+/// nothing NATS does (down, slow, electing, its auth service down) can be the cause; a check
+/// that could not be judged is exit 2 only if it was never judged with this configuration.
 /// `check` is the default: `natsprobe --port 4222` is `natsprobe check --port 4222`.
 #[derive(Debug, Parser)]
 #[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
@@ -40,7 +44,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check for an ESTABLISHED connection to the NATS client port (the default)
+    /// Check this pod's NATS client (the default): a live ESTABLISHED connection to the NATS
+    /// port (not half-open); with --server, fail only while NATS answers; with --consumer, the
+    /// consumer bound and progressing; with --own-subscription or --subscription, this pod's
+    /// connection holding the subscription
     Check(CheckArgs),
     /// Judge every durable in the account from two looks an interval apart; exit 1 on a fault
     /// seen in both (run it from a CronJob: the failed Job is the alert)
