@@ -391,7 +391,7 @@ fn what_the_server_cannot_say_is_not_judged() {
         .ns(&pods.app)
         .run()
         .expect(1)
-        .says(&["(--when-server-down fail)"]);
+        .says(&["unhealthy: --when-server-down fail: "]);
 
     // One that accepts and never says a word: the run still ends inside --timeout.
     let silent = pods
@@ -418,7 +418,7 @@ fn what_the_server_cannot_say_is_not_judged() {
     no_js
         .check(&["S/D"], &[])
         .expect(0)
-        .says(&["consumer S/D not judged: JetStream is not answering"]);
+        .says(&["consumer S/D not judged: no JetStream answers in the domain asked"]);
 }
 
 /// Configuration errors are exit 2, before anything is asked.

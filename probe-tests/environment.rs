@@ -318,7 +318,9 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
         "one sample"
     );
 
-    // A full disk: a 64 KiB tmpfs, filled.
+    // A full disk: a 64 KiB tmpfs, filled after a sample was kept. With no other place
+    // (--state-dir has none) the runs pass, saying so, until it has lasted longer than the
+    // window since the last sample kept: then a configuration error naming the fix.
     let full = base.path().join("full");
     std::fs::create_dir(&full).unwrap();
     let mounted = Command::new("mount")
@@ -337,9 +339,58 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let state = full.join("state");
     std::fs::create_dir(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let with_stall = |exit: i32| -> Run {
+        let run = probe(&[
+            "--server",
+            &pods.url,
+            "--consumer",
+            "S/D",
+            "--stall-after",
+            "2s",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "-v",
+        ])
+        .ns(&pods.app)
+        .run();
+        run.expect(exit);
+        run
+    };
+    with_stall(0);
+    let kept: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
     let _ = std::fs::write(full.join("filler"), vec![0u8; 1 << 20]);
-    let run = check(&state, None, 2);
-    assert!(run.stdout.contains("No space left on device"), "{run}");
+    let started = std::time::Instant::now();
+    let run = loop {
+        let run = probe(&[
+            "--server",
+            &pods.url,
+            "--consumer",
+            "S/D",
+            "--stall-after",
+            "2s",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "-v",
+        ])
+        .ns(&pods.app)
+        .run();
+        if run.code == Some(2) {
+            break run;
+        }
+        run.expect(0).says(&["samples cannot be kept", "seen for"]);
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "never an error: {run}"
+        );
+        std::thread::sleep(Duration::from_millis(400));
+    };
+    assert!(started.elapsed() > Duration::from_millis(1500), "{run}");
+    println!(
+        "environment | explicit state dir full after {:?}: {}",
+        started.elapsed(),
+        run.line()
+    );
+    assert!(run.stdout.contains("no room left on"), "{run}");
     assert!(
         run.line().starts_with(
             "configuration error: consumer S/D: not judged across runs: samples cannot be kept"
@@ -351,11 +402,117 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
             .contains("give --state-dir a writable volume with room"),
         "{run}"
     );
-    let leftovers: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
-    assert!(
-        leftovers.is_empty(),
-        "a partial file was left: {leftovers:?}"
+    let now: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
+    assert_eq!(
+        now.len(),
+        kept.len(),
+        "a partial file was left: {now:?}"
     );
+}
+
+/// A full place for samples is passed over like one that cannot be written: with
+/// `$TMPDIR` (a 64 KiB tmpfs) full, the samples go to /dev/shm, and no run exits 2 while a
+/// place is left; with /dev/shm full too, the runs pass, saying so, until it has lasted longer
+/// than the window.
+#[test]
+fn a_full_state_dir_moves_the_samples_to_the_next_place() {
+    let (pods, _consumer) = consumer_pod();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(static_binary(), root.path().join("natsprobe")).unwrap();
+    for dir in ["proc", "dev/shm", "tmp"] {
+        std::fs::create_dir_all(root.path().join(dir)).unwrap();
+    }
+    let tmp = root.path().join("tmp");
+    // The pod's /dev/shm, kept from run to run as the container's is: a 64 KiB tmpfs too,
+    // with room until it is filled below.
+    let shm = tempfile::tempdir().unwrap();
+    struct Unmount(Vec<std::path::PathBuf>);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                let _ = Command::new("umount").arg(p).status();
+            }
+        }
+    }
+    let tmpfs = |at: &Path| {
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k,mode=1777", "tmpfs"])
+            .arg(at)
+            .status()
+            .unwrap();
+        assert!(mounted.success());
+    };
+    let fill = |at: &Path| {
+        let _ = std::fs::write(at.join("filler"), vec![0u8; 1 << 20]);
+    };
+    let _mounts = Unmount(vec![tmp.clone(), shm.path().to_path_buf()]);
+    tmpfs(&tmp);
+    fill(&tmp);
+    tmpfs(shm.path());
+    // Every run asks, and keeps its sample.
+    let args = [
+        "check",
+        "--server",
+        &pods.url,
+        "--consumer",
+        "S/D",
+        "--stall-after",
+        "2s",
+        "--sample-every",
+        "0",
+        "-v",
+    ];
+    let run = |root: &Path| -> (Option<i32>, String) {
+        let out = run_in_root_with_shm(
+            root,
+            &pods.app,
+            "/natsprobe",
+            &args,
+            Some(65532),
+            false,
+            Some(shm.path()),
+        );
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    for _ in 0..5 {
+        let (code, stdout) = run(root.path());
+        assert_eq!(code, Some(0), "{stdout}");
+        assert!(
+            stdout.contains("no room left on /tmp/natsprobe-65532"),
+            "the full place is passed over: {stdout}"
+        );
+        assert!(!stdout.contains("samples cannot be kept"), "{stdout}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let moved: Vec<_> = std::fs::read_dir(shm.path().join("natsprobe-65532"))
+        .unwrap()
+        .collect();
+    assert!(!moved.is_empty(), "no sample in /dev/shm");
+    println!(
+        "environment | $TMPDIR full: {} state files in /dev/shm",
+        moved.len()
+    );
+    // Every place full: passes, saying so, then an error once it lasted past the window
+    // since the last sample kept.
+    fill(shm.path());
+    let started = std::time::Instant::now();
+    loop {
+        let (code, stdout) = run(root.path());
+        let line = stdout.lines().next().unwrap_or_default().to_string();
+        if code == Some(2) {
+            assert!(
+                started.elapsed() > Duration::from_millis(1500),
+                "{line}"
+            );
+            assert!(line.contains("samples cannot be kept"), "{line}");
+            println!("environment | every place full: {line}");
+            break;
+        }
+        assert_eq!(code, Some(0), "{stdout}");
+        assert!(line.contains("samples cannot be kept"), "{line}");
+        assert!(started.elapsed() < Duration::from_secs(6), "{stdout}");
+        std::thread::sleep(Duration::from_millis(400));
+    }
 }
 
 /// No privileges: every command as nobody, with no capabilities, works as it does as root

@@ -503,11 +503,12 @@ fn behind_nat_it_cannot_match() {
     .ns(&app)
     .run()
     .expect(1)
-    .says(&["(--when-server-down fail)"]);
+    .says(&["unhealthy: --when-server-down fail: "]);
 }
 
-/// Issue 22: behind NAT the subscription can never be matched: once that has lasted longer
-/// than the window it is a configuration error (exit 2) naming the fix, not a pass for ever.
+/// Behind NAT the subscription can never be matched: never judged with this configuration,
+/// once that has lasted longer than the window it is a configuration error (exit 2) naming
+/// the fix, not a pass for ever.
 #[test]
 fn behind_nat_for_longer_than_the_window_is_a_configuration_error() {
     let (app, _server, _client, url) = behind_nat();
@@ -529,12 +530,13 @@ fn behind_nat_for_longer_than_the_window_is_a_configuration_error() {
         if run.code == Some(2) || started.elapsed() > Duration::from_secs(6) {
             break run;
         }
-        run.expect(0).says(&["(seen for "]);
+        run.expect(0)
+            .says(&["(never judged with this configuration, seen for "]);
         std::thread::sleep(Duration::from_millis(400));
     };
     run.expect(2).says(&[
         "configuration error: subscription journal.> not judged: cannot match this pod's connection at the server",
-        ", longer than the window 2s: drop --own-subscription and --subscription",
+        ", never judged, longer than the window 2s: drop --own-subscription and --subscription",
     ]);
     assert!(started.elapsed() > Duration::from_secs(2), "{run}");
     println!("subscription | behind NAT, persisting: {}", run.line());

@@ -39,12 +39,9 @@ impl Pods {
     /// up and runs every client, and `user`, who may publish only to `publish` and subscribe
     /// only to its inbox: the probe's user in the permission scenarios.
     pub fn with_limited_user(user: &str, password: &str, publish: &[&str]) -> Pods {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("users.conf");
         let allow: Vec<String> = publish.iter().map(|s| format!("\"{s}\"")).collect();
-        std::fs::write(
-            &config,
-            format!(
+        Pods::with_config(
+            &format!(
                 r#"authorization {{
   users = [
     {{ user: admin, password: admin-pw }}
@@ -56,13 +53,17 @@ impl Pods {
 "#,
                 allow.join(", ")
             ),
-        )
-        .unwrap();
-        let mut pods = Pods::with(
-            Version::Pinned,
-            &["-c", config.to_str().unwrap()],
             &["-user", "admin", "-password", "admin-pw"],
-        );
+        )
+    }
+
+    /// A server (the pinned version, JetStream on) with this configuration file; every
+    /// client (and setup/publish) authenticates with `client_auth`.
+    pub fn with_config(config: &str, client_auth: &[&str]) -> Pods {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.conf");
+        std::fs::write(&path, config).unwrap();
+        let mut pods = Pods::with(Version::Pinned, &["-c", path.to_str().unwrap()], client_auth);
         pods.config = Some(dir);
         pods
     }

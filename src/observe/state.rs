@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 /// foreign: a first sample).
 const VERSION: u32 = 2;
 const MAX_FILE: u64 = 64 * 1024;
+/// Free space below which a place is full: four pages, a few state files.
+const ROOM: u64 = 16 * 1024;
 
 /// Which consumer a file is for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -255,31 +257,34 @@ pub struct Opened {
 /// Opens the first usable place of `choice` with room left: `--state-dir` alone, else the
 /// default and then the fallbacks. A place that is full (an emptyDir or tmpfs at its size
 /// limit) is passed over like one that cannot be written; when every usable place is full,
-/// the first of them is used all the same, and its stores fail (the samples' cause, which is
-/// an error only once it has lasted longer than the window). Err: every place tried, each
-/// with why it cannot be used.
+/// the one that kept a file last is used all the same (its samples are the newest), and its
+/// stores fail: the samples' cause, an error only once it has lasted longer than the window
+/// since the last sample kept. Err: every place tried, each with why it cannot be used.
 pub fn open(choice: &StateDirChoice) -> Result<Opened, Vec<(PathBuf, String)>> {
     let mut skipped = Vec::new();
-    let mut full: Option<StateDir> = None;
+    let mut full: Vec<StateDir> = Vec::new();
     for path in std::iter::once(&choice.path).chain(&choice.fallbacks) {
         match StateDir::open(path.clone(), choice.explicit) {
             Ok(dir) => match room(&dir.path) {
                 Ok(()) => return Ok(Opened { dir, skipped }),
                 Err(why) => {
                     skipped.push((path.clone(), why));
-                    full.get_or_insert(dir);
+                    full.push(dir);
                 }
             },
             Err(why) => skipped.push((path.clone(), why)),
         }
     }
-    match full {
+    // A store changes its dir only when it succeeds (`replace` writes nothing without room).
+    let kept_last = |d: &StateDir| fs::metadata(&d.path).and_then(|m| m.modified()).ok();
+    match full.into_iter().max_by_key(kept_last) {
         Some(dir) => Ok(Opened { dir, skipped }),
         None => Err(skipped),
     }
 }
 
-/// Room for a few more state files (each at most 64 KiB), as the file system counts it.
+/// Room for a few more state files (each under a few KiB; a page each on tmpfs), as the file
+/// system counts it.
 fn room(path: &Path) -> Result<(), String> {
     let Ok(fs) = nix::sys::statvfs::statvfs(path) else {
         // Nothing said: the store will tell.
@@ -288,7 +293,7 @@ fn room(path: &Path) -> Result<(), String> {
     let bytes = fs.blocks_available().saturating_mul(fs.fragment_size());
     // A file system that counts no inodes (files() is 0) has no limit on them.
     let inodes = fs.files() == 0 || fs.files_available() >= 16;
-    match bytes >= 4 * MAX_FILE && inodes {
+    match bytes >= ROOM && inodes {
         true => Ok(()),
         false => Err(format!("no room left on {}", path.display())),
     }
@@ -478,6 +483,10 @@ impl StateDir {
     /// Writes `body` to a temporary file and renames it over `target` (a file in this dir):
     /// a reader sees the old contents or the new, never half. Every state file goes this way.
     pub(crate) fn replace(&self, target: &Path, body: &[u8]) -> Result<(), String> {
+        // Without room, not even the temporary file: the dir is left as the last store left it.
+        if let Err(why) = room(&self.path) {
+            return Err(format!("cannot write {}: {why}", target.display()));
+        }
         self.sweep();
         let tmp = self.path.join(format!(
             ".{}.{}.tmp",

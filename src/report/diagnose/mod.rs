@@ -201,6 +201,10 @@ fn could_not_run(input: &CheckInput, lines: &mut Vec<Line>) {
                 Style::Bad,
                 "the configuration: a configuration error now (exit 2)".to_string(),
             ),
+            (_, false) if !s.may_become_an_error() => (
+                Style::Warn,
+                "the configuration, or NATS changing under it: judged before with this configuration, so never an error".to_string(),
+            ),
             (_, false) => (
                 Style::Warn,
                 format!(

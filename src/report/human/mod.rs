@@ -120,16 +120,13 @@ fn failing_checks(report: &CheckInput) -> String {
     if let Some(asked) = where_asked(report) {
         parts.push(asked);
     }
-    let policy = match (report.verdict.reason, report.verdict.health) {
-        (Reason::NotYetJudged, _) => " (--startup: never judged yet)",
-        (Reason::ConsumerNotJudged, Health::Unhealthy) => " (--when-server-down fail)",
+    // First, where the line may be cut: why a run that could not judge fails.
+    let lead = match (report.verdict.reason, report.verdict.health) {
+        (Reason::NotYetJudged, _) => "not started (--startup): ",
+        (Reason::ConsumerNotJudged, Health::Unhealthy) => "--when-server-down fail: ",
         _ => "",
     };
-    format!(
-        "{}{policy}; {}",
-        parts.join("; "),
-        connections(report, false)
-    )
+    format!("{lead}{}; {}", parts.join("; "), connections(report, false))
 }
 
 /// Too few live connections: a half-open one, or what the table holds instead.
@@ -383,7 +380,7 @@ mod tests {
             ),
             (
                 with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged(Unknown::Credentials), None)], WhenServerDown::Fail),
-                "unhealthy: consumer S/d not judged: authorization error: the server refused the probe's credentials (--when-server-down fail); 1 ESTABLISHED TCP connection to remote port 4222",
+                "unhealthy: --when-server-down fail: consumer S/d not judged: authorization error: the server refused the probe's credentials; 1 ESTABLISHED TCP connection to remote port 4222",
             ),
         ];
         for (report, expected) in cases {

@@ -40,9 +40,10 @@ pub fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
             fix()
         ),
         (Class::ConfigurationIfNeverJudged, false) => format!(
-            " (never judged with this configuration, seen for {}; a configuration error, exit 2, if it lasts longer than the window {})",
+            " (never judged with this configuration, seen for {}; exit 2 if it lasts longer than the window {}: {})",
             display(s.lasted),
-            display(s.window)
+            display(s.window),
+            fix()
         ),
         (Class::ConfigurationIfItPersists, _) => format!(
             " (seen for {}; a configuration error, exit 2, if it lasts longer than the window {})",
