@@ -246,7 +246,7 @@ fn a_slow_server_is_no_evidence_of_absence() {
         assert!(
             line.contains("subscription journal.> held (10.201.0.2:")
                 || line.contains(
-                    "subscription journal.> not judged: cannot see the pod's connection from here"
+                    "subscription journal.> not judged: the pod's connection is not listed"
                 ),
             "{run}"
         );

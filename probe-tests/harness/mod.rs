@@ -1,11 +1,13 @@
 //! The real-NATS harness: namespaces, servers, nats.go peers, and the probe runner.
 
+pub mod callout;
 pub mod cluster;
 pub mod drill;
 pub mod flood;
 pub mod hostile;
 pub mod image;
 pub mod kubelet;
+pub mod load;
 pub mod netns;
 pub mod operator;
 pub mod peer;

@@ -70,6 +70,20 @@ impl NetNs {
         .unwrap_or_else(|e| std::panic::resume_unwind(e))
     }
 
+    /// Spawns `f` on a thread that lives in the namespace, and returns at once.
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
+        let file = Arc::clone(&self.file);
+        std::thread::spawn(move || {
+            // SAFETY: setns on this thread only.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", io::Error::last_os_error());
+            f()
+        })
+    }
+
     /// `ip -n NAME args...`, panicking with ip's output on failure.
     pub fn ip(&self, args: &[&str]) {
         let mut full = vec!["-n", self.name.as_str()];

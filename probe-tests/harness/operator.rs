@@ -86,13 +86,24 @@ impl OperatorMode {
 /// A JWT as nats-io/jwt v2 writes one: `header.claims.signature`, base64url without padding,
 /// signed by `issuer` with ed25519.
 fn jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: serde_json::Value) -> String {
+    jwt_for(issuer, subject, name, None, nats)
+}
+
+/// `jwt`, with an audience (`aud`).
+pub fn jwt_for(
+    issuer: &nkeys::KeyPair,
+    subject: &str,
+    name: &str,
+    aud: Option<&str>,
+    nats: serde_json::Value,
+) -> String {
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let claims = serde_json::json!({
+    let mut claims = serde_json::json!({
         "jti": format!("NATSPROBETEST{now}{name}").to_uppercase(),
         "iat": now,
         "iss": issuer.public_key(),
@@ -100,6 +111,9 @@ fn jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: serde_json::Val
         "sub": subject,
         "nats": nats,
     });
+    if let Some(aud) = aud {
+        claims["aud"] = aud.into();
+    }
     let header = URL_SAFE_NO_PAD.encode(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
     let signed = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
     let signature = issuer.sign(signed.as_bytes()).unwrap();

@@ -1,0 +1,190 @@
+//! Nothing NATS does fails a working pod: the kubelet restarts a pod on any non-zero exit, so
+//! a check whose pod holds its connection exits non-zero only where no state of NATS can be the
+//! cause. Here, against real servers and real nats.go clients at a kubelet's cadence: the auth
+//! service down while the app stays connected; a server starved of CPU holding the pod's
+//! connection; and answers that come just after the deadline, on a loaded node.
+
+use crate::harness::callout::{self, Callout};
+use crate::harness::pods::*;
+use crate::harness::probe::Run;
+use crate::harness::*;
+
+const APP: [&str; 4] = ["--user", "app", "--password", "app-pw"];
+
+/// An app logged in through an auth callout service (nats-server 2.10's `auth_callout`), with
+/// its push consumer bound, and the service running.
+fn behind_a_callout() -> (Pods, Callout, nkeys::KeyPair, Peer) {
+    let issuer = nkeys::KeyPair::new_account();
+    let pods = Pods::with_config(
+        &callout::server_config(&issuer),
+        &["-user", "app", "-password", "app-pw"],
+    );
+    let service = Callout::start(&pods.nats, &pods.url, &issuer.seed().unwrap());
+    pods.push("S", "D", &[]);
+    let consumer = pods.consume("S", "D", &[]);
+    (pods, service, issuer, consumer)
+}
+
+/// The auth service stopped for three windows: the probe's own logins are refused (or never
+/// answered), the app's connection is untouched, and no run exits non-zero; the service back,
+/// the next run judges. Before, 60 s into such an outage every pod with `--consumer` exited
+/// 2, was restarted, and could not log in again.
+#[test]
+fn an_auth_service_down_restarts_nothing() {
+    let (pods, service, issuer, _consumer) = behind_a_callout();
+    // Long enough for the server to give up on the callout and say so.
+    let probe_args = [&APP[..], &["--timeout", "3s"]].concat();
+    pods.check(&["S/D"], &probe_args)
+        .expect(0)
+        .says(&["consumer S/D idle"]);
+    let answered = service.answered.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(answered >= 2, "the callout let the app and the probe in: {answered}");
+    service.stop();
+    let runs: Vec<Run> = pods.check_through(&["S/D"], &probe_args, 3 * WINDOW);
+    for run in &runs {
+        run.expect(0).says(&["healthy: consumer S/D not judged: "]);
+    }
+    // The outage took effect: the probe's logins were refused, the app stayed connected.
+    let refused = runs
+        .iter()
+        .filter(|r| r.line().contains("authorization error"))
+        .count();
+    assert!(refused >= 1, "no login refused: {}", runs.last().unwrap());
+    println!(
+        "nats trouble | auth service down for {:?}: {} runs, {refused} refused, all exit 0: {}",
+        3 * WINDOW,
+        runs.len(),
+        runs.last().unwrap().line()
+    );
+    // Back: judged at once.
+    let _service = Callout::start(&pods.nats, &pods.url, &issuer.seed().unwrap());
+    pods.check(&["S/D"], &probe_args)
+        .expect(0)
+        .says(&["consumer S/D idle"]);
+}
+
+/// The same deploy with credentials the auth service refuses from the start: a configuration
+/// error once it has lasted longer than the window, naming the fix; the startup probe fails
+/// at once.
+#[test]
+fn credentials_the_auth_service_refuses_from_the_start_are_exit_2() {
+    let (pods, _service, _issuer, _consumer) = behind_a_callout();
+    let wrong = ["--user", "app", "--password", "not-the-pw"];
+    pods.check(&["S/D"], &[&wrong[..], &["--startup"]].concat())
+        .expect(1)
+        .says(&[
+            "unhealthy: not started (--startup): consumer S/D not judged: authorization error",
+        ]);
+    let runs = pods.check_through(&["S/D"], &wrong, PAST_WINDOW + PERIOD);
+    let last = runs.last().unwrap();
+    last.expect(2).says(&[
+        "configuration error: consumer S/D not judged: authorization error",
+        "never judged, longer than the window 2s: give the probe credentials the server accepts",
+    ]);
+    for run in &runs[..runs.len() - 1] {
+        assert!(matches!(run.code, Some(0) | Some(2)), "{run}");
+    }
+    println!("nats trouble | refused from the start: {}", last.line());
+}
+
+/// A 3-node cluster; the app's connection (a core subscription) on node 1, which also holds
+/// 2,000 other connections; the probe asks through node 2, looking the connection up every
+/// second. Node 1 stopped for 900 ms of every second for three windows (its clients' TCP
+/// connections stay up; it answers late or not at all): no run exits non-zero, and the late
+/// answers are not taken for absence. Node 1 well again: held.
+#[test]
+fn a_starved_server_holding_the_pods_connection_restarts_nothing() {
+    let _serial = timing_lock();
+    let r = crate::subscription::Replicas::new();
+    let cluster = crate::harness::cluster::Cluster::start(&r.nats, Version::Pinned, "0.0.0.0");
+    let mut others = Peer::spawn(
+        Some(&r.nats),
+        &[
+            "many",
+            "-url",
+            "nats://127.0.0.1:4222",
+            "-n",
+            "2000",
+            "-subscribe",
+            "idle",
+        ],
+    );
+    others.wait_for("ready", std::time::Duration::from_secs(60));
+    let n1 = format!("nats://{}:4222", r.gateways[0]);
+    let mut app = Peer::spawn(
+        Some(&r.pods[0]),
+        &["conn", "-url", &n1, "-subscribe", "journal.>"],
+    );
+    app.wait_for("ready", S10);
+    let n2 = format!("nats://{}:4223", r.gateways[0]);
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_string_lossy().to_string();
+    let check = || {
+        probe(&[
+            "check",
+            "--server",
+            &n2,
+            "--port",
+            "4222",
+            "--subscription",
+            "journal.>",
+            "--subscription-every",
+            "1s",
+            "--stall-after",
+            "2s",
+            "--state-dir",
+            &state,
+        ])
+        .ns(&r.pods[0])
+        .run()
+    };
+    check()
+        .expect(0)
+        .says(&["subscription journal.> held (10.201.0.2:"]);
+    let runs: Vec<Run> = {
+        let _starved = crate::harness::load::Starved::new(
+            cluster.nodes[0].pid().unwrap(),
+            std::time::Duration::from_millis(900),
+            std::time::Duration::from_secs(1),
+        );
+        let started = std::time::Instant::now();
+        let mut runs = Vec::new();
+        while started.elapsed() < 3 * WINDOW {
+            runs.push(check());
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        runs
+    };
+    for run in &runs {
+        run.expect(0);
+    }
+    let late = runs
+        .iter()
+        .filter(|r| r.line().contains("subscription journal.> not judged"))
+        .count();
+    assert!(late >= 1, "the starved server always answered in time");
+    println!(
+        "nats trouble | node 1 starved for {:?}: {} runs, {late} not judged, all exit 0: {}",
+        3 * WINDOW,
+        runs.len(),
+        runs.iter()
+            .find(|r| r.line().contains("not judged"))
+            .unwrap()
+            .line()
+    );
+    // Well again: held, once the next ask is due.
+    let started = std::time::Instant::now();
+    loop {
+        let run = check();
+        run.expect(0);
+        if run.line().contains("subscription journal.> held (10.201.0.2:") {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "never held again: {run}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    drop(cluster);
+}
