@@ -213,7 +213,9 @@ fn never_works(pods: &Pods, consumers: &[&str], extra: &[&str], cause: &str, say
     let diagnose = pods.diagnose(consumers, extra);
     diagnose.expect(0);
     assert!(
-        diagnose.stdout.contains(&format!(": {cause} — the configuration, if it lasts")),
+        diagnose
+            .stdout
+            .contains(&format!(": {cause} — the configuration, if it lasts")),
         "{diagnose}"
     );
     let (run, after) =
@@ -222,7 +224,10 @@ fn never_works(pods: &Pods, consumers: &[&str], extra: &[&str], cause: &str, say
     run.says(says)
         .says(&[", never judged, longer than the window 2s: "]);
     println!("configuration | {cause}: {}", first.line());
-    println!("configuration | {cause}: exit 2 after {after:?}: {}", run.line());
+    println!(
+        "configuration | {cause}: exit 2 after {after:?}: {}",
+        run.line()
+    );
 }
 
 #[test]

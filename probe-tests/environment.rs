@@ -403,11 +403,7 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
         "{run}"
     );
     let now: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
-    assert_eq!(
-        now.len(),
-        kept.len(),
-        "a partial file was left: {now:?}"
-    );
+    assert_eq!(now.len(), kept.len(), "a partial file was left: {now:?}");
 }
 
 /// A full place for samples is passed over like one that cannot be written: with
@@ -472,7 +468,10 @@ fn a_full_state_dir_moves_the_samples_to_the_next_place() {
             false,
             Some(shm.path()),
         );
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
     };
     for _ in 0..5 {
         let (code, stdout) = run(root.path());
@@ -500,10 +499,7 @@ fn a_full_state_dir_moves_the_samples_to_the_next_place() {
         let (code, stdout) = run(root.path());
         let line = stdout.lines().next().unwrap_or_default().to_string();
         if code == Some(2) {
-            assert!(
-                started.elapsed() > Duration::from_millis(1500),
-                "{line}"
-            );
+            assert!(started.elapsed() > Duration::from_millis(1500), "{line}");
             assert!(line.contains("samples cannot be kept"), "{line}");
             println!("environment | every place full: {line}");
             break;

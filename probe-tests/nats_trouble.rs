@@ -32,13 +32,15 @@ fn behind_a_callout() -> (Pods, Callout, nkeys::KeyPair, Peer) {
 #[test]
 fn an_auth_service_down_restarts_nothing() {
     let (pods, service, issuer, _consumer) = behind_a_callout();
-    // Long enough for the server to give up on the callout and say so.
-    let probe_args = [&APP[..], &["--timeout", "3s"]].concat();
+    let probe_args = APP;
     pods.check(&["S/D"], &probe_args)
         .expect(0)
         .says(&["consumer S/D idle"]);
     let answered = service.answered.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(answered >= 2, "the callout let the app and the probe in: {answered}");
+    assert!(
+        answered >= 2,
+        "the callout let the app and the probe in: {answered}"
+    );
     service.stop();
     let runs: Vec<Run> = pods.check_through(&["S/D"], &probe_args, 3 * WINDOW);
     for run in &runs {
@@ -88,10 +90,11 @@ fn credentials_the_auth_service_refuses_from_the_start_are_exit_2() {
 }
 
 /// A 3-node cluster; the app's connection (a core subscription) on node 1, which also holds
-/// 2,000 other connections; the probe asks through node 2, looking the connection up every
-/// second. Node 1 stopped for 900 ms of every second for three windows (its clients' TCP
-/// connections stay up; it answers late or not at all): no run exits non-zero, and the late
-/// answers are not taken for absence. Node 1 well again: held.
+/// 2,000 other connections; the probe asks through node 2 every half second, looking the
+/// connection up every second. Node 1 held to 2 % of a CPU for three windows (its clients'
+/// TCP connections stay up; it answers late or not at all), then stopped for 900 ms of every
+/// second for as long: no run exits non-zero, and the late answers are not taken for absence.
+/// Node 1 well again: held.
 #[test]
 fn a_starved_server_holding_the_pods_connection_restarts_nothing() {
     let _serial = timing_lock();
@@ -141,20 +144,27 @@ fn a_starved_server_holding_the_pods_connection_restarts_nothing() {
     check()
         .expect(0)
         .says(&["subscription journal.> held (10.201.0.2:"]);
-    let runs: Vec<Run> = {
-        let _starved = crate::harness::load::Starved::new(
-            cluster.nodes[0].pid().unwrap(),
-            std::time::Duration::from_millis(900),
-            std::time::Duration::from_secs(1),
-        );
+    let through = |runs: &mut Vec<Run>| {
         let started = std::time::Instant::now();
-        let mut runs = Vec::new();
         while started.elapsed() < 3 * WINDOW {
             runs.push(check());
             std::thread::sleep(std::time::Duration::from_millis(500));
         }
-        runs
     };
+    let node1 = cluster.nodes[0].pid().unwrap();
+    let mut runs: Vec<Run> = Vec::new();
+    {
+        let _throttled = crate::harness::load::Throttled::new(node1, 2);
+        through(&mut runs);
+    }
+    {
+        let _starved = crate::harness::load::Starved::new(
+            node1,
+            std::time::Duration::from_millis(900),
+            std::time::Duration::from_secs(1),
+        );
+        through(&mut runs);
+    }
     for run in &runs {
         run.expect(0);
     }
@@ -164,7 +174,7 @@ fn a_starved_server_holding_the_pods_connection_restarts_nothing() {
         .count();
     assert!(late >= 1, "the starved server always answered in time");
     println!(
-        "nats trouble | node 1 starved for {:?}: {} runs, {late} not judged, all exit 0: {}",
+        "nats trouble | node 1 throttled, then stopped, {:?} each: {} runs, {late} not judged, all exit 0: {}",
         3 * WINDOW,
         runs.len(),
         runs.iter()
@@ -177,7 +187,10 @@ fn a_starved_server_holding_the_pods_connection_restarts_nothing() {
     loop {
         let run = check();
         run.expect(0);
-        if run.line().contains("subscription journal.> held (10.201.0.2:") {
+        if run
+            .line()
+            .contains("subscription journal.> held (10.201.0.2:")
+        {
             break;
         }
         assert!(
@@ -187,4 +200,119 @@ fn a_starved_server_holding_the_pods_connection_restarts_nothing() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
     drop(cluster);
+}
+
+/// A consumer's info as a 2.10 server gives it: bound, idle.
+const CONSUMER_INFO: &str = r#"{"type":"io.nats.jetstream.api.v1.consumer_info_response","stream_name":"S","name":"D","created":"2026-12-01T08:00:37.196393002Z","config":{"durable_name":"D","name":"D","deliver_policy":"all","ack_policy":"explicit","ack_wait":1000000000,"max_deliver":-1,"replay_policy":"instant","max_ack_pending":1,"deliver_subject":"deliver.D","deliver_group":"D","num_replicas":0},"delivered":{"consumer_seq":0,"stream_seq":0},"ack_floor":{"consumer_seq":0,"stream_seq":0},"num_ack_pending":0,"num_redelivered":0,"num_waiting":0,"num_pending":0,"push_bound":true,"ts":"2026-12-01T08:00:42.536597137Z"}"#;
+
+/// Every answer just after the deadline, at a kubelet's cadence, on a loaded node (two busy
+/// loops beside the probe): the run is not judged, exit 0, every time; a run out of time
+/// while it waits on NATS is never "could not evaluate". The same answers inside a longer
+/// deadline are judged: they are real answers, only late.
+#[test]
+fn answers_just_after_the_deadline_on_a_loaded_node_restart_nothing() {
+    let _serial = timing_lock();
+    // No JetStream and no system account of the server's own: the late service alone answers.
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("server.conf");
+    std::fs::write(&path, "no_system_account: true\n").unwrap();
+    let pods = Pods::with(
+        Version::Pinned,
+        &["-c", path.to_str().unwrap(), "-js=false"],
+        &[],
+    );
+    let late = crate::harness::responder::Late::start(
+        &pods.nats,
+        &pods.url,
+        &["$JS.API.CONSUMER.INFO.>"],
+        CONSUMER_INFO,
+        std::time::Duration::from_millis(800),
+    );
+    let _app = pods.client("conn", &["-subscribe", "deliver.D"]);
+    // Inside a longer deadline, the answer judges.
+    pods.check(&["S/D"], &["--timeout", "3s", "--sample-every", "0"])
+        .expect(0)
+        .says(&["consumer S/D idle"]);
+    let _load = crate::harness::load::BusyLoops::spawn(2);
+    let mut runs = Vec::new();
+    for _ in 0..20 {
+        let run = pods.check(&["S/D"], &["--sample-every", "0"]);
+        run.expect(0).says(&["healthy: consumer S/D not judged: "]);
+        runs.push(run);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let slowest = runs.iter().map(|r| r.elapsed).max().unwrap();
+    assert!(
+        slowest < std::time::Duration::from_millis(800),
+        "a run outlived its --timeout: {slowest:?}"
+    );
+    assert!(late.answered.load(std::sync::atomic::Ordering::SeqCst) >= 20);
+    println!(
+        "nats trouble | answers 800ms late, two busy loops: 20 runs exit 0, slowest {slowest:?}: {}",
+        runs[0].line()
+    );
+}
+
+/// A probe given no CPU for a second while it waits on NATS (stopped mid-run, as a starved
+/// node does to it): its deadline passes there, and the run ends not judged, exit 0, naming
+/// where it was; with --when-server-down fail, 1. Never "could not evaluate", which the kubelet
+/// would count as a failure. Frozen while it reads its own sockets, it would be exit 3: that
+/// is the pod's own.
+#[test]
+fn a_deadline_that_passes_while_waiting_on_nats_is_not_judged() {
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("server.conf");
+    std::fs::write(&path, "no_system_account: true\n").unwrap();
+    let pods = Pods::with(
+        Version::Pinned,
+        &["-c", path.to_str().unwrap(), "-js=false"],
+        &[],
+    );
+    let _late = crate::harness::responder::Late::start(
+        &pods.nats,
+        &pods.url,
+        &["$JS.API.CONSUMER.INFO.>"],
+        CONSUMER_INFO,
+        std::time::Duration::from_secs(5),
+    );
+    let _app = pods.client("conn", &["-subscribe", "deliver.D"]);
+    let state = pods.state.path().to_string_lossy().to_string();
+    let frozen = |extra: &[&str], json: bool| {
+        let mut args = vec![
+            "check",
+            "--server",
+            &pods.url,
+            "--consumer",
+            "S/D",
+            "--state-dir",
+            &state,
+            "--sample-every",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        if json {
+            args.push("--json");
+        }
+        probe(&args)
+            .ns(&pods.app)
+            .frozen(
+                std::time::Duration::from_millis(200),
+                std::time::Duration::from_secs(1),
+            )
+            .run()
+    };
+    let run = frozen(&[], false);
+    run.expect(0).says(&[
+        "healthy: not judged: --timeout 800ms passed while asking JetStream about the consumers",
+    ]);
+    println!(
+        "nats trouble | frozen while asking JetStream: {}",
+        run.line()
+    );
+    let json = frozen(&[], true);
+    json.expect(0);
+    assert_eq!(json.json()["verdict"], "healthy", "{json}");
+    frozen(&["--when-server-down", "fail"], false)
+        .expect(1)
+        .says(&["unhealthy: not judged: --timeout 800ms passed while asking JetStream"]);
 }

@@ -114,7 +114,9 @@ mod tests {
             let row = readme
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{}` |", c.as_str())))
-                .unwrap_or_else(|| panic!("README's table of causes has no row for {}", c.as_str()));
+                .unwrap_or_else(|| {
+                    panic!("README's table of causes has no row for {}", c.as_str())
+                });
             assert!(
                 row.contains(&format!("| {class} |")),
                 "README says another class for {}: {row}",
@@ -151,7 +153,10 @@ mod tests {
             ),
         ];
         for (document, text, sentence) in said {
-            assert!(text.contains(sentence), "{document} does not say: {sentence}");
+            assert!(
+                text.contains(sentence),
+                "{document} does not say: {sentence}"
+            );
         }
     }
 

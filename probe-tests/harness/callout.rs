@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The server's configuration for a callout whose issuer is `issuer` (an account key).
+/// The server's configuration for a callout whose issuer is `issuer` (an account key). A
+/// login the service does not answer is refused after half a second (the authorization
+/// timeout, 2 s by default).
 pub fn server_config(issuer: &nkeys::KeyPair) -> String {
     format!(
         r#"accounts {{
@@ -23,6 +25,7 @@ pub fn server_config(issuer: &nkeys::KeyPair) -> String {
 }}
 system_account: SYS
 authorization {{
+  timeout: 0.5
   auth_callout {{
     issuer: {}
     auth_users: [ auth ]
@@ -104,9 +107,8 @@ async fn serve(
     client.flush().await.unwrap();
     let _ = ready.send(());
     while !stop.load(Ordering::SeqCst) {
-        let next = std::future::poll_fn(|cx| {
-            futures_core::Stream::poll_next(Pin::new(&mut requests), cx)
-        });
+        let next =
+            std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut requests), cx));
         let Ok(Some(request)) = tokio::time::timeout(Duration::from_millis(50), next).await else {
             continue;
         };

@@ -73,3 +73,29 @@ impl Drop for BusyLoops {
         }
     }
 }
+
+/// A process held to `percent` of one CPU by a cgroup (v1 `cpu` controller: its
+/// `cpu.cfs_quota_us` of a 100 ms period), as a pod at its CPU limit is; until dropped.
+pub struct Throttled {
+    group: std::path::PathBuf,
+    pid: u32,
+}
+
+impl Throttled {
+    pub fn new(pid: u32, percent: u32) -> Throttled {
+        let group = std::path::PathBuf::from(format!("/sys/fs/cgroup/cpu/natsprobe-test-{pid}"));
+        std::fs::create_dir_all(&group)
+            .expect("the cgroup v1 cpu controller at /sys/fs/cgroup/cpu");
+        std::fs::write(group.join("cpu.cfs_period_us"), "100000").unwrap();
+        std::fs::write(group.join("cpu.cfs_quota_us"), (1000 * percent).to_string()).unwrap();
+        std::fs::write(group.join("cgroup.procs"), pid.to_string()).unwrap();
+        Throttled { group, pid }
+    }
+}
+
+impl Drop for Throttled {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/sys/fs/cgroup/cpu/cgroup.procs", self.pid.to_string());
+        let _ = std::fs::remove_dir(&self.group);
+    }
+}

@@ -13,6 +13,7 @@ pub mod operator;
 pub mod peer;
 pub mod pods;
 pub mod probe;
+pub mod responder;
 pub mod rootfs;
 pub mod server;
 pub mod topology;

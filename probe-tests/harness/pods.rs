@@ -63,7 +63,11 @@ impl Pods {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("server.conf");
         std::fs::write(&path, config).unwrap();
-        let mut pods = Pods::with(Version::Pinned, &["-c", path.to_str().unwrap()], client_auth);
+        let mut pods = Pods::with(
+            Version::Pinned,
+            &["-c", path.to_str().unwrap()],
+            client_auth,
+        );
         pods.config = Some(dir);
         pods
     }

@@ -35,6 +35,9 @@ pub struct Probe<'a> {
     stdout_file: Option<PathBuf>,
     /// Peak RSS from GNU time, which forks the probe from its own small process.
     rss_by_time: bool,
+    /// Stop the probe (SIGSTOP) this long after it started, for this long: a node that gives
+    /// it no CPU mid-run.
+    frozen: Option<(Duration, Duration)>,
     /// A seccomp filter that refuses netlink sockets (EPERM), as some profiles do.
     no_netlink: bool,
     /// Keep the probe's own `--sample-every` and `--subscription-every` defaults. Without,
@@ -79,6 +82,7 @@ pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
         stdout_file: None,
         rss_by_time: false,
         sampling_defaults: false,
+        frozen: None,
     }
 }
 
@@ -131,6 +135,12 @@ impl<'a> Probe<'a> {
     /// Stdout into `path`; the run's `stdout` is then empty.
     pub fn stdout_to(mut self, path: &std::path::Path) -> Self {
         self.stdout_file = Some(path.to_path_buf());
+        self
+    }
+
+    /// Stops the probe `after` its start, for `span`, then lets it go on.
+    pub fn frozen(mut self, after: Duration, span: Duration) -> Self {
+        self.frozen = Some((after, span));
         self
     }
 
@@ -226,6 +236,16 @@ impl<'a> Probe<'a> {
                 text
             })
         };
+        if let Some((after, span)) = self.frozen {
+            let pid = child.id() as i32;
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                // SAFETY: kill(2) on our own child, not yet reaped (wait4 below).
+                unsafe { libc::kill(pid, libc::SIGSTOP) };
+                std::thread::sleep(span);
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+            });
+        }
         let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
         let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
         // wait4, for the child's own peak RSS (getrusage would mix parallel tests' children).
