@@ -48,7 +48,7 @@ fn wrong_credentials_from_the_start_are_a_configuration_error_past_the_window() 
     let _consumer = pods.consume("S", "D", &[]);
     // The first refusal: not judged, exit 0, and it says what follows and the fix.
     pods.check(&["S/D"], &WRONG).expect(0).says(&[
-        "consumer S/D not judged: authorization error: the server refused the probe's credentials (never judged with this configuration, seen for 0ms; exit 2 if it lasts longer than the window 2s: give the probe credentials the server accepts",
+        "consumer S/D not judged: authorization error: the server refused the probe's credentials (never judged, seen for 0ms; exit 2 past the window 2s: give the probe credentials the server accepts",
     ]);
     // The startup probe fails at once, naming the cause: the deploy never starts.
     pods.check(&["S/D"], &[&WRONG[..], &["--startup"]].concat())
@@ -110,7 +110,7 @@ fn a_refusal_after_the_check_was_judged_never_exits_non_zero() {
     assert!(runs.len() >= 10, "{} runs", runs.len());
     for run in &runs {
         run.expect(0).says(&[
-            "healthy: consumer S/D not judged: authorization error: the server refused the probe's credentials (judged before with this configuration, so NATS changed under it: not a restart; if it lasts, give the probe credentials the server accepts",
+            "healthy: consumer S/D not judged: authorization error: the server refused the probe's credentials (judged before: NATS changed under it, not a restart; if it lasts: give the probe credentials the server accepts",
         ]);
     }
     println!(
@@ -194,7 +194,7 @@ fn never_works(pods: &Pods, consumers: &[&str], extra: &[&str], cause: &str, say
     first
         .expect(0)
         .says(says)
-        .says(&["(never judged with this configuration, seen for "]);
+        .says(&["(never judged, seen for "]);
     // Said at once, not at the deadline.
     assert!(first.elapsed < Duration::from_millis(500), "{first}");
     let json = pods.check(consumers, &[extra, &["--json"]].concat());
@@ -242,7 +242,7 @@ fn a_wrong_js_domain_names_the_domain_and_its_fix() {
         "no_jetstream",
         &[
             "consumer S/D not judged: no JetStream answers in the domain asked",
-            "point --js-domain (or --js-api-prefix) at the JetStream domain that holds the stream",
+            "give --js-domain the stream's domain",
         ],
     );
     // Where it asked.

@@ -312,11 +312,9 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let private = shared.join("natsprobe-65534");
     let meta = std::fs::metadata(&private).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);
-    assert_eq!(
-        std::fs::read_dir(&private).unwrap().count(),
-        1,
-        "one sample"
-    );
+    let kept: Vec<String> = walk(&private);
+    assert_eq!(kept.len(), 2, "one sample, and the lock: {kept:?}");
+    assert!(kept.contains(&".lock".to_string()), "{kept:?}");
 
     // A full disk: a 64 KiB tmpfs, filled after a sample was kept. With no other place
     // (--state-dir has none) the runs pass, saying so, until it has lasted longer than the
@@ -773,11 +771,13 @@ fn a_thousand_runs_leave_nothing_behind() {
     files.sort();
     assert_eq!(
         files.len(),
-        2,
-        "one sample file, one connection, nothing else: {files:?}"
+        3,
+        "one sample file, one connection, the lock that orders the probes' writes, nothing else: {files:?}"
     );
     assert!(
-        files[0].starts_with("consumer-") && files[1].starts_with("subscription-"),
+        files[0] == ".lock"
+            && files[1].starts_with("consumer-")
+            && files[2].starts_with("subscription-"),
         "{files:?}"
     );
     for file in &files {

@@ -243,7 +243,7 @@ fn without_advisories_the_guard_says_so() {
 fn an_unreachable_server_or_no_jetstream_is_exit_3() {
     let pods = Pods::with(Version::Pinned, &["-js=false"], &[]);
     guard(&pods, &[]).expect(3).says(&[
-        "could not evaluate: cannot look at the account's JetStream: JetStream is not answering",
+        "could not evaluate: cannot look at the account's JetStream: no JetStream answers in the domain asked",
     ]);
     probe(&[
         "guard",

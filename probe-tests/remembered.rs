@@ -33,6 +33,7 @@ fn replica(ns: &NetNs, url: &str) -> Peer {
 }
 
 /// The remembered connection of pod `i`'s subscription file, as JSON.
+/// The remembered connection of pod `i`'s subscription, and its file.
 fn memo(r: &Replicas, i: usize) -> (std::path::PathBuf, serde_json::Value) {
     let dir = r.state.path().join(i.to_string());
     let file = std::fs::read_dir(&dir)
@@ -44,8 +45,8 @@ fn memo(r: &Replicas, i: usize) -> (std::path::PathBuf, serde_json::Value) {
                 .is_some_and(|n| n.to_string_lossy().starts_with("subscription-"))
         })
         .unwrap_or_else(|| panic!("no subscription memo in {}", dir.display()));
-    let value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    (file, value)
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    (file, value["connection"].clone())
 }
 
 fn found(run: &Run) -> String {
@@ -322,8 +323,12 @@ fn a_cid_that_is_now_another_connections() {
     );
 }
 
-fn write(file: &Path, value: &serde_json::Value) {
-    std::fs::write(file, serde_json::to_vec(value).unwrap()).unwrap();
+/// Writes `connection` as the remembered connection in `file`, the rest kept.
+fn write(file: &Path, connection: &serde_json::Value) {
+    let mut whole: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    whole["connection"] = connection.clone();
+    std::fs::write(file, serde_json::to_vec(&whole).unwrap()).unwrap();
 }
 
 /// `--sample-every`: after a calm look the consumers are not asked until it is up; a consumer

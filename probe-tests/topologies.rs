@@ -388,7 +388,7 @@ fn the_measured_failures_without_the_domain() {
     .ns(&t.app)
     .run();
     lost.expect(0).says(&[
-        "consumer TF_RAW/kv not judged: JetStream is not answering",
+        "consumer TF_RAW/kv not judged: no JetStream answers in the domain asked",
         "asked JetStream domain hub ($JS.hub.API)",
     ]);
     println!("topology | hub lost | {}", lost.line());
@@ -420,7 +420,7 @@ fn a_leaf_without_jetstream_without_the_domain_is_not_judged() {
     };
     let without = run(&[]);
     without.expect(0).says(&[
-        "consumer TF_RAW/kv not judged: JetStream is not answering",
+        "consumer TF_RAW/kv not judged: no JetStream answers in the domain asked",
         "the server has no JetStream of its own: a stream behind a leaf node needs --js-domain",
     ]);
     println!("topology | no leaf JetStream, no flag | {}", without.line());
@@ -546,7 +546,7 @@ fn the_pods_subscription_seen_from_the_leaf_or_not_from_the_hub() {
     };
     let blind = from_hub();
     blind.expect(0).says(&[
-        "subscription deliver.kv in queue group kv (consumer TF_RAW/kv) not judged: cannot see the pod's connection from here: leaf node leaf is connected and did not answer $SYS.REQ.ACCOUNT.PING.CONNZ",
+        "subscription deliver.kv in queue group kv (consumer TF_RAW/kv) not judged: the pod's connection is not listed: leaf node leaf is connected and did not answer $SYS.REQ.ACCOUNT.PING.CONNZ",
     ]);
     println!("topology | from the hub | {}", blind.line());
     scene
@@ -575,6 +575,6 @@ fn the_pods_subscription_seen_from_the_leaf_or_not_from_the_hub() {
     .ns(&t.app)
     .run();
     blind.expect(0).says(&[
-        "subscription deliver.kv in queue group kv not judged: cannot see the pod's connection from here",
+        "subscription deliver.kv in queue group kv not judged: the pod's connection is not listed: leaf node leaf is connected and did not answer",
     ]);
 }

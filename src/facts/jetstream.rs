@@ -189,9 +189,7 @@ impl fmt::Display for Unknown {
             ),
             Unknown::Deadline => f.write_str("no answer before the deadline"),
             Unknown::JetStreamTimeout => f.write_str("JetStream did not answer before the deadline"),
-            Unknown::NoResponders => f.write_str(
-                "no JetStream answers in the domain asked (no responders on its API)",
-            ),
+            Unknown::NoResponders => f.write_str("no JetStream answers in the domain asked"),
             Unknown::JetStreamNotEnabled => {
                 f.write_str("JetStream is not enabled for the probe's account (10039)")
             }

@@ -34,6 +34,8 @@ struct LookFile {
     calm: bool,
     inodes: Vec<u64>,
     wanted: Vec<StoredWanted>,
+    own_subscription: bool,
+    window_ms: i64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -56,10 +58,13 @@ struct StoredConnection {
     account_connections: u64,
 }
 
-/// The last look at `consumers` through `server`, if one is remembered.
+/// The last look at `consumers` through `server`, if one is remembered. Reading it marks
+/// this run in it (the file's mtime): the next run learns the runs' period from it
+/// (`LastLook::previous_run_ms`).
 pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Option<LastLook> {
     let key = Of::Look(consumers).key(server);
-    let f: LookFile = serde_json::from_slice(&dir.read_small(&dir.named("look", &key))?).ok()?;
+    let (text, previous_run_ms) = dir.read_small_marking(&dir.named("look", &key))?;
+    let f: LookFile = serde_json::from_slice(&text).ok()?;
     if f.version != VERSION || f.key != key {
         return None;
     }
@@ -82,9 +87,14 @@ pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Op
                 (wanted, name)
             })
             .collect(),
+        own_subscription: f.own_subscription,
+        window_ms: f.window_ms,
+        previous_run_ms,
     })
 }
 
+/// Remembers a look, unless another probe on this state dir remembered a newer one
+/// meanwhile.
 pub fn store_look(
     dir: &StateDir,
     server: &str,
@@ -109,10 +119,19 @@ pub fn store_look(
                 durable: name.durable.clone(),
             })
             .collect(),
+        own_subscription: look.own_subscription,
+        window_ms: look.window_ms,
     };
-    dir.replace(
+    let at = |text: &[u8]| {
+        serde_json::from_slice::<LookFile>(text)
+            .ok()
+            .map(|f| f.at_ms)
+    };
+    dir.replace_unless_newer(
         &path,
         &serde_json::to_vec(&file).map_err(|e| e.to_string())?,
+        look.at_ms,
+        at,
     )
 }
 
@@ -300,6 +319,9 @@ mod tests {
             calm: true,
             inodes: vec![],
             wanted: vec![],
+            own_subscription: false,
+            window_ms: 60_000,
+            previous_run_ms: None,
         };
         store_look(&dir, "nats://a:4222", &[], &look).unwrap();
         assert!(!stale.exists(), "the stale file stays");
@@ -318,15 +340,52 @@ mod tests {
             calm: true,
             inodes: vec![3, 4],
             wanted: vec![(wanted("deliver.D"), name("D"))],
+            own_subscription: true,
+            window_ms: 60_000,
+            previous_run_ms: None,
         };
         store_look(&dir, "nats://a:4222", &[name("D")], &look).unwrap();
-        assert_eq!(load_look(&dir, "nats://a:4222", &[name("D")]), Some(look));
+        // Each read marks the run in it: the next one learns when the one before was (the
+        // file times tick coarsely: runs are further apart).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let first = load_look(&dir, "nats://a:4222", &[name("D")]).unwrap();
+        let written = first.previous_run_ms.expect("the write's time");
+        assert_eq!(
+            LastLook {
+                previous_run_ms: None,
+                ..first
+            },
+            look
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let second = load_look(&dir, "nats://a:4222", &[name("D")]).unwrap();
+        assert!(second.previous_run_ms.unwrap() > written, "{second:?}");
+        // An older look written last does not replace a newer one.
+        let older = LastLook {
+            at_ms: 50,
+            calm: false,
+            ..look.clone()
+        };
+        store_look(&dir, "nats://a:4222", &[name("D")], &older).unwrap();
+        assert_eq!(
+            load_look(&dir, "nats://a:4222", &[name("D")]).map(|l| l.at_ms),
+            Some(99)
+        );
         assert_eq!(load_look(&dir, "nats://a:4222", &[name("E")]), None);
         assert_eq!(
             load_look(&dir, "nats://a:4222", &[name("D"), name("E")]),
             None
         );
-        let leftovers = fs::read_dir(&dir.path).unwrap().count();
-        assert_eq!(leftovers, 1, "no temporary file left behind");
+        let leftovers: Vec<_> = fs::read_dir(&dir.path)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n != ".lock")
+            .collect();
+        assert_eq!(
+            leftovers.len(),
+            1,
+            "no temporary file left behind: {leftovers:?}"
+        );
     }
 }

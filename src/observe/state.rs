@@ -396,6 +396,63 @@ impl StateDir {
         (text.len() as u64 <= MAX_FILE).then_some(text)
     }
 
+    /// `read_small`, and when the file was last written or marked (ms since the epoch); the
+    /// file is then marked with this run's time (its mtime, one `futimens`), so the next run
+    /// that reads it learns how far apart the runs come. Writing nothing, it costs no room.
+    pub(crate) fn read_small_marking(&self, path: &Path) -> Option<(Vec<u8>, Option<i64>)> {
+        use std::os::fd::AsFd;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .ok()?;
+        let marked = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as i64);
+        let mut text = Vec::new();
+        (&file).take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
+        let now = nix::sys::time::TimeSpec::UTIME_NOW;
+        let _ = nix::sys::stat::futimens(file.as_fd(), &nix::sys::time::TimeSpec::UTIME_OMIT, &now);
+        (text.len() as u64 <= MAX_FILE).then_some((text, marked))
+    }
+
+    /// `replace`, unless the file already holds something newer (`at_of` reads when the
+    /// contents were seen): several probes share a state dir (liveness, readiness, startup,
+    /// `diagnose`), and the one that asked first but writes last must not put its older
+    /// view over a newer one. Under an exclusive lock on the dir's `.lock`, held for the
+    /// read and the rename.
+    pub(crate) fn replace_unless_newer(
+        &self,
+        target: &Path,
+        body: &[u8],
+        at_ms: i64,
+        at_of: impl Fn(&[u8]) -> Option<i64>,
+    ) -> Result<(), String> {
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.path.join(".lock"))
+            .ok()
+            .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).ok());
+        // Without a lock (a dir without room for the lock file), the check still stands.
+        let newer = self
+            .read_small(target)
+            .and_then(|text| at_of(&text))
+            .is_some_and(|there| there > at_ms);
+        let result = match newer {
+            true => Ok(()),
+            false => self.replace(target, body),
+        };
+        drop(lock);
+        result
+    }
+
     fn store_cause_of(&self, key: &Key, cause: Option<&Persisting>) -> Result<(), String> {
         let target = self.cause_file(key);
         let Some(c) = cause else {
@@ -469,7 +526,8 @@ impl StateDir {
         }
     }
 
-    /// Replaces the file atomically: a reader sees the old sample or the new, never half.
+    /// Replaces the file atomically: a reader sees the old sample or the new, never half;
+    /// and never an older sample over a newer one another probe kept meanwhile.
     fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
         let body = serde_json::to_vec(&File {
             version: VERSION,
@@ -477,7 +535,11 @@ impl StateDir {
             sample: sample.into(),
         })
         .map_err(|e| e.to_string())?;
-        self.replace(&self.file(key), &body)
+        let seen_at = |text: &[u8]| match decode(text, key) {
+            Loaded::Sample(s) => Some(s.seen_at_ms),
+            _ => None,
+        };
+        self.replace_unless_newer(&self.file(key), &body, sample.seen_at_ms, seen_at)
     }
 
     /// Writes `body` to a temporary file and renames it over `target` (a file in this dir):
@@ -583,8 +645,19 @@ mod tests {
         let leftovers: Vec<_> = fs::read_dir(&dir.path)
             .unwrap()
             .filter_map(Result::ok)
+            .filter(|e| e.file_name() != ".lock")
             .collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+        // Another probe's newer sample stays: an older one written last is not kept.
+        dir.store(
+            &key("a"),
+            &Sample {
+                seen_at_ms: 1,
+                ..sample(9)
+            },
+        )
+        .unwrap();
+        assert_eq!(dir.load(&key("a")), Loaded::Sample(sample(2)));
     }
 
     #[test]

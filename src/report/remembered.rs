@@ -23,6 +23,8 @@ fn due_phrase(d: Due) -> &'static str {
         Due::NotCalm => "the last look was not all idle or progressing",
         Due::Old => "the last look is --sample-every old",
         Due::NewConnection => "a connection the last look did not see",
+        Due::NotCovered => "the last look did not find the deliver subscriptions (another probe's, without --own-subscription)",
+        Due::WindowEnds => "waiting for the next run would put the next look past the window",
     }
 }
 
@@ -60,11 +62,12 @@ pub fn found_word(f: Found) -> &'static str {
 }
 
 fn trust_reason(t: Trust) -> String {
-    match t.stretched_for {
-        Some(n) => format!(
+    match (t.stretched_for, t.at_look) {
+        (Some(n), _) => format!(
             "--subscription-every auto, {n} connections in the account make each lookup dearer"
         ),
-        None => "--subscription-every".into(),
+        (None, true) => "--subscription-every auto: asked with each look at the consumers, the lookup being cheap for the server".into(),
+        (None, false) => "--subscription-every".into(),
     }
 }
 
@@ -92,7 +95,8 @@ mod tests {
                 held_ago: Duration::from_secs(70),
                 trust: Trust {
                     length: Duration::from_secs(300),
-                    stretched_for: None
+                    stretched_for: None,
+                    at_look: false,
                 }
             }),
             "trusted: seen holding it 1m10s ago, on the same socket since (trusted for 5m: --subscription-every)"
@@ -102,7 +106,8 @@ mod tests {
                 held_ago: Duration::from_secs(70),
                 trust: Trust {
                     length: Duration::from_secs(1200),
-                    stretched_for: Some(10_000)
+                    stretched_for: Some(10_000),
+                    at_look: false,
                 }
             }),
             "trusted: seen holding it 1m10s ago, on the same socket since (trusted for 20m: --subscription-every auto, 10000 connections in the account make each lookup dearer)"

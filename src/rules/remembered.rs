@@ -40,10 +40,34 @@ pub struct LastLook {
     pub inodes: Vec<u64>,
     /// The deliver subscriptions the consumers had then (`--own-subscription`).
     pub wanted: Vec<(Wanted, ConsumerName)>,
+    /// The look found the deliver subscriptions (`--own-subscription`): a run that checks
+    /// them may take them from it.
+    pub own_subscription: bool,
+    /// The shortest window of the consumers then: no two looks may be further apart.
+    pub window_ms: i64,
+    /// The run before this one (any probe on this state dir, looking or not): how far apart
+    /// the runs come.
+    pub previous_run_ms: Option<i64>,
 }
 
-/// Whether to ask about the consumers now.
-pub fn sampling(last: Option<&LastLook>, inodes: &[u64], every: Duration, now_ms: i64) -> Sampling {
+/// How much of the window the next look may come at the latest: the rest absorbs a late run.
+const WINDOW_SHARE: (i64, i64) = (9, 10);
+
+/// Whether to ask about the consumers now. `own_subscription`: this run checks the deliver
+/// subscriptions, which only a look that found them gives.
+///
+/// Between looks a run skips the consumers while the last look was calm, on the same
+/// connections, covered what this run checks, is younger than `every`, and waiting for the
+/// next run keeps the next look inside the window: the runs' period is learned from the run
+/// before this one (any probe's on this state dir), so a `periodSeconds` up to half the
+/// window never leaves two looks further apart than the window.
+pub fn sampling(
+    last: Option<&LastLook>,
+    inodes: &[u64],
+    every: Duration,
+    own_subscription: bool,
+    now_ms: i64,
+) -> Sampling {
     if every.is_zero() {
         return Sampling::Ask(Due::EveryRun);
     }
@@ -59,6 +83,18 @@ pub fn sampling(last: Option<&LastLook>, inodes: &[u64], every: Duration, now_ms
     }
     if inodes.is_empty() || inodes.iter().any(|i| !last.inodes.contains(i)) {
         return Sampling::Ask(Due::NewConnection);
+    }
+    if own_subscription && !last.own_subscription {
+        return Sampling::Ask(Due::NotCovered);
+    }
+    // The next run comes about a period later (the last run's spacing; without one, as long
+    // again as the look's age).
+    let period = last
+        .previous_run_ms
+        .map_or(age, |p| now_ms - p)
+        .clamp(0, i64::MAX / 4);
+    if (age + period) * WINDOW_SHARE.1 > last.window_ms * WINDOW_SHARE.0 {
+        return Sampling::Ask(Due::WindowEnds);
     }
     Sampling::Skip {
         asked_ago: Duration::from_millis(age as u64),
@@ -138,11 +174,20 @@ pub struct Trust {
     pub length: Duration,
     /// `auto` stretched past `AUTO_TRUST` for this many connections in the account.
     pub stretched_for: Option<u64>,
+    /// `auto` asks with each look at the consumers (`--sample-every`): the lookup is cheap
+    /// for the server (the monitoring port's, or a small account's).
+    pub at_look: bool,
 }
 
-/// `auto`'s trust time: a deaf replica (its connection up, its subscription gone) is seen at
-/// most this long after it went deaf, plus the kubelet's threshold.
+/// `auto`'s trust time where a lookup costs the server more than a look at the consumers: a
+/// deaf replica (its connection up, its subscription gone) is seen at most this long after
+/// it went deaf, plus the kubelet's threshold.
 pub const AUTO_TRUST: Duration = Duration::from_secs(300);
+/// Up to this many connections in the account, `auto` asks with each look at the consumers:
+/// a lookup by cid through the account's report then costs the server about what a look
+/// does (0.4 ms of CPU at 100 connections, 0.6 ms at 1,000: docs/server-facts.md), and a
+/// fleet's share of a server core stays within its goal.
+pub const AUTO_AT_LOOK_UP_TO: u64 = 1_000;
 /// `auto`'s trust time per connection the server lists for the account, where a lookup by
 /// cid goes through the account's report, whose cost grows with those connections
 /// (docs/server-facts.md): a fleet's lookups then cost the server about the same per second
@@ -151,16 +196,34 @@ pub const AUTO_TRUST_PER_CONNECTION: Duration = Duration::from_millis(120);
 /// `auto` never trusts longer than this (reached at 30,000 connections).
 pub const AUTO_TRUST_MAX: Duration = Duration::from_secs(3600);
 
+/// How the run may ask for the pod's connection: `--subscription-every`, the consumers'
+/// `--sample-every`, whether the lookup goes to the monitoring port (direct), and whether
+/// this run looks at the consumers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asking {
+    pub setting: TrustSetting,
+    pub sample_every: Duration,
+    pub direct: bool,
+    pub looking: bool,
+}
+
 /// The trust time of a connection remembered with `account_connections` at its server.
-/// `direct`: its lookup goes to the monitoring port, which finds a cid directly.
-pub fn trust_time(setting: TrustSetting, account_connections: u64, direct: bool) -> Trust {
+/// `auto`: at the consumers' pace where a lookup is cheap (the monitoring port finds a cid
+/// directly; a small account's report is small), else 5 minutes, and longer the more
+/// connections the account has.
+pub fn trust_time(asking: Asking, account_connections: u64) -> Trust {
     let fixed = |length| Trust {
         length,
         stretched_for: None,
+        at_look: false,
     };
-    match setting {
+    match asking.setting {
         TrustSetting::Fixed(length) => fixed(length),
-        TrustSetting::Auto if direct => fixed(AUTO_TRUST),
+        TrustSetting::Auto if asking.direct || account_connections <= AUTO_AT_LOOK_UP_TO => Trust {
+            length: asking.sample_every,
+            stretched_for: None,
+            at_look: true,
+        },
         TrustSetting::Auto => {
             // In whole seconds, as it is said.
             let per = AUTO_TRUST_PER_CONNECTION.as_millis() as u64;
@@ -169,6 +232,7 @@ pub fn trust_time(setting: TrustSetting, account_connections: u64, direct: bool)
                 true => Trust {
                     length: wanted.min(AUTO_TRUST_MAX),
                     stretched_for: Some(account_connections),
+                    at_look: false,
                 },
                 false => fixed(AUTO_TRUST),
             }
@@ -176,11 +240,10 @@ pub fn trust_time(setting: TrustSetting, account_connections: u64, direct: bool)
     }
 }
 
-/// Trust, look up, or match again; or, after asks that went unanswered, wait. `direct`: the
-/// remembered connection's lookup goes to the monitoring port.
+/// Trust, look up, or match again; or, after asks that went unanswered, wait.
 ///
 /// A connection seen holding the subscription within its trust time is trusted whatever
-/// came since. Otherwise, after `unanswered` asks in a row (a server that answered late, or
+/// came since, unless it is asked with each look and this run looks. Otherwise, after `unanswered` asks in a row (a server that answered late, or
 /// not at all), the next waits `retry_after`; a connection matched before is then looked up
 /// by cid again, never matched afresh: a full match walks every connection of the account,
 /// and is only for a socket that changed, a server restarted or an answer that is another
@@ -189,16 +252,16 @@ pub fn plan(
     memo: Option<&Remembered>,
     unanswered: Option<&Unanswered>,
     ours: &[Socket],
-    setting: TrustSetting,
-    direct: bool,
+    asking: Asking,
     now_ms: i64,
 ) -> Plan {
     let same_socket = memo.filter(|m| ours.iter().any(|s| s.addr == m.local && s.inode == m.inode));
     let connections = memo.map_or(0, |m| m.account_connections);
-    let trust = trust_time(setting, connections, direct);
+    let trust = trust_time(asking, connections);
     if let Some(m) = same_socket {
+        let with_the_look = trust.at_look && asking.looking;
         match m.held_at_ms.map(|at| now_ms - at) {
-            Some(ago) if ago >= 0 && ago < trust.length.as_millis() as i64 => {
+            Some(ago) if ago >= 0 && ago < trust.length.as_millis() as i64 && !with_the_look => {
                 return Plan::Trust {
                     held_ago: Duration::from_millis(ago as u64),
                     trust,
@@ -279,12 +342,16 @@ pub struct Schedule {
 
 pub fn schedule(
     runs: u32,
-    period: Duration,
-    sample_every: Duration,
+    cadence: Cadence,
     trust: TrustSetting,
     account_connections: u64,
     direct: bool,
 ) -> Schedule {
+    let Cadence {
+        period,
+        sample_every,
+        window,
+    } = cadence;
     let ours = [Socket {
         addr: SocketAddr::from(([10, 0, 0, 1], 40000)),
         inode: 1,
@@ -294,8 +361,11 @@ pub fn schedule(
     let mut s = Schedule::default();
     for run in 0..runs {
         let now = run as i64 * period.as_millis() as i64;
+        if let Some(l) = &mut last {
+            l.previous_run_ms = (run > 0).then(|| now - period.as_millis() as i64);
+        }
         let look = matches!(
-            sampling(last.as_ref(), &[1], sample_every, now),
+            sampling(last.as_ref(), &[1], sample_every, false, now),
             Sampling::Ask(_)
         );
         if look {
@@ -304,9 +374,18 @@ pub fn schedule(
                 calm: true,
                 inodes: vec![1],
                 wanted: vec![],
+                own_subscription: true,
+                window_ms: window.as_millis() as i64,
+                previous_run_ms: None,
             });
         }
-        let planned = plan(kept.as_ref(), None, &ours, trust, direct, now);
+        let asking = Asking {
+            setting: trust,
+            sample_every,
+            direct,
+            looking: look,
+        };
+        let planned = plan(kept.as_ref(), None, &ours, asking, now);
         match (planned, look) {
             (Plan::Trust { .. } | Plan::Wait(_), true) => s.looks += 1,
             (Plan::Trust { .. } | Plan::Wait(_), false) => s.quiet += 1,
@@ -329,6 +408,24 @@ pub fn schedule(
         }
     }
     s
+}
+
+/// The kubelet's period and the probe's own times that set when a run asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cadence {
+    pub period: Duration,
+    pub sample_every: Duration,
+    /// The consumers' window (`--stall-after`, or 2 × ack_wait when longer).
+    pub window: Duration,
+}
+
+impl Cadence {
+    /// `periodSeconds: 10` and the defaults: `--stall-after 60s`, `--sample-every 45s`.
+    pub const DEFAULT: Cadence = Cadence {
+        period: Duration::from_secs(10),
+        sample_every: Duration::from_secs(45),
+        window: Duration::from_secs(60),
+    };
 }
 
 /// What a lookup's answers say of the remembered connection.
@@ -460,20 +557,37 @@ mod tests {
     }
 
     const TRUST: TrustSetting = TrustSetting::Fixed(Duration::from_secs(300));
+
+    /// A run between looks, with `--sample-every 45s`.
+    fn asking(setting: TrustSetting, direct: bool) -> Asking {
+        Asking {
+            setting,
+            sample_every: Duration::from_secs(45),
+            direct,
+            looking: false,
+        }
+    }
     const FIVE_MINUTES: Trust = Trust {
         length: Duration::from_secs(300),
         stretched_for: None,
+        at_look: false,
     };
 
     #[test]
     fn trust_only_the_same_socket_for_a_bounded_time() {
         let same = [socket("10.200.0.2:51828", 4242)];
         assert_eq!(
-            plan(None, None, &same, TRUST, false, NOW),
+            plan(None, None, &same, asking(TRUST, false), NOW),
             Plan::Match(Rematch::FirstTime)
         );
         assert_eq!(
-            plan(Some(&memo(Some(60))), None, &same, TRUST, false, NOW),
+            plan(
+                Some(&memo(Some(60))),
+                None,
+                &same,
+                asking(TRUST, false),
+                NOW
+            ),
             Plan::Trust {
                 held_ago: Duration::from_secs(60),
                 trust: FIVE_MINUTES
@@ -481,16 +595,28 @@ mod tests {
         );
         // Past the trust time, or never seen holding it: asked by cid.
         assert_eq!(
-            plan(Some(&memo(Some(300))), None, &same, TRUST, false, NOW),
+            plan(
+                Some(&memo(Some(300))),
+                None,
+                &same,
+                asking(TRUST, false),
+                NOW
+            ),
             Plan::LookUp
         );
         assert_eq!(
-            plan(Some(&memo(None)), None, &same, TRUST, false, NOW),
+            plan(Some(&memo(None)), None, &same, asking(TRUST, false), NOW),
             Plan::LookUp
         );
         // A held time in the future (the clock went back) is no trust.
         assert_eq!(
-            plan(Some(&memo(Some(-5))), None, &same, TRUST, false, NOW),
+            plan(
+                Some(&memo(Some(-5))),
+                None,
+                &same,
+                asking(TRUST, false),
+                NOW
+            ),
             Plan::LookUp
         );
         // A trust time of zero asks every run.
@@ -499,8 +625,7 @@ mod tests {
                 Some(&memo(Some(0))),
                 None,
                 &same,
-                TrustSetting::Fixed(Duration::ZERO),
-                false,
+                asking(TrustSetting::Fixed(Duration::ZERO), false),
                 NOW
             ),
             Plan::LookUp
@@ -511,7 +636,7 @@ mod tests {
             [socket("10.200.0.2:51900", 4242)],
         ] {
             assert_eq!(
-                plan(Some(&memo(Some(1))), None, &ours, TRUST, false, NOW),
+                plan(Some(&memo(Some(1))), None, &ours, asking(TRUST, false), NOW),
                 Plan::Match(Rematch::SocketChanged)
             );
         }
@@ -536,15 +661,33 @@ mod tests {
         };
         let stale = memo(Some(600));
         assert_eq!(
-            plan(Some(&stale), Some(&after(1, 60)), &same, TRUST, false, NOW),
+            plan(
+                Some(&stale),
+                Some(&after(1, 60)),
+                &same,
+                asking(TRUST, false),
+                NOW
+            ),
             Plan::Wait(Duration::from_secs(240))
         );
         assert_eq!(
-            plan(Some(&stale), Some(&after(1, 300)), &same, TRUST, false, NOW),
+            plan(
+                Some(&stale),
+                Some(&after(1, 300)),
+                &same,
+                asking(TRUST, false),
+                NOW
+            ),
             Plan::LookUp
         );
         assert_eq!(
-            plan(Some(&stale), Some(&after(2, 300)), &same, TRUST, false, NOW),
+            plan(
+                Some(&stale),
+                Some(&after(2, 300)),
+                &same,
+                asking(TRUST, false),
+                NOW
+            ),
             Plan::Wait(Duration::from_secs(300))
         );
         // Trusted within its trust time, whatever went unanswered since.
@@ -553,25 +696,30 @@ mod tests {
                 Some(&memo(Some(10))),
                 Some(&after(3, 1)),
                 &same,
-                TRUST,
-                false,
+                asking(TRUST, false),
                 NOW
             ),
             Plan::Trust { .. }
         ));
         // Never matched: the first match waits as a lookup would.
         assert_eq!(
-            plan(None, Some(&after(1, 60)), &same, TRUST, false, NOW),
+            plan(None, Some(&after(1, 60)), &same, asking(TRUST, false), NOW),
             Plan::Wait(Duration::from_secs(240))
         );
         assert_eq!(
-            plan(None, Some(&after(1, 300)), &same, TRUST, false, NOW),
+            plan(None, Some(&after(1, 300)), &same, asking(TRUST, false), NOW),
             Plan::Match(Rematch::FirstTime)
         );
         // Every run with a trust time of zero.
         let every = TrustSetting::Fixed(Duration::ZERO);
         assert_eq!(
-            plan(Some(&stale), Some(&after(9, 0)), &same, every, false, NOW),
+            plan(
+                Some(&stale),
+                Some(&after(9, 0)),
+                &same,
+                asking(every, false),
+                NOW
+            ),
             Plan::LookUp
         );
         // Counted: one more per unanswered ask, kept while waiting, none after an answer.
@@ -702,6 +850,9 @@ mod tests {
             calm,
             inodes: vec![1, 2],
             wanted: vec![],
+            own_subscription: false,
+            window_ms: 60_000,
+            previous_run_ms: None,
         }
     }
 
@@ -709,61 +860,73 @@ mod tests {
     fn the_consumers_are_skipped_only_after_a_calm_look_on_the_same_connections() {
         let every = Duration::from_secs(45);
         assert_eq!(
-            sampling(Some(&look(true, 10)), &[1], every, NOW),
+            sampling(Some(&look(true, 10)), &[1], every, false, NOW),
             Sampling::Skip {
                 asked_ago: Duration::from_secs(10)
             }
         );
         assert_eq!(
-            sampling(Some(&look(true, 10)), &[1], Duration::ZERO, NOW),
+            sampling(Some(&look(true, 10)), &[1], Duration::ZERO, false, NOW),
             Sampling::Ask(Due::EveryRun)
         );
         assert_eq!(
-            sampling(None, &[1], every, NOW),
+            sampling(None, &[1], every, false, NOW),
             Sampling::Ask(Due::FirstLook)
         );
         assert_eq!(
-            sampling(Some(&look(false, 10)), &[1], every, NOW),
+            sampling(Some(&look(false, 10)), &[1], every, false, NOW),
             Sampling::Ask(Due::NotCalm)
         );
         assert_eq!(
-            sampling(Some(&look(true, 45)), &[1], every, NOW),
+            sampling(Some(&look(true, 45)), &[1], every, false, NOW),
             Sampling::Ask(Due::Old)
         );
         assert_eq!(
-            sampling(Some(&look(true, -1)), &[1], every, NOW),
+            sampling(Some(&look(true, -1)), &[1], every, false, NOW),
             Sampling::Ask(Due::Old)
         );
         assert_eq!(
-            sampling(Some(&look(true, 10)), &[1, 3], every, NOW),
+            sampling(Some(&look(true, 10)), &[1, 3], every, false, NOW),
             Sampling::Ask(Due::NewConnection)
         );
     }
 
     #[test]
-    fn auto_trusts_longer_where_each_lookup_costs_more() {
-        let auto = |n, direct| trust_time(TrustSetting::Auto, n, direct);
-        assert_eq!(auto(0, false), FIVE_MINUTES);
-        assert_eq!(auto(100, false), FIVE_MINUTES);
+    fn auto_asks_with_each_look_where_a_lookup_is_cheap_and_trusts_longer_where_it_is_dear() {
+        let auto = |n, direct| trust_time(asking(TrustSetting::Auto, direct), n);
+        let at_look = Trust {
+            length: Duration::from_secs(45),
+            stretched_for: None,
+            at_look: true,
+        };
+        assert_eq!(auto(0, false), at_look);
+        assert_eq!(auto(100, false), at_look);
+        assert_eq!(auto(1_000, false), at_look);
+        assert_eq!(auto(1_001, false), FIVE_MINUTES);
         assert_eq!(auto(2_500, false), FIVE_MINUTES);
         assert_eq!(auto(2_605, false).length, Duration::from_secs(312));
         assert_eq!(
             auto(10_000, false),
             Trust {
                 length: Duration::from_secs(1200),
-                stretched_for: Some(10_000)
+                stretched_for: Some(10_000),
+                at_look: false,
             }
         );
         assert_eq!(auto(30_000, false).length, Duration::from_secs(3600));
         assert_eq!(auto(u64::MAX, false).length, Duration::from_secs(3600));
         // The monitoring port finds a cid directly: its cost does not grow.
-        assert_eq!(auto(10_000, true), FIVE_MINUTES);
+        assert_eq!(auto(10_000, true), at_look);
         // A time given is kept, whatever the account's size.
         assert_eq!(
-            trust_time(TrustSetting::Fixed(Duration::from_secs(60)), 10_000, false),
+            trust_time(
+                asking(TrustSetting::Fixed(Duration::from_secs(60)), false),
+                10_000
+            ),
             Trust {
                 length: Duration::from_secs(60),
-                stretched_for: None
+                stretched_for: None,
+                at_look: false,
             }
         );
         // The count remembered is the one used.
@@ -773,26 +936,54 @@ mod tests {
         };
         let same = [socket("10.200.0.2:51828", 4242)];
         assert!(matches!(
-            plan(Some(&big), None, &same, TrustSetting::Auto, false, NOW),
+            plan(
+                Some(&big),
+                None,
+                &same,
+                asking(TrustSetting::Auto, false),
+                NOW
+            ),
             Plan::Trust { .. }
         ));
         assert_eq!(
-            plan(Some(&big), None, &same, TrustSetting::Auto, true, NOW),
+            plan(
+                Some(&big),
+                None,
+                &same,
+                asking(TrustSetting::Auto, true),
+                NOW
+            ),
             Plan::LookUp
         );
+        // At the consumers' pace: trusted between looks, asked with each look.
+        let small = memo(Some(10));
+        assert!(matches!(
+            plan(
+                Some(&small),
+                None,
+                &same,
+                asking(TrustSetting::Auto, false),
+                NOW
+            ),
+            Plan::Trust { .. }
+        ));
+        let looking = Asking {
+            looking: true,
+            ..asking(TrustSetting::Auto, false)
+        };
+        assert_eq!(plan(Some(&small), None, &same, looking, NOW), Plan::LookUp);
     }
 
     /// The schedule the README's fleet table and the fleet benchmark's kubelet averages rest
     /// on: two hours of runs at `periodSeconds: 10` with the defaults. 1 run in 5 asks about
-    /// the consumers; 1 in 30 asks for the connection by cid at up to 2,500 connections in
-    /// the account (or at the monitoring port), 1 in 120 at 10,000.
+    /// the consumers; up to 1,000 connections in the account (or at the monitoring port) each
+    /// look asks for the connection by cid too; 1 run in 30 does at 2,500, 1 in 120 at 10,000.
     #[test]
     fn the_default_schedule_at_period_ten_seconds() {
         let at = |connections, direct| {
             let s = schedule(
                 720,
-                Duration::from_secs(10),
-                Duration::from_secs(45),
+                Cadence::DEFAULT,
                 TrustSetting::Auto,
                 connections,
                 direct,
@@ -807,22 +998,98 @@ mod tests {
                 s.matches,
             )
         };
-        assert_eq!(at(100, false), (144, 23, 1));
-        assert_eq!(at(1_000, false), (144, 23, 1));
+        assert_eq!(at(100, false), (144, 143, 1));
+        assert_eq!(at(1_000, false), (144, 143, 1));
+        assert_eq!(at(2_500, false), (144, 23, 1));
         assert_eq!(at(10_000, false), (144, 5, 1));
         assert_eq!(at(10_003, false), (144, 5, 1));
-        assert_eq!(at(10_000, true), (144, 23, 1));
+        assert_eq!(at(10_000, true), (144, 143, 1));
         assert_eq!(at(100_000, false), (144, 1, 1));
         // A lookup 126 runs apart (21 minutes) falls between looks 4 times in 5.
         let s = schedule(
             126 * 5 + 1,
-            Duration::from_secs(10),
-            Duration::from_secs(45),
+            Cadence::DEFAULT,
             TrustSetting::Auto,
             10_500,
             false,
         );
         assert_eq!((s.looks_with_lookup, s.lookups_alone), (1, 4));
+    }
+
+    /// Looks always inside the window: at `--stall-after 60s` and `--sample-every 45s`, for
+    /// every `periodSeconds` from 1 to 30 (half the window), no two looks are further apart
+    /// than the window; the period is learned from the runs themselves.
+    #[test]
+    fn looks_stay_inside_the_window_for_every_period_up_to_half_of_it() {
+        for period in 1..=30 {
+            let cadence = Cadence {
+                period: Duration::from_secs(period),
+                ..Cadence::DEFAULT
+            };
+            let apart = longest_between_looks(cadence, 400);
+            assert!(
+                apart <= cadence.window,
+                "periodSeconds {period}: looks {apart:?} apart"
+            );
+        }
+        // The default period looks no more often than every 50 s (1 run in 5).
+        assert_eq!(
+            longest_between_looks(Cadence::DEFAULT, 400),
+            Duration::from_secs(50)
+        );
+    }
+
+    /// The longest time between two looks over `runs` calm runs at `cadence`.
+    fn longest_between_looks(cadence: Cadence, runs: u32) -> Duration {
+        let mut last: Option<LastLook> = None;
+        let mut looks = Vec::new();
+        for run in 0..runs {
+            let now = NOW + run as i64 * cadence.period.as_millis() as i64;
+            if let Some(l) = &mut last {
+                l.previous_run_ms = Some(now - cadence.period.as_millis() as i64);
+            }
+            if let Sampling::Ask(_) =
+                sampling(last.as_ref(), &[1], cadence.sample_every, false, now)
+            {
+                looks.push(now);
+                last = Some(LastLook {
+                    at_ms: now,
+                    calm: true,
+                    inodes: vec![1],
+                    wanted: vec![],
+                    own_subscription: false,
+                    window_ms: cadence.window.as_millis() as i64,
+                    previous_run_ms: None,
+                });
+            }
+        }
+        let most = looks.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        Duration::from_millis(most as u64)
+    }
+
+    /// A look by another probe that did not find the deliver subscriptions (a readiness
+    /// probe without `--own-subscription`) does not let a run that checks them skip.
+    #[test]
+    fn a_look_that_did_not_cover_this_runs_checks_is_asked_again() {
+        let every = Duration::from_secs(45);
+        let readiness = look(true, 10);
+        assert_eq!(
+            sampling(Some(&readiness), &[1], every, true, NOW),
+            Sampling::Ask(Due::NotCovered)
+        );
+        let liveness = LastLook {
+            own_subscription: true,
+            ..look(true, 10)
+        };
+        assert!(matches!(
+            sampling(Some(&liveness), &[1], every, true, NOW),
+            Sampling::Skip { .. }
+        ));
+        // A run without --own-subscription may take either.
+        assert!(matches!(
+            sampling(Some(&liveness), &[1], every, false, NOW),
+            Sampling::Skip { .. }
+        ));
     }
 
     /// The stall clock across skipped runs. A consumer acks every 5 s with work waiting, then
@@ -870,7 +1137,7 @@ mod tests {
             for t in (0..400).step_by(10) {
                 let now = NOW + t * 1000;
                 let every = if skipping { every } else { Duration::ZERO };
-                if let Sampling::Skip { .. } = sampling(last.as_ref(), &[1], every, now) {
+                if let Sampling::Skip { .. } = sampling(last.as_ref(), &[1], every, false, now) {
                     continue;
                 }
                 let (observed, last_ack) = seen(t);
@@ -896,6 +1163,9 @@ mod tests {
                     calm: calm(&[(&j.outcome, j.sample.as_ref())]),
                     inodes: vec![1],
                     wanted: vec![],
+                    own_subscription: false,
+                    window_ms: 60_000,
+                    previous_run_ms: None,
                 });
                 prev = j.sample;
             }

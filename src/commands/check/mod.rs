@@ -165,8 +165,15 @@ fn judge_with_state(
         false => observe::remembered::load_look(dir, &server, &config.consumers),
         true => None,
     };
-    obs.sampling = (!config.consumers.is_empty())
-        .then(|| remembered::sampling(last.as_ref(), &inodes, config.sample_every, obs.now_ms));
+    obs.sampling = (!config.consumers.is_empty()).then(|| {
+        remembered::sampling(
+            last.as_ref(),
+            &inodes,
+            config.sample_every,
+            config.own_subscription,
+            obs.now_ms,
+        )
+    });
     let mut nats: Option<observe::Nats> = None;
 
     let (judgements, mut wanted) =
@@ -181,6 +188,7 @@ fn judge_with_state(
             sockets: &sockets,
             live: &live,
             now_ms: obs.now_ms,
+            looking: matches!(obs.sampling, Some(Sampling::Ask(_))),
             deadline,
         };
         subscriptions = judge.judge(&mut nats, wanted, &mut obs.connz)?;
@@ -304,6 +312,13 @@ fn remember_look(
         .iter()
         .map(|j| (&j.outcome, j.sample.as_ref()))
         .collect();
+    // The shortest window of the consumers judged: the next look must come inside it.
+    let window = judgements
+        .iter()
+        .filter_map(|j| j.window)
+        .map(|w| w.duration)
+        .min()
+        .unwrap_or(consumer::window(&config.consumer_policy, None).duration);
     let look = remembered::LastLook {
         at_ms: obs.now_ms,
         calm: remembered::calm(&outcomes),
@@ -312,6 +327,9 @@ fn remember_look(
             .iter()
             .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
             .collect(),
+        own_subscription: config.own_subscription,
+        window_ms: window.as_millis() as i64,
+        previous_run_ms: None,
     };
     // Best effort: a look not remembered is asked again next run.
     let _ = observe::remembered::store_look(dir, server, &config.consumers, &look);

@@ -9,7 +9,7 @@ use crate::facts::{ConsumerName, ConsumerSeen, Observed, Wanted};
 use crate::facts::{LookedUp, Remembered, ServerIdent, SubscriptionMemo, Unknown};
 use crate::observe::{self, state::StateDir};
 use crate::rules::judged::JudgedSubscription;
-use crate::rules::remembered::{self, Confirmed, Found, Plan, Rematch};
+use crate::rules::remembered::{self, Asking, Confirmed, Found, Plan, Rematch};
 use crate::rules::subscription::{self, Held};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -70,6 +70,8 @@ pub struct Subscriptions<'a> {
     pub sockets: &'a [remembered::Socket],
     pub live: &'a [remembered::Socket],
     pub now_ms: i64,
+    /// This run asks about the consumers (a look).
+    pub looking: bool,
     pub deadline: Instant,
 }
 
@@ -128,14 +130,14 @@ impl Subscriptions<'_> {
             let kept = memo.connection.as_ref();
             let direct = kept
                 .is_some_and(|m| observe::Nats::direct_lookup(&m.server, config.monitor.as_ref()));
-            let planned = remembered::plan(
-                kept,
-                memo.unanswered.as_ref(),
-                self.live,
-                config.subscription_every,
+            let asking = Asking {
+                setting: config.subscription_every,
+                sample_every: config.sample_every,
                 direct,
-                now_ms,
-            );
+                looking: self.looking,
+            };
+            let planned =
+                remembered::plan(kept, memo.unanswered.as_ref(), self.live, asking, now_ms);
             match (planned, kept) {
                 (Plan::Trust { held_ago, trust }, Some(m)) => {
                     results[i] = Some(Judged {

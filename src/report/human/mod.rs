@@ -292,7 +292,7 @@ mod tests {
         bare.obs.server_jetstream = false;
         assert_eq!(
             bare.human(),
-            "healthy: consumer TF_RAW/kv not judged: no JetStream answers in the domain asked (no responders on its API); the server has no JetStream of its own: a stream behind a leaf node needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
+            "healthy: consumer TF_RAW/kv not judged: no JetStream answers in the domain asked; the server has no JetStream of its own: a stream behind a leaf node needs --js-domain; 1 ESTABLISHED TCP connection to remote port 4222"
         );
     }
 

@@ -36,11 +36,11 @@ pub fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
     match (s.class, s.judged_before) {
         (Class::Transient, _) => String::new(),
         (Class::ConfigurationIfNeverJudged, true) => format!(
-            " (judged before with this configuration, so NATS changed under it: not a restart; if it lasts, {})",
+            " (judged before: NATS changed under it, not a restart; if it lasts: {})",
             fix()
         ),
         (Class::ConfigurationIfNeverJudged, false) => format!(
-            " (never judged with this configuration, seen for {}; exit 2 if it lasts longer than the window {}: {})",
+            " (never judged, seen for {}; exit 2 past the window {}: {})",
             display(s.lasted),
             display(s.window),
             fix()
@@ -61,7 +61,7 @@ pub fn fix(cause: Cause, checked: Checked, window: Option<Duration>) -> String {
         (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.> (in its domain's API)".into(),
         (Cause::NotPermitted, Checked::Subscription) => "allow the probe's user to publish to $SYS.REQ.ACCOUNT.PING.CONNZ and $SYS.REQ.ACCOUNT.PING.STATZ, or give --monitor".into(),
         (Cause::InboxDenied, _) => "allow the probe's user to subscribe to _INBOX.> (every answer arrives there)".into(),
-        (Cause::NoJetStream, _) => "point --js-domain (or --js-api-prefix) at the JetStream domain that holds the stream, or --server at a server with JetStream".into(),
+        (Cause::NoJetStream, _) => "give --js-domain the stream's domain, or --server one with JetStream".into(),
         (Cause::JetStreamNotEnabled, _) => "give the probe the credentials of the account that holds the stream (the app's), or enable JetStream for its account".into(),
         (Cause::NoSystemAccount, _) => "give the servers a system account (system_account), or pass --monitor with the monitoring URL of the server the pod connects to".into(),
         (Cause::CannotSee, _) => "point --server (or --monitor) at the leaf node the pod connects to".into(),
