@@ -16,6 +16,7 @@ mod nats_trouble;
 mod operator_kit;
 mod outage_drill;
 mod remembered;
+mod restart;
 mod server_aware;
 mod socket_check;
 pub(crate) mod subscription;

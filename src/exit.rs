@@ -160,6 +160,95 @@ mod tests {
         }
     }
 
+    /// The README's times to restart are the rules': every row, computed by
+    /// `rules::restart` with the README's settings (the slowest rounded up to the period).
+    #[test]
+    fn the_readme_says_the_times_to_restart() {
+        use crate::config::duration::display;
+        use crate::rules::restart::{time_to_restart, Fault, Settings};
+        let readme = include_str!("../README.md");
+        let rows = [
+            (
+                "the client gave up its connection while NATS answers",
+                Fault::GaveUp,
+            ),
+            (
+                "the connection is half-open (from the client's first send never acknowledged)",
+                Fault::HalfOpen,
+            ),
+            ("the consumer is unbound while work waits", Fault::Unbound),
+            ("the durable or its stream is gone", Fault::Absent),
+            (
+                "the consumer stalled, or loses messages to retention (from its last ack)",
+                Fault::Stalled,
+            ),
+            (
+                "a deaf replica, with `--monitor` or up to 1,000 connections in the account",
+                Fault::Deaf {
+                    connections: 1_000,
+                    direct: false,
+                },
+            ),
+            (
+                "a deaf replica, 2,500 connections in the account",
+                Fault::Deaf {
+                    connections: 2_500,
+                    direct: false,
+                },
+            ),
+            (
+                "a deaf replica, 10,000 connections in the account",
+                Fault::Deaf {
+                    connections: 10_000,
+                    direct: false,
+                },
+            ),
+            (
+                "a deaf replica, 30,000 connections or more in the account",
+                Fault::Deaf {
+                    connections: 30_000,
+                    direct: false,
+                },
+            ),
+        ];
+        let settings = Settings::RECOMMENDED;
+        let period = settings.cadence.period.as_millis();
+        for (label, fault) in rows {
+            let s = time_to_restart(fault, &settings);
+            let slowest = s.slowest.as_millis().div_ceil(period) * period;
+            let span = format!(
+                "{}–{}",
+                display(s.fastest),
+                display(std::time::Duration::from_millis(slowest as u64))
+            );
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| {label} |")))
+                .unwrap_or_else(|| panic!("README has no time-to-restart row: {label}"));
+            assert!(
+                row.ends_with(&format!("| {span} |")),
+                "README says {row}, the rules {span}"
+            );
+        }
+        // --monitor finds the connection directly: as a small account.
+        assert_eq!(
+            time_to_restart(
+                Fault::Deaf {
+                    connections: 10_000,
+                    direct: true
+                },
+                &settings
+            ),
+            time_to_restart(
+                Fault::Deaf {
+                    connections: 1_000,
+                    direct: false
+                },
+                &settings
+            )
+        );
+    }
+
     #[test]
     fn readme_documents_every_code() {
         let readme = include_str!("../README.md");

@@ -54,6 +54,8 @@ struct Shared {
     stop: AtomicBool,
     events: Mutex<Vec<Event>>,
     runs: Mutex<Vec<Peer>>,
+    /// Every probe run: when it ended, whether it passed, its first line.
+    probed: Mutex<Vec<(Instant, bool, String)>>,
 }
 
 impl Shared {
@@ -93,6 +95,7 @@ impl Kubelet {
             stop: AtomicBool::new(false),
             events: Mutex::default(),
             runs: Mutex::default(),
+            probed: Mutex::default(),
         });
         let thread = {
             let (shared, spec) = (Arc::clone(&shared), spec.clone());
@@ -102,6 +105,19 @@ impl Kubelet {
             shared,
             thread: Some(thread),
         }
+    }
+
+    /// Every probe run so far: when it ended, whether it passed, its first line.
+    pub fn probed(&self) -> Vec<(Instant, bool, String)> {
+        self.shared.probed.lock().unwrap().clone()
+    }
+
+    /// The first restart for the liveness probe at or after `since`.
+    pub fn first_kill_after(&self, since: Instant) -> Option<Instant> {
+        self.events()
+            .into_iter()
+            .find(|e| e.reason == "Killing" && e.at >= since)
+            .map(|e| e.at)
     }
 
     pub fn events(&self) -> Vec<Event> {
@@ -198,8 +214,14 @@ fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Contain
             true
         } else {
             next_probe = (next_probe + spec.period).max(Instant::now());
-            match probe_once(&probe, spec.timeout) {
-                Ok(()) => {
+            let ran = probe_once(&probe, spec.timeout);
+            shared.probed.lock().unwrap().push((
+                Instant::now(),
+                ran.is_ok(),
+                ran.clone().unwrap_or_else(|e| e),
+            ));
+            match ran {
+                Ok(_) => {
                     failures = 0;
                     false
                 }
@@ -270,7 +292,8 @@ fn kill(shared: &Shared, grace: Duration) {
 }
 
 /// One exec probe: success, or the output the kubelet would put in the event.
-fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Result<(), String> {
+/// One run of the probe: Ok with its first line when it passed, Err with it when not.
+fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Result<String, String> {
     let mut cmd = probe();
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -285,7 +308,11 @@ fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Result<(), String> {
             let text = String::from_utf8_lossy(&out.stdout).to_string()
                 + &String::from_utf8_lossy(&out.stderr);
             let first = text.lines().next().unwrap_or_default().to_string();
-            return if status.success() { Ok(()) } else { Err(first) };
+            return if status.success() {
+                Ok(first)
+            } else {
+                Err(first)
+            };
         }
         if Instant::now() >= deadline {
             let _ = child.kill();

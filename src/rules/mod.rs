@@ -12,5 +12,6 @@ pub mod consumer;
 pub mod guard;
 pub mod judged;
 pub mod remembered;
+pub mod restart;
 pub mod retention;
 pub mod subscription;

@@ -1,0 +1,363 @@
+//! Time to restart, measured: each fault made to a real nats.go consumer under the harness's
+//! kubelet (`periodSeconds` 500 ms, `failureThreshold` 3, the probe's own `--sample-every`
+//! and `--subscription-every` defaults, `--stall-after 2s`), and the time from the fault to
+//! the kubelet's restart held against what the probe's rules compute for the same settings
+//! (`rules::restart`, which gives the README's table at the real ones). A deaf replica is
+//! caught with three probes sharing its state dir (liveness, readiness and `diagnose`), every
+//! liveness run judged, and its healthy twin is never restarted.
+
+use crate::harness::kubelet::{Kubelet, Spec};
+use crate::harness::pods::*;
+use crate::harness::*;
+use natsprobe::rules::remembered::{Cadence, TrustSetting};
+use natsprobe::rules::restart::{time_to_restart, Fault, Settings};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const PERIOD_MS: u64 = 500;
+
+/// The scaled settings, as the probe sees them: `--stall-after 2s` (the push consumers'
+/// ack_wait is 1 s, so the window is 2 s), `--sample-every` its default 3/4 of that.
+fn settings() -> Settings {
+    Settings {
+        cadence: Cadence {
+            period: Duration::from_millis(PERIOD_MS),
+            sample_every: Duration::from_millis(1500),
+            window: Duration::from_secs(2),
+        },
+        failure_threshold: 3,
+        half_open_after: Duration::from_secs(30),
+        trust: TrustSetting::Auto,
+    }
+}
+
+fn spec() -> Spec {
+    Spec::scaled(
+        Duration::from_millis(PERIOD_MS),
+        Duration::from_secs(1),
+        3,
+        0.05,
+    )
+}
+
+/// Holds `measured` against the rules' span for `fault`, give or take a probe's run and the
+/// kubelet's own drift: a period.
+fn within(fault: Fault, measured: Duration, kubelet: &Kubelet) {
+    let span = time_to_restart(fault, &settings());
+    let slack = Duration::from_millis(PERIOD_MS);
+    println!(
+        "restart | {fault:?}: restarted {measured:?} after the fault; the rules say {:?} to {:?}",
+        span.fastest, span.slowest
+    );
+    assert!(
+        measured + slack >= span.fastest && measured <= span.slowest + slack,
+        "{fault:?}: restarted {measured:?} after the fault, the rules say {:?} to {:?}\n{}",
+        span.fastest,
+        span.slowest,
+        kubelet.log()
+    );
+}
+
+/// The app pod's consumer `S/D` under a kubelet whose liveness probe is `check --server URL
+/// --consumer S/D` plus `extra`; the consumer's container is `consume` plus `consume`.
+fn consumer_under_kubelet(pods: &Pods, consume: &[&str], extra: &[&str]) -> Kubelet {
+    let push = push_consumer("S", "D");
+    let mut rest: Vec<String> = push;
+    rest.extend(consume.iter().map(|s| s.to_string()));
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let args: Vec<String> = pods
+        .args("consume", &rest)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let app = Arc::clone(&pods.app);
+    let container = Box::new(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut p = Peer::spawn(Some(&app), &args);
+        p.wait_for("ready", S10);
+        p
+    });
+    let state = pods.state.path().to_string_lossy().to_string();
+    let mut probe_args: Vec<String> = [
+        "check",
+        "--server",
+        &pods.url,
+        "--consumer",
+        "S/D",
+        "--stall-after",
+        STALL,
+        "--state-dir",
+        &state,
+        "--timeout",
+        "400ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    probe_args.extend(extra.iter().map(|s| s.to_string()));
+    let app = Arc::clone(&pods.app);
+    let probe_cmd = Box::new(move || {
+        let args: Vec<&str> = probe_args.iter().map(String::as_str).collect();
+        probe(&args).ns(&app).sampling_defaults().command()
+    });
+    Kubelet::start(spec(), probe_cmd, container)
+}
+
+/// Lets the kubelet run calm for a few seconds: no restart before the fault.
+fn calm(kubelet: &Kubelet) {
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        kubelet
+            .first_kill_after(Instant::now() - Duration::from_secs(60))
+            .is_none(),
+        "restarted before any fault:\n{}",
+        kubelet.log()
+    );
+}
+
+fn restarted(kubelet: &Kubelet, fault: Instant, limit: Duration) -> Duration {
+    wait_until("the restart", limit, || {
+        kubelet.first_kill_after(fault).is_some()
+    });
+    kubelet.first_kill_after(fault).unwrap() - fault
+}
+
+fn signal_app(kubelet: &Kubelet, signal: libc::c_int) {
+    kubelet.with_runs(|runs| runs.last().unwrap().signal(signal));
+}
+
+#[test]
+fn each_fault_restarts_within_its_time() {
+    let _serial = timing_lock();
+    // The consumer stops acking (work keeps coming): a stall, from its last ack.
+    {
+        let pods = Pods::new(Version::Pinned);
+        pods.push("S", "D", &[]);
+        let _producer = pods.producer("s.x", 20);
+        let kubelet = consumer_under_kubelet(&pods, &[], &[]);
+        calm(&kubelet);
+        signal_app(&kubelet, libc::SIGUSR1);
+        let fault = Instant::now();
+        within(
+            Fault::Stalled,
+            restarted(&kubelet, fault, Duration::from_secs(20)),
+            &kubelet,
+        );
+    }
+    // The consumer's subscriber is gone while work waits.
+    {
+        let pods = Pods::new(Version::Pinned);
+        pods.push("S", "D", &[]);
+        let _producer = pods.producer("s.x", 20);
+        let kubelet = consumer_under_kubelet(&pods, &[], &[]);
+        calm(&kubelet);
+        signal_app(&kubelet, libc::SIGHUP);
+        let fault = Instant::now();
+        within(
+            Fault::Unbound,
+            restarted(&kubelet, fault, Duration::from_secs(20)),
+            &kubelet,
+        );
+    }
+    // The durable deleted.
+    {
+        let pods = Pods::new(Version::Pinned);
+        pods.push("S", "D", &[]);
+        let kubelet = consumer_under_kubelet(&pods, &[], &[]);
+        calm(&kubelet);
+        let _ = Peer::spawn(
+            Some(&pods.nats),
+            &pods.args("request", &["-subject", "$JS.API.CONSUMER.DELETE.S.D"]),
+        )
+        .wait_exit(S10);
+        let fault = Instant::now();
+        within(
+            Fault::Absent,
+            restarted(&kubelet, fault, Duration::from_secs(20)),
+            &kubelet,
+        );
+    }
+    // The client gives up reconnecting during an outage; NATS back: from then.
+    {
+        let mut pods = Pods::new(Version::Pinned);
+        pods.push("S", "D", &[]);
+        let kubelet = consumer_under_kubelet(
+            &pods,
+            &["-max-reconnects", "3", "-reconnect-wait", "200ms"],
+            &[],
+        );
+        calm(&kubelet);
+        pods.server.stop();
+        wait_until("the client to give up", S10, || {
+            kubelet.with_runs(|runs| runs.last().unwrap().saw("closed"))
+        });
+        pods.server.resume();
+        let fault = Instant::now();
+        within(
+            Fault::GaveUp,
+            restarted(&kubelet, fault, Duration::from_secs(20)),
+            &kubelet,
+        );
+    }
+}
+
+/// Two replicas in a deliver group, each under its kubelet with liveness `--consumer
+/// --own-subscription`; beside the first, a readiness probe (`--consumer` alone) every period
+/// and a person's `diagnose` every few seconds, all on its state dir. The first goes deaf: its
+/// liveness probe restarts it within the time the rules give (asked with each look: a small
+/// account), every run judged; the second is never restarted.
+#[test]
+fn a_deaf_replica_with_three_probes_on_one_state_dir() {
+    let _serial = timing_lock();
+    let r = crate::subscription::Replicas::new();
+    let _server = NatsServer::start(Some(&r.nats), Version::Pinned, "0.0.0.0", 4222);
+    let url = format!("nats://{}:4222", r.gateways[0]);
+    r.deliver_group(&url, "1");
+    let _producer = Peer::spawn(
+        Some(&r.nats),
+        &[
+            "publish",
+            "-url",
+            "nats://127.0.0.1:4222",
+            "-subject",
+            "s.x",
+            "-rate",
+            "20",
+        ],
+    );
+    let kubelet = |i: usize| {
+        let url = format!("nats://{}:4222", r.gateways[i]);
+        let pod = Arc::clone(&r.pods[i]);
+        let consume: Vec<String> = [
+            "consume",
+            "-url",
+            &url,
+            "-deliver-subject",
+            "deliver.D",
+            "-deliver-group",
+            "D",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let container = Box::new(move || {
+            let args: Vec<&str> = consume.iter().map(String::as_str).collect();
+            let mut p = Peer::spawn(Some(&pod), &args);
+            p.wait_for("ready", S10);
+            p
+        });
+        let state = r.state.path().join(i.to_string());
+        let state = state.to_string_lossy().to_string();
+        let pod = Arc::clone(&r.pods[i]);
+        let probe_cmd = Box::new(move || {
+            probe(&[
+                "check",
+                "--server",
+                &url,
+                "--consumer",
+                "S/D",
+                "--own-subscription",
+                "--stall-after",
+                STALL,
+                "--state-dir",
+                &state,
+                "--timeout",
+                "400ms",
+            ])
+            .ns(&pod)
+            .sampling_defaults()
+            .command()
+        });
+        Kubelet::start(spec(), probe_cmd, container)
+    };
+    let (deaf, twin) = (kubelet(0), kubelet(1));
+    calm(&deaf);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let others = std::thread::scope(|scope| {
+        let readiness = scope.spawn(|| {
+            let mut lines = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let run = r.check_with_defaults(
+                    0,
+                    &[
+                        "--server",
+                        &url,
+                        "--consumer",
+                        "S/D",
+                        "--stall-after",
+                        STALL,
+                    ],
+                );
+                lines.push((run.code, run.line().to_string()));
+                std::thread::sleep(Duration::from_millis(PERIOD_MS));
+            }
+            lines
+        });
+        let person = scope.spawn(|| {
+            let state = r.state.path().join("0").to_string_lossy().to_string();
+            let mut runs = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                probe(&[
+                    "diagnose",
+                    "--server",
+                    &url,
+                    "--consumer",
+                    "S/D",
+                    "--stall-after",
+                    STALL,
+                    "--state-dir",
+                    &state,
+                ])
+                .ns(&r.pods[0])
+                .sampling_defaults()
+                .run();
+                runs += 1;
+                std::thread::sleep(Duration::from_secs(2));
+            }
+            runs
+        });
+        std::thread::sleep(Duration::from_secs(3));
+        signal_app(&deaf, libc::SIGHUP);
+        let fault = Instant::now();
+        let measured = restarted(&deaf, fault, Duration::from_secs(20));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        within(
+            Fault::Deaf {
+                connections: 10,
+                direct: false,
+            },
+            measured,
+            &deaf,
+        );
+        (readiness.join().unwrap(), person.join().unwrap(), fault)
+    });
+    let (readiness, diagnosed, fault) = others;
+    // Every liveness run judged: none passed without looking.
+    let probed = deaf.probed();
+    assert!(probed.len() >= 10, "{} runs", probed.len());
+    for (_, _, line) in &probed {
+        assert!(!line.contains("not judged"), "a run not judged: {line}");
+    }
+    let failed_before_fault = probed
+        .iter()
+        .filter(|(at, ok, _)| !ok && *at < fault)
+        .count();
+    assert_eq!(failed_before_fault, 0, "{}", deaf.log());
+    // The readiness probe on the same state dir (no --own-subscription) never fails: the
+    // consumer stays bound through the twin.
+    assert!(readiness.len() >= 5 && diagnosed >= 2);
+    for (code, line) in &readiness {
+        assert_eq!(*code, Some(0), "{line}");
+    }
+    assert!(
+        twin.first_kill_after(Instant::now() - Duration::from_secs(120))
+            .is_none(),
+        "the healthy replica was restarted:\n{}",
+        twin.log()
+    );
+    println!(
+        "restart | deaf replica: {} liveness runs, {} readiness runs, {diagnosed} diagnose runs on one state dir",
+        probed.len(),
+        readiness.len()
+    );
+}

@@ -1,0 +1,292 @@
+//! How long from a fault to the kubelet's restart, by the probe's own rules: the runs a
+//! kubelet makes (`periodSeconds`, `failureThreshold`), which of them ask what
+//! (`remembered::sampling` for the consumers, `remembered::plan` for the pod's connection),
+//! and when an asked check calls the fault (`consumer::judge` for a stall). Every phase of the
+//! fault against the runs, the looks and the lookups is tried; the fastest and the slowest are
+//! the span. The README's table of times to restart is this module's (tested), and an
+//! end-to-end test measures the same at scaled-down timings. Pure.
+
+use super::consumer::{self, Intervals, Outcome, Policy};
+use super::remembered::{self, Asking, Cadence, LastLook, Plan, Sampling, Socket, TrustSetting};
+use crate::facts::{AckPolicy, ConsumerFacts, Observed, Remembered, Sample, Sequence, ServerIdent};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// A fault, from the moment it happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The client gave up its connection while NATS answers (`--server`).
+    GaveUp,
+    /// The peer is gone without a word: from the client's first send it never acknowledges.
+    HalfOpen,
+    /// Nothing subscribed to the push consumer while work waits (or its pull loop stopped).
+    Unbound,
+    /// The durable, or its stream, deleted.
+    Absent,
+    /// Work waiting and no ack since: from the last ack. Retention deleting a wedged
+    /// consumer's messages (held at the front of the stream) is judged over the same window.
+    Stalled,
+    /// This pod's connection lost the subscription (a deaf replica), in an account of this
+    /// many connections; `direct`: `--monitor` finds the connection at the monitoring port.
+    Deaf { connections: u64, direct: bool },
+}
+
+/// The probe's settings that set the time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    pub cadence: Cadence,
+    pub failure_threshold: u32,
+    pub half_open_after: Duration,
+    pub trust: TrustSetting,
+}
+
+impl Settings {
+    /// The README's: `periodSeconds: 10`, `failureThreshold: 3`, and the defaults.
+    pub const RECOMMENDED: Settings = Settings {
+        cadence: Cadence::DEFAULT,
+        failure_threshold: 3,
+        half_open_after: Duration::from_secs(30),
+        trust: TrustSetting::Auto,
+    };
+}
+
+/// The fastest and the slowest time from the fault to the restart, over every phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub fastest: Duration,
+    pub slowest: Duration,
+}
+
+/// How long after `fault` the kubelet restarts the pod, at `settings`.
+pub fn time_to_restart(fault: Fault, settings: &Settings) -> Span {
+    let period = ms(settings.cadence.period);
+    // Every phase of the fault against the runs (a twentieth of a period apart) and against
+    // the looks and lookups, whose cycle is at most the window or the trust time.
+    let cycle = match fault {
+        Fault::GaveUp | Fault::HalfOpen => period,
+        Fault::Unbound | Fault::Absent | Fault::Stalled => ms(settings.cadence.window) + period,
+        Fault::Deaf {
+            connections,
+            direct,
+        } => {
+            let asking = asking(settings, direct, false);
+            ms(remembered::trust_time(asking, connections).length) + 2 * period
+        }
+    };
+    // A twentieth of a period, or a multiple of it for a long cycle (about 2,000 phases):
+    // every phase against the runs is still tried, against some phase of the lookups.
+    let twentieth = (period / 20).max(1);
+    let step = twentieth * (cycle / (2000 * twentieth)).max(1);
+    let (mut fastest, mut slowest) = (i64::MAX, 0);
+    for offset in (0..cycle).step_by(step as usize) {
+        let t = restarted_after(fault, settings, cycle, offset);
+        fastest = fastest.min(t);
+        slowest = slowest.max(t);
+    }
+    Span {
+        fastest: Duration::from_millis(fastest as u64),
+        slowest: Duration::from_millis(slowest as u64),
+    }
+}
+
+fn ms(d: Duration) -> i64 {
+    d.as_millis() as i64
+}
+
+fn asking(settings: &Settings, direct: bool, looking: bool) -> Asking {
+    Asking {
+        setting: settings.trust,
+        sample_every: settings.cadence.sample_every,
+        direct,
+        looking,
+    }
+}
+
+/// Runs `period` apart, the fault at 0 `offset` into its cycle, after two cycles of calm: the
+/// time of the run that makes the `failure_threshold`-th failure in a row.
+fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -> i64 {
+    let period = ms(settings.cadence.period);
+    let warm = (2 * cycle / period + 2) * period + offset;
+    let ours = [Socket {
+        addr: SocketAddr::from(([10, 0, 0, 2], 40000)),
+        inode: 1,
+    }];
+    let mut last: Option<LastLook> = None;
+    let mut sample: Option<Sample> = None;
+    let mut memo: Option<Remembered> = None;
+    let mut failures = 0;
+    for run in 0.. {
+        let now = run * period - warm;
+        if let Some(l) = &mut last {
+            l.previous_run_ms = (run > 0).then_some(now - period);
+        }
+        let every = settings.cadence.sample_every;
+        let looking = matches!(
+            remembered::sampling(last.as_ref(), &[1], every, false, now),
+            Sampling::Ask(_)
+        );
+        let mut calm = true;
+        let failed = match fault {
+            Fault::GaveUp => now >= 0,
+            Fault::HalfOpen => now >= ms(settings.half_open_after),
+            Fault::Unbound | Fault::Absent => {
+                calm = now < 0;
+                looking && now >= 0
+            }
+            Fault::Stalled if looking => {
+                let j = consumer::judge(&stalled(now), sample.as_ref(), &policy(settings), now);
+                calm = remembered::calm(&[(&j.outcome, j.sample.as_ref())]);
+                sample = j.sample;
+                matches!(j.outcome, Outcome::Unhealthy(_))
+            }
+            Fault::Stalled => false,
+            Fault::Deaf { direct, .. } => {
+                let asking = asking(settings, direct, looking);
+                match remembered::plan(memo.as_ref(), None, &ours, asking, now) {
+                    Plan::Trust { .. } | Plan::Wait(_) => false,
+                    Plan::LookUp | Plan::Match(_) => {
+                        let holds = now < 0;
+                        memo = Some(remembered_at(fault, ours[0], holds.then_some(now)));
+                        !holds
+                    }
+                }
+            }
+        };
+        if looking {
+            last = Some(LastLook {
+                at_ms: now,
+                calm,
+                inodes: vec![1],
+                wanted: vec![],
+                own_subscription: true,
+                window_ms: ms(settings.cadence.window),
+                previous_run_ms: None,
+            });
+        }
+        failures = if failed { failures + 1 } else { 0 };
+        if failures == settings.failure_threshold {
+            return now;
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+fn policy(settings: &Settings) -> Policy {
+    Policy {
+        stall_after: settings.cadence.window,
+        intervals: Intervals::UpToWindow,
+    }
+}
+
+fn remembered_at(fault: Fault, socket: Socket, held_at_ms: Option<i64>) -> Remembered {
+    let connections = match fault {
+        Fault::Deaf { connections, .. } => connections,
+        _ => 0,
+    };
+    Remembered {
+        server: ServerIdent {
+            name: "n1".into(),
+            id: "N1".into(),
+        },
+        cid: 7,
+        local: socket.addr,
+        inode: socket.inode,
+        held_at_ms,
+        account_connections: connections,
+    }
+}
+
+/// A push consumer with work waiting that acked once a second until 0 and never since, as
+/// a 2.10 server describes it at `now` (its clock: `ts`, `last_active`).
+fn stalled(now: i64) -> Observed {
+    const NS: i64 = 1_000_000;
+    // A server clock far from zero, as a real one is.
+    const EPOCH: i64 = 1_800_000_000_000;
+    let last_ack = now.min(0).div_euclid(1000) * 1000;
+    let acked = (EPOCH + last_ack) / 1000;
+    let seq = |n: i64| Sequence {
+        consumer_seq: n as u64,
+        stream_seq: n as u64,
+        last_active: Some((EPOCH + last_ack) * NS),
+    };
+    Observed::Found {
+        facts: ConsumerFacts {
+            stream: "S".into(),
+            name: "D".into(),
+            created: "2026-12-01T00:00:00Z".into(),
+            deliver_subject: Some("deliver.D".into()),
+            deliver_group: Some("D".into()),
+            push_bound: true,
+            num_pending: 10,
+            num_ack_pending: 1,
+            num_waiting: 0,
+            num_redelivered: 0,
+            ack_floor: seq(acked),
+            delivered: seq(acked + 1),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Some(Duration::from_secs(1)),
+            max_deliver: None,
+            max_ack_pending: Some(1),
+            paused: false,
+            ts: Some((EPOCH + now) * NS),
+        },
+        stream: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Milliseconds.
+    fn span(fault: Fault) -> (u64, u64) {
+        let s = time_to_restart(fault, &Settings::RECOMMENDED);
+        (s.fastest.as_millis() as u64, s.slowest.as_millis() as u64)
+    }
+
+    /// With the README's settings: a fault the sockets show is restarted two to three periods
+    /// after it (the third failure in a row); one the consumers show, after the next look
+    /// (at most 50 s away) and two more periods; a stall, after its whole window; a deaf
+    /// replica, after the next lookup of its connection.
+    #[test]
+    fn times_to_restart_with_the_recommended_settings() {
+        assert_eq!(span(Fault::GaveUp), (20_000, 29_500));
+        assert_eq!(span(Fault::HalfOpen), (50_000, 59_500));
+        assert_eq!(span(Fault::Unbound), (20_000, 69_500));
+        assert_eq!(span(Fault::Absent), (20_000, 69_500));
+        assert_eq!(span(Fault::Stalled), (80_000, 129_500));
+        let deaf = |connections, direct| {
+            span(Fault::Deaf {
+                connections,
+                direct,
+            })
+        };
+        assert_eq!(deaf(100, false), (20_000, 69_500));
+        assert_eq!(deaf(1_000, false), (20_000, 69_500));
+        assert_eq!(deaf(10_000, true), (20_000, 69_500));
+        assert_eq!(deaf(2_500, false), (20_000, 319_500));
+        assert_eq!(deaf(10_000, false), (20_000, 1_219_500));
+        // An hour of phases, tried a period and a half apart.
+        let (fastest, slowest) = deaf(30_000, false);
+        assert_eq!(fastest, 20_000);
+        assert!((3_618_000..=3_620_000).contains(&slowest), "{slowest}");
+    }
+
+    /// A window longer than the stall (2 × ack_wait) or a shorter period move the times as
+    /// the rules say: at period 5 s, a fault the sockets show is restarted in 10 to 15 s.
+    #[test]
+    fn the_times_follow_the_settings() {
+        let fast = Settings {
+            cadence: Cadence {
+                period: Duration::from_secs(5),
+                ..Cadence::DEFAULT
+            },
+            ..Settings::RECOMMENDED
+        };
+        let s = time_to_restart(Fault::GaveUp, &fast);
+        assert_eq!(
+            (s.fastest.as_millis(), s.slowest.as_millis()),
+            (10_000, 14_750)
+        );
+    }
+}
