@@ -249,6 +249,75 @@ mod tests {
         );
     }
 
+    /// The examples' comments give the times to restart that the rules compute for their
+    /// own flags.
+    #[test]
+    fn the_examples_say_the_times_to_restart_of_their_flags() {
+        use crate::config::duration::display;
+        use crate::rules::remembered::Cadence;
+        use crate::rules::restart::{time_to_restart, Fault, Settings};
+        let said = |settings: &Settings, fault: Fault| {
+            let s = time_to_restart(fault, settings);
+            let period = settings.cadence.period.as_millis();
+            let slowest = s.slowest.as_millis().div_ceil(period) * period;
+            format!(
+                "{}–{}",
+                display(s.fastest),
+                display(std::time::Duration::from_millis(slowest as u64))
+            )
+        };
+        let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let go = flat(include_str!(
+            "../examples/kubernetes/go-consumer-deployment.yaml"
+        ));
+        let go_settings = Settings {
+            cadence: Cadence {
+                window: std::time::Duration::from_secs(120),
+                sample_every: std::time::Duration::from_secs(90),
+                ..Cadence::DEFAULT
+            },
+            ..Settings::RECOMMENDED
+        };
+        let deaf = Fault::Deaf {
+            connections: 100,
+            direct: false,
+        };
+        for sentence in [
+            format!(
+                "a stalled consumer # is restarted {} after its last ack",
+                said(&go_settings, Fault::Stalled)
+            ),
+            format!(
+                "a deaf replica or an unbound # consumer {} after the fault",
+                said(&go_settings, deaf)
+            ),
+        ] {
+            assert!(
+                go.contains(&sentence),
+                "go-consumer-deployment.yaml: {sentence}"
+            );
+        }
+        assert_eq!(said(&go_settings, deaf), said(&go_settings, Fault::Unbound));
+        let bento = flat(include_str!("../examples/kubernetes/bento-deployment.yaml"));
+        let r = Settings::RECOMMENDED;
+        for sentence in [
+            format!(
+                "gave up is restarted {} after NATS # answers",
+                said(&r, Fault::GaveUp)
+            ),
+            format!("an unbound consumer {} after", said(&r, Fault::Unbound)),
+            format!(
+                "a stalled one {} # after its last ack",
+                said(&r, Fault::Stalled)
+            ),
+        ] {
+            assert!(
+                bento.contains(&sentence),
+                "bento-deployment.yaml: {sentence}"
+            );
+        }
+    }
+
     #[test]
     fn readme_documents_every_code() {
         let readme = include_str!("../README.md");
