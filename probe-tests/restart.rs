@@ -225,51 +225,7 @@ fn a_deaf_replica_with_three_probes_on_one_state_dir() {
             "20",
         ],
     );
-    let kubelet = |i: usize| {
-        let url = format!("nats://{}:4222", r.gateways[i]);
-        let pod = Arc::clone(&r.pods[i]);
-        let consume: Vec<String> = [
-            "consume",
-            "-url",
-            &url,
-            "-deliver-subject",
-            "deliver.D",
-            "-deliver-group",
-            "D",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let container = Box::new(move || {
-            let args: Vec<&str> = consume.iter().map(String::as_str).collect();
-            let mut p = Peer::spawn(Some(&pod), &args);
-            p.wait_for("ready", S10);
-            p
-        });
-        let state = r.state.path().join(i.to_string());
-        let state = state.to_string_lossy().to_string();
-        let pod = Arc::clone(&r.pods[i]);
-        let probe_cmd = Box::new(move || {
-            probe(&[
-                "check",
-                "--server",
-                &url,
-                "--consumer",
-                "S/D",
-                "--own-subscription",
-                "--stall-after",
-                STALL,
-                "--state-dir",
-                &state,
-                "--timeout",
-                "400ms",
-            ])
-            .ns(&pod)
-            .sampling_defaults()
-            .command()
-        });
-        Kubelet::start(spec(), probe_cmd, container)
-    };
+    let kubelet = |i: usize| own_subscription_under_kubelet(&r, i, &[]);
     let (deaf, twin) = (kubelet(0), kubelet(1));
     calm(&deaf);
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -359,5 +315,151 @@ fn a_deaf_replica_with_three_probes_on_one_state_dir() {
         "restart | deaf replica: {} liveness runs, {} readiness runs, {diagnosed} diagnose runs on one state dir",
         probed.len(),
         readiness.len()
+    );
+}
+
+/// Replica `i` of `r`'s deliver group under a kubelet, liveness `check --server URL
+/// --consumer S/D --own-subscription` plus `extra`, on its own state dir.
+fn own_subscription_under_kubelet(
+    r: &crate::subscription::Replicas,
+    i: usize,
+    extra: &[&str],
+) -> Kubelet {
+    let url = format!("nats://{}:4222", r.gateways[i]);
+    let pod = Arc::clone(&r.pods[i]);
+    let consume: Vec<String> = [
+        "consume",
+        "-url",
+        &url,
+        "-deliver-subject",
+        "deliver.D",
+        "-deliver-group",
+        "D",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let container = Box::new(move || {
+        let args: Vec<&str> = consume.iter().map(String::as_str).collect();
+        let mut p = Peer::spawn(Some(&pod), &args);
+        p.wait_for("ready", S10);
+        p
+    });
+    let state = r.state.path().join(i.to_string());
+    let state = state.to_string_lossy().to_string();
+    let mut args: Vec<String> = [
+        "check",
+        "--server",
+        &url,
+        "--consumer",
+        "S/D",
+        "--own-subscription",
+        "--stall-after",
+        STALL,
+        "--state-dir",
+        &state,
+        "--timeout",
+        "400ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let pod = Arc::clone(&r.pods[i]);
+    let probe_cmd = Box::new(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        probe(&args).ns(&pod).sampling_defaults().command()
+    });
+    Kubelet::start(spec(), probe_cmd, container)
+}
+
+/// The same deaf replica in an account of 2,000 other connections, where a lookup through the
+/// account's report is dear (`auto` would trust the connection 5 minutes): with `--monitor`,
+/// the connection is matched at the monitoring port and looked up there directly, with each
+/// look, and the replica is restarted within the consumer's time.
+#[test]
+fn a_deaf_replica_behind_the_monitoring_port_at_the_consumers_pace() {
+    let _serial = timing_lock();
+    let r = crate::subscription::Replicas::new();
+    let _server = NatsServer::start_with(
+        Some(&r.nats),
+        Version::Pinned,
+        "0.0.0.0",
+        4222,
+        &["-m", "8222"],
+    );
+    let url = format!("nats://{}:4222", r.gateways[0]);
+    r.deliver_group(&url, "1");
+    let mut others = Peer::spawn(
+        Some(&r.nats),
+        &[
+            "many",
+            "-url",
+            "nats://127.0.0.1:4222",
+            "-n",
+            "2000",
+            "-subscribe",
+            "idle",
+        ],
+    );
+    others.wait_for("ready", Duration::from_secs(60));
+    let _producer = Peer::spawn(
+        Some(&r.nats),
+        &[
+            "publish",
+            "-url",
+            "nats://127.0.0.1:4222",
+            "-subject",
+            "s.x",
+            "-rate",
+            "20",
+        ],
+    );
+    let monitor = format!("http://{}:8222", r.gateways[0]);
+    let deaf = own_subscription_under_kubelet(&r, 0, &["--monitor", &monitor]);
+    let twin = own_subscription_under_kubelet(
+        &r,
+        1,
+        &["--monitor", &format!("http://{}:8222", r.gateways[1])],
+    );
+    calm(&deaf);
+    // Looked up at the monitoring port, with each look.
+    let run = r.check_with_defaults(
+        0,
+        &[
+            "--server",
+            &url,
+            "--consumer",
+            "S/D",
+            "--own-subscription",
+            "--stall-after",
+            STALL,
+            "--monitor",
+            &monitor,
+            "--sample-every",
+            "0s",
+            "-v",
+        ],
+    );
+    run.expect(0).says(&["held"]);
+    assert!(
+        run.stdout.contains("asked for this pod's connection alone"),
+        "{run}"
+    );
+    signal_app(&deaf, libc::SIGHUP);
+    let fault = Instant::now();
+    within(
+        Fault::Deaf {
+            connections: 2_000,
+            direct: true,
+        },
+        restarted(&deaf, fault, Duration::from_secs(20)),
+        &deaf,
+    );
+    assert!(
+        twin.first_kill_after(Instant::now() - Duration::from_secs(120))
+            .is_none(),
+        "the healthy replica was restarted:\n{}",
+        twin.log()
     );
 }

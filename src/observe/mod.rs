@@ -158,8 +158,11 @@ impl Nats {
             .collect()
     }
 
-    /// The server's connection list, as far as the wanted subscriptions need it: from the
-    /// account's connection report, else from `monitor`.
+    /// The server's connection list, as far as the wanted subscriptions need it. With
+    /// `monitor`, from its monitoring port first: where it lists this pod's connection, every
+    /// later lookup of it goes there, directly (`/connz?cid=N`). Else, or when it does not list
+    /// it (the pod is on another server), from the account's connection report; the
+    /// monitoring port's answer stands when that report cannot be had.
     pub fn connz(
         &self,
         wanted: &[crate::facts::Wanted],
@@ -168,28 +171,34 @@ impl Nats {
         deadline: Instant,
     ) -> Result<crate::facts::Connz, crate::facts::Unknown> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
-        let account = match &self.session {
-            Ok(session) => {
-                // With a monitoring URL to fall back on, the account's report gets half the
-                // time that is left.
-                let until = match monitor {
-                    Some(_) => {
-                        Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2
-                    }
-                    None => deadline,
-                };
-                self.runtime.block_on(connz::from_account(
-                    session, wanted, ours, &self.name, until,
-                ))
+        let from_monitor = monitor.map(|url| {
+            // Half the time that is left, the rest for the account's report.
+            let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
+            self.runtime.block_on(connz::monitor::from_monitor(
+                url, wanted, ours, &self.name, until,
+            ))
+        });
+        let listed = |c: &crate::facts::Connz| {
+            c.holding
+                .iter()
+                .chain(c.all.iter().flatten())
+                .any(|conn| ours.contains(&conn.addr))
+        };
+        if let Some(Ok(c)) = &from_monitor {
+            if listed(c) {
+                return Ok(c.clone());
             }
+        }
+        let account = match &self.session {
+            Ok(session) => self.runtime.block_on(connz::from_account(
+                session, wanted, ours, &self.name, deadline,
+            )),
             Err(why) => Err(why.clone()),
         };
-        match (account, monitor) {
+        match (account, from_monitor) {
             (Ok(connz), _) => Ok(connz),
-            (Err(_), Some(url)) => self.runtime.block_on(connz::monitor::from_monitor(
-                url, wanted, ours, &self.name, deadline,
-            )),
-            (Err(why), None) => Err(why),
+            (Err(_), Some(Ok(connz))) => Ok(connz),
+            (Err(why), _) => Err(why),
         }
     }
 }
