@@ -152,9 +152,10 @@ pub struct CheckArgs {
     pub sample_every: Option<Duration>,
 
     /// Trust this pod's connection, on the same socket since it was seen holding the
-    /// subscription, this long before asking the server again. 0: ask every run. auto: 5m,
-    /// longer in accounts of over 2,500 connections (120ms per connection, at most 1h),
-    /// where each lookup costs the server more
+    /// subscription, this long before asking the server again. 0: ask every run. auto: with
+    /// each look at the consumers where a lookup is cheap (--monitor, or up to 1,000
+    /// connections in the account); else 5m, longer past 2,500 connections (120ms per
+    /// connection, at most 1h), where each lookup costs the server more
     #[arg(long, value_name = "DUR|auto", env = "NATSPROBE_SUBSCRIPTION_EVERY", hide_env_values = true, default_value = "auto", value_parser = trust_setting, help_heading = "Subscriptions")]
     pub subscription_every: TrustSetting,
 
@@ -175,8 +176,9 @@ pub struct CheckArgs {
     )]
     pub subscriptions: Vec<String>,
 
-    /// The server's HTTP monitoring endpoint (http://host:8222), for the connection list when
-    /// the account's own report ($SYS.REQ.ACCOUNT.PING.CONNZ) cannot be had
+    /// The HTTP monitoring endpoint (http://host:8222) of the server the pod connects to: its
+    /// connection is matched and then looked up there directly; else, or when it is not
+    /// there, the account's own report ($SYS.REQ.ACCOUNT.PING.CONNZ)
     #[arg(
         long,
         value_name = "URL",
