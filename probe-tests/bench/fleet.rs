@@ -1,4 +1,4 @@
-//! Benchmark: what a fleet of probes costs the NATS server (issue 20). For each mode of
+//! Benchmark: what a fleet of probes costs the NATS server. For each mode of
 //! `check`, at 100, 1,000 and 10,000 idle connections on the server (each holding one
 //! subscription, from one natspeer process beside the server), on one server, one server with
 //! TLS, and a 3-node cluster: the server's CPU per run (utime + stime, read in ns as the sum
@@ -13,14 +13,15 @@
 //! nothing: the "kubelet average" rows weigh the measured kinds of run by how often each
 //! happens at `periodSeconds: 10` with the defaults, from the probe's own schedule
 //! (`rules::remembered::schedule`: `--sample-every 45s`, 1 run in 5 asks about the
-//! consumers; `--subscription-every auto`, 1 in 30 asks for the connection by cid at 100 and
-//! 1,000 connections, 1 in 120 at 10,000; its tests pin it).
+//! consumers; `--subscription-every auto` asks for the connection by cid with each look up
+//! to 1,000 connections in the account, 1 run in 120 at 10,000; its tests pin it). On one
+//! server, the pod's server slowed against the same server well (`slow_server`).
 //!
 //! Run: `cargo bench --bench fleet` (root; probe-tests/setup first, and the static build).
-//! NATSPROBE_BASELINE=<a build before issue 20> is measured in the same setups.
+//! NATSPROBE_BASELINE=<another build> is measured in the same setups.
 //! FLEET_SIZES (default `100,1000,10000`), FLEET_RUNS (runs per cell, default 100),
 //! FLEET_SETUPS (default `single,tls,cluster`), FLEET_GUARD (default `1000,10000`; empty:
-//! none).
+//! none), FLEET_SLOW (`0`: not the slowed server).
 
 // A benchmark uses part of the shared harness; the test crate uses all of it, and the
 // compiler flags what none uses there.
@@ -409,12 +410,103 @@ fn setup_cell(
         cell("baseline: --own-subscription", b, &own, 1);
         cell("baseline: --subscription", b, &core, 1);
     }
+    if setup == "single" && std::env::var("FLEET_SLOW").map_or(true, |v| v != "0") {
+        let mut exes = vec![("natsprobe", bin)];
+        exes.extend(baseline.map(|b| ("baseline", b)));
+        for (name, exe) in exes {
+            for (label, cost) in slow_server(&servers, &app, exe, &url, name == "natsprobe") {
+                println!(
+                    "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6.1} ms",
+                    format!("{name}: {label}"),
+                    cost.cpu_ms,
+                    cost.rx,
+                    cost.tx,
+                    cost.wall_ms
+                );
+            }
+        }
+    }
     drop(journal);
     drop(consumer);
     drop(idle);
     drop(single);
     drop(cluster);
     rows
+}
+
+/// The pod's server slowed (held to 5 % of a CPU by a cgroup) for longer than several
+/// windows, against the same server well: `--own-subscription` with its connection looked up
+/// every 2 s (`--subscription-every 2s`), a run every 500 ms, 40 runs each, the deadline the
+/// probe's own (800ms). The server's CPU per run, the work it caught up on after the slow
+/// spell included. A lookup the slow server does not answer in time must not make the fleet
+/// ask it more (a full match each run walks every connection): the slow cell's CPU per run is
+/// no higher than the well one's. `ours`: every run must exit 0.
+fn slow_server(
+    servers: &Servers,
+    app: &NetNs,
+    exe: &str,
+    url: &str,
+    ours: bool,
+) -> Vec<(&'static str, Cost)> {
+    let state = tempfile::tempdir().unwrap();
+    let argv: Vec<String> = [
+        exe,
+        "check",
+        "--server",
+        url,
+        "--consumer",
+        "S/D",
+        "--own-subscription",
+        "--subscription-every",
+        "2s",
+        "--stall-after",
+        "8s",
+        "--state-dir",
+        &state.path().to_string_lossy(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    // Matched once, remembered.
+    for _ in 0..3 {
+        measure::run_once(app, &argv);
+    }
+    let (idle_cpu, _, _) = servers.idle();
+    let spell = |slow: bool| -> Cost {
+        let (c0, (r0, t0), at) = (servers.cpu(), servers.bytes(), Instant::now());
+        let mut codes = Vec::new();
+        let mut walls = Vec::new();
+        {
+            let _throttled = slow.then(|| harness::load::Throttled::new(servers.pids[0], 5));
+            for _ in 0..40 {
+                let s = measure::run_once(app, &argv);
+                codes.push(s.code);
+                walls.push(s.wall);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+        // What the server still had queued, done once it is well again.
+        std::thread::sleep(Duration::from_secs(2));
+        let (c1, (r1, t1)) = (servers.cpu(), servers.bytes());
+        let secs = at.elapsed().as_secs_f64();
+        if ours {
+            assert!(
+                codes.iter().all(|&c| c == 0),
+                "slow {slow}: not exit 0 on every run: {codes:?}"
+            );
+        }
+        walls.sort();
+        Cost {
+            cpu_ms: ((c1 - c0) - idle_cpu * secs).max(0.0) / 40.0,
+            rx: (r1 - r0) as f64 / 40.0,
+            tx: (t1 - t0) as f64 / 40.0,
+            wall_ms: walls[20].as_secs_f64() * 1e3,
+        }
+    };
+    vec![
+        ("--own-subscription, lookups every 2s: server well", spell(false)),
+        ("--own-subscription, lookups every 2s: server slowed", spell(true)),
+    ]
 }
 
 /// The kubelet's average per run at `periodSeconds: 10` with the defaults, for each mode:
@@ -428,8 +520,7 @@ fn averages(rows: &[(String, Cost)], size: usize) -> Vec<(&'static str, Cost, Op
     let must = |name: &str| get(name).unwrap_or_else(|| panic!("no row {name}"));
     let day = schedule(
         8640,
-        Duration::from_secs(10),
-        Duration::from_secs(45),
+        natsprobe::rules::remembered::Cadence::DEFAULT,
         TrustSetting::Auto,
         size as u64 + 3,
         false,
