@@ -368,10 +368,15 @@ fn setup_cell(
         1,
     );
     cell("--consumer: between looks", bin, &["--consumer", "S/D"], 1);
+    // A trust time given: `auto` with --sample-every 0s would ask with every look.
     cell(
         "--own-subscription: a look, connection trusted",
         bin,
-        &[&own[..], &["--sample-every", "0s"]].concat(),
+        &[
+            &own[..],
+            &["--sample-every", "0s", "--subscription-every", "1h"],
+        ]
+        .concat(),
         2,
     );
     cell(
