@@ -509,8 +509,14 @@ fn slow_server(
         }
     };
     vec![
-        ("--own-subscription, lookups every 2s: server well", spell(false)),
-        ("--own-subscription, lookups every 2s: server slowed", spell(true)),
+        (
+            "--own-subscription, lookups every 2s: server well",
+            spell(false),
+        ),
+        (
+            "--own-subscription, lookups every 2s: server slowed",
+            spell(true),
+        ),
     ]
 }
 

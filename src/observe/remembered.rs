@@ -36,6 +36,7 @@ struct LookFile {
     wanted: Vec<StoredWanted>,
     own_subscription: bool,
     window_ms: i64,
+    answered: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -89,6 +90,7 @@ pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Op
             .collect(),
         own_subscription: f.own_subscription,
         window_ms: f.window_ms,
+        answered: f.answered,
         previous_run_ms,
     })
 }
@@ -121,6 +123,7 @@ pub fn store_look(
             .collect(),
         own_subscription: look.own_subscription,
         window_ms: look.window_ms,
+        answered: look.answered,
     };
     let at = |text: &[u8]| {
         serde_json::from_slice::<LookFile>(text)
@@ -321,6 +324,7 @@ mod tests {
             wanted: vec![],
             own_subscription: false,
             window_ms: 60_000,
+            answered: true,
             previous_run_ms: None,
         };
         store_look(&dir, "nats://a:4222", &[], &look).unwrap();
@@ -342,6 +346,7 @@ mod tests {
             wanted: vec![(wanted("deliver.D"), name("D"))],
             own_subscription: true,
             window_ms: 60_000,
+            answered: true,
             previous_run_ms: None,
         };
         store_look(&dir, "nats://a:4222", &[name("D")], &look).unwrap();

@@ -45,6 +45,8 @@ pub struct LastLook {
     pub own_subscription: bool,
     /// The shortest window of the consumers then: no two looks may be further apart.
     pub window_ms: i64,
+    /// Every consumer answered (calm may also be a look the server did not answer in time).
+    pub answered: bool,
     /// The run before this one (any probe on this state dir, looking or not): how far apart
     /// the runs come.
     pub previous_run_ms: Option<i64>,
@@ -98,12 +100,16 @@ pub fn sampling(
     }
     Sampling::Skip {
         asked_ago: Duration::from_millis(age as u64),
+        answered: last.answered,
     }
 }
 
 /// Whether a look lets the next runs skip: every consumer idle, paused or progressing, its
 /// stall clock at zero and its floor not pinned (work waiting unmeasured, or waiting inside
-/// the window, is asked again every run, so the window is judged exactly as without skips). Anything else is asked again on the next run.
+/// the window, is asked again every run, so the window is judged exactly as without skips);
+/// or not answered in time, with nothing running before (a server that answers late is
+/// asked less often, not more: the next look is a new start, its interval a gap). Anything
+/// else is asked again on the next run.
 pub fn calm(judged: &[(&Outcome, Option<&Sample>)]) -> bool {
     judged.iter().all(|(outcome, sample)| {
         let settled = matches!(
@@ -113,7 +119,7 @@ pub fn calm(judged: &[(&Outcome, Option<&Sample>)]) -> bool {
                     | Healthy::Paused
                     | Healthy::Progressing(_)
                     | Healthy::CannotTell { .. }
-            )
+            ) | Outcome::NotJudged(Unknown::Deadline | Unknown::JetStreamTimeout)
         );
         settled && sample.is_some_and(|s| s.stalled_ms == 0 && s.pinned_ms.is_none())
     })
@@ -376,6 +382,7 @@ pub fn schedule(
                 wanted: vec![],
                 own_subscription: true,
                 window_ms: window.as_millis() as i64,
+                answered: true,
                 previous_run_ms: None,
             });
         }
@@ -852,6 +859,7 @@ mod tests {
             wanted: vec![],
             own_subscription: false,
             window_ms: 60_000,
+            answered: true,
             previous_run_ms: None,
         }
     }
@@ -862,7 +870,8 @@ mod tests {
         assert_eq!(
             sampling(Some(&look(true, 10)), &[1], every, false, NOW),
             Sampling::Skip {
-                asked_ago: Duration::from_secs(10)
+                asked_ago: Duration::from_secs(10),
+                answered: true,
             }
         );
         assert_eq!(
@@ -1059,6 +1068,7 @@ mod tests {
                     wanted: vec![],
                     own_subscription: false,
                     window_ms: cadence.window.as_millis() as i64,
+                    answered: true,
                     previous_run_ms: None,
                 });
             }
@@ -1165,6 +1175,7 @@ mod tests {
                     wanted: vec![],
                     own_subscription: false,
                     window_ms: 60_000,
+                    answered: true,
                     previous_run_ms: None,
                 });
                 prev = j.sample;
@@ -1209,5 +1220,13 @@ mod tests {
         assert!(!calm(&[(&healthy, Some(&pinned))]));
         assert!(!calm(&[(&healthy, None)]));
         assert!(!calm(&[(&unmeasured, Some(&quiet))]));
+        // Not answered in time: calm after a calm sample (asked again at the next look),
+        // never without one, nor while a stall clock runs; a refusal is never calm.
+        let late = Outcome::NotJudged(Unknown::Deadline);
+        assert!(calm(&[(&late, Some(&quiet))]));
+        assert!(!calm(&[(&late, None)]));
+        assert!(!calm(&[(&late, Some(&stalling))]));
+        let refused = Outcome::NotJudged(Unknown::Credentials);
+        assert!(!calm(&[(&refused, Some(&quiet))]));
     }
 }

@@ -160,6 +160,7 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
                 wanted: vec![],
                 own_subscription: true,
                 window_ms: ms(settings.cadence.window),
+                answered: true,
                 previous_run_ms: None,
             });
         }

@@ -329,6 +329,9 @@ fn remember_look(
             .collect(),
         own_subscription: config.own_subscription,
         window_ms: window.as_millis() as i64,
+        answered: !outcomes
+            .iter()
+            .any(|(o, _)| matches!(o, consumer::Outcome::NotJudged(_))),
         previous_run_ms: None,
     };
     // Best effort: a look not remembered is asked again next run.
