@@ -439,10 +439,10 @@ fn setup_cell(
     rows
 }
 
-/// The pod's server slowed (held to 5 % of a CPU by a cgroup) for longer than several
+/// The pod's server slowed (held to 2 % of a CPU by a cgroup) for longer than several
 /// windows, against the same server well: `--own-subscription` with its connection looked up
-/// every 2 s (`--subscription-every 2s`), a run every 500 ms, 40 runs each, the deadline the
-/// probe's own (800ms). The server's CPU per run, the work it caught up on after the slow
+/// every 2 s (`--subscription-every 2s`), a run every 500 ms, 60 runs each, the deadline the
+/// probe's own (800ms). The server's idle rate is measured for 3 s before each spell. The server's CPU per run, the work it caught up on after the slow
 /// spell included. A lookup the slow server does not answer in time must not make the fleet
 /// ask it more (a full match each run walks every connection): the slow cell's CPU per run is
 /// no higher than the well one's. `ours`: every run must exit 0.
@@ -476,14 +476,19 @@ fn slow_server(
     for _ in 0..3 {
         measure::run_once(app, &argv);
     }
-    let (idle_cpu, _, _) = servers.idle();
+    const RUNS: usize = 60;
     let spell = |slow: bool| -> Cost {
+        let idle_cpu = {
+            let c0 = servers.cpu();
+            std::thread::sleep(Duration::from_secs(3));
+            (servers.cpu() - c0) / 3.0
+        };
         let (c0, (r0, t0), at) = (servers.cpu(), servers.bytes(), Instant::now());
         let mut codes = Vec::new();
         let mut walls = Vec::new();
         {
-            let _throttled = slow.then(|| harness::load::Throttled::new(servers.pids[0], 5));
-            for _ in 0..40 {
+            let _throttled = slow.then(|| harness::load::Throttled::new(servers.pids[0], 2));
+            for _ in 0..RUNS {
                 let s = measure::run_once(app, &argv);
                 codes.push(s.code);
                 walls.push(s.wall);
@@ -501,11 +506,12 @@ fn slow_server(
             );
         }
         walls.sort();
+        let n = RUNS as f64;
         Cost {
-            cpu_ms: ((c1 - c0) - idle_cpu * secs).max(0.0) / 40.0,
-            rx: (r1 - r0) as f64 / 40.0,
-            tx: (t1 - t0) as f64 / 40.0,
-            wall_ms: walls[20].as_secs_f64() * 1e3,
+            cpu_ms: ((c1 - c0) - idle_cpu * secs).max(0.0) / n,
+            rx: (r1 - r0) as f64 / n,
+            tx: (t1 - t0) as f64 / n,
+            wall_ms: walls[RUNS / 2].as_secs_f64() * 1e3,
         }
     };
     vec![
