@@ -15,6 +15,7 @@ mod image;
 mod nats_trouble;
 mod operator_kit;
 mod outage_drill;
+mod permissions;
 mod remembered;
 mod restart;
 mod server_aware;
