@@ -4,12 +4,13 @@
 //! the run was doing and ends the process. The runtime SIGKILLs a probe that overstays, and a
 //! killed probe says nothing.
 //!
-//! Which line, and which exit, depends on what the run waits on. Waiting on NATS (its INFO,
-//! JetStream, the connection reports) a run that runs out of time is not judged, as for any
-//! slow answer: the kubelet counts every non-zero exit as a failure, and a slow server must
-//! never restart the fleet (`prepare_not_judged`; the check's own network phase ends earlier,
-//! so this is the backstop). Anything else is this pod's own (its socket table, its /proc):
-//! "could not evaluate", `Exit::CannotEvaluate`.
+//! Which line, and which exit, depends on where the run is. Reading this pod's own tables (its
+//! processes, their descriptors, its socket table) a run that runs out of time could not
+//! evaluate: `Exit::CannotEvaluate`. Past them, it waits on NATS (its INFO, JetStream, the
+//! connection reports) or on what NATS left it little time for (comparing and keeping the
+//! samples): not judged, as for any slow answer (`prepare_not_judged`). The kubelet counts
+//! every non-zero exit as a failure, and a slow server must never restart the fleet; the
+//! check's own network phase ends an eighth of the time early, so this is the backstop.
 //!
 //! This and the panic hook are the only ends outside `main`: both end a run that cannot
 //! return to it, with the same `Exit` codes. The handler only loads atomics and calls
@@ -53,14 +54,14 @@ impl Phase {
         Phase::AskingConnections,
     ];
 
-    /// Whether the run is waiting on NATS, not on this pod's own tables.
+    /// Whether the run is past this pod's own tables: waiting on NATS, or on what follows it.
     pub fn waits_on_nats(self) -> bool {
-        matches!(
+        !matches!(
             self,
-            Phase::AskingServer
-                | Phase::AskingJetStream
-                | Phase::AskingConnections
-                | Phase::Waiting
+            Phase::Starting
+                | Phase::LookingUpProcess
+                | Phase::ReadingDescriptors
+                | Phase::ReadingSockets
         )
     }
 

@@ -187,7 +187,7 @@ fn under_deadline<T>(
     budget::set_limit(memory.bytes);
     if let Some(cut) = cut_short {
         let text = report::cut_short(
-            &format!("not judged: {named} passed while {MARK}: NATS did not answer in time (a restart would not help)"),
+            &format!("not judged: {named} passed while {MARK} (NATS answered too late: a restart would not help)"),
             cut.health,
             json,
         );

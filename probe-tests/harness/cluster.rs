@@ -66,10 +66,22 @@ impl Cluster {
     /// A JetStream API request through the cluster: its answer (an error body included), or
     /// natspeer's `fatal` line when there was none.
     pub fn request(&self, subject: &str) -> String {
+        self.request_with(subject, "")
+    }
+
+    fn request_with(&self, subject: &str, data: &str) -> String {
         let out = self
             .ns
             .command(natspeer())
-            .args(["request", "-url", &self.urls(), "-subject", subject])
+            .args([
+                "request",
+                "-url",
+                &self.urls(),
+                "-subject",
+                subject,
+                "-data",
+                data,
+            ])
             .output()
             .expect("run natspeer");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -91,12 +103,17 @@ impl Cluster {
         self.nodes[i].stop();
     }
 
-    /// Clustered JetStream answers once a meta leader is elected.
+    /// Clustered JetStream answers once a meta leader is elected, and places a stream on all
+    /// three nodes once every node is a current peer: a stream of three replicas made and
+    /// deleted says both.
     fn wait_for_jetstream(&self, limit: Duration) {
         let started = Instant::now();
+        let placed =
+            r#"{"name":"PLACED","subjects":["placed.check"],"num_replicas":3,"storage":"memory"}"#;
         loop {
-            let answer = self.request("$JS.API.STREAM.NAMES");
-            if answer.contains("stream_names_response") && !answer.contains("\"error\"") {
+            let answer = self.request_with("$JS.API.STREAM.CREATE.PLACED", placed);
+            if answer.contains("stream_create_response") && !answer.contains("\"error\"") {
+                self.request("$JS.API.STREAM.DELETE.PLACED");
                 return;
             }
             assert!(

@@ -232,10 +232,12 @@ impl Pods {
         .run()
     }
 
+    /// The state files, without the dir's `.lock` (which orders the probes' writes).
     pub fn state_files(&self) -> Vec<PathBuf> {
         std::fs::read_dir(self.state.path())
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| !p.ends_with(".lock"))
             .collect()
     }
 }
