@@ -20,6 +20,8 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod deadline;
+#[cfg(test)]
+mod docs;
 pub mod error;
 pub mod exit;
 pub mod facts;

@@ -1,0 +1,437 @@
+//! The documents stay true to the code (tests only): the tables the rules own (causes, times
+//! to restart), the examples' figures, the README's shape (short, its recipes early, its
+//! manifests the tested files' own lines), every relative link resolving, every flag in the
+//! reference, and no issue numbers (history is the CHANGELOG's).
+
+#[cfg(test)]
+mod tests {
+    /// The table of causes (docs/reference.md) is the rules' table: every cause has its row,
+    /// with its class; and every document says what exit 2 is for the same way.
+    #[test]
+    fn the_documents_say_one_thing_about_exit_2() {
+        use crate::rules::cause;
+        let readme = include_str!("../README.md");
+        let reference = include_str!("../docs/reference.md");
+        for c in cause::ALL {
+            let class = cause::class(c).as_str();
+            let row = reference
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", c.as_str())))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "docs/reference.md's table of causes has no row for {}",
+                        c.as_str()
+                    )
+                });
+            assert!(
+                row.contains(&format!("| {class} |")),
+                "docs/reference.md says another class for {}: {row}",
+                c.as_str()
+            );
+        }
+        // Prose is wrapped: compared with its whitespace made single spaces.
+        let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = {
+            use clap::CommandFactory;
+            flat(&crate::cli::Cli::command().render_long_help().to_string())
+        };
+        let security = flat(include_str!("../SECURITY.md"));
+        let said = [
+            (
+                "README",
+                flat(readme),
+                "a `check` exits non-zero only where no state of NATS can be the cause",
+            ),
+            (
+                "--help",
+                help,
+                "a check exits non-zero only where nothing NATS does",
+            ),
+            (
+                "SECURITY.md",
+                security.clone(),
+                "A refused request is never a fault (exit 1)",
+            ),
+            (
+                "SECURITY.md",
+                security,
+                "a configuration error (exit 2) only for one never judged",
+            ),
+        ];
+        for (document, text, sentence) in said {
+            assert!(
+                text.contains(sentence),
+                "{document} does not say: {sentence}"
+            );
+        }
+    }
+
+    /// The README's times to restart are the rules': every row, computed by
+    /// `rules::restart` with the README's settings (the slowest rounded up to the period).
+    #[test]
+    fn the_readme_says_the_times_to_restart() {
+        use crate::config::duration::display;
+        use crate::rules::restart::{time_to_restart, Fault, Settings};
+        let readme = include_str!("../README.md");
+        let rows = [
+            (
+                "the client gave up its connection while NATS answers",
+                Fault::GaveUp,
+            ),
+            (
+                "the connection is half-open (from the client's first send never acknowledged)",
+                Fault::HalfOpen,
+            ),
+            ("the consumer is unbound while work waits", Fault::Unbound),
+            ("the durable or its stream is gone", Fault::Absent),
+            (
+                "the consumer stalled, or loses messages to retention (from its last ack)",
+                Fault::Stalled,
+            ),
+            (
+                "a deaf replica, with `--monitor` or up to 1,000 connections in the account",
+                Fault::Deaf {
+                    connections: 1_000,
+                    direct: false,
+                },
+            ),
+            (
+                "a deaf replica, 2,500 connections in the account",
+                Fault::Deaf {
+                    connections: 2_500,
+                    direct: false,
+                },
+            ),
+            (
+                "a deaf replica, 10,000 connections in the account",
+                Fault::Deaf {
+                    connections: 10_000,
+                    direct: false,
+                },
+            ),
+            (
+                "a deaf replica, 30,000 connections or more in the account",
+                Fault::Deaf {
+                    connections: 30_000,
+                    direct: false,
+                },
+            ),
+        ];
+        let settings = Settings::RECOMMENDED;
+        let period = settings.cadence.period.as_millis();
+        for (label, fault) in rows {
+            let s = time_to_restart(fault, &settings);
+            let slowest = s.slowest.as_millis().div_ceil(period) * period;
+            let span = format!(
+                "{}–{}",
+                display(s.fastest),
+                display(std::time::Duration::from_millis(slowest as u64))
+            );
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| {label} |")))
+                .unwrap_or_else(|| panic!("README has no time-to-restart row: {label}"));
+            assert!(
+                row.ends_with(&format!("| {span} |")),
+                "README says {row}, the rules {span}"
+            );
+        }
+        // --monitor finds the connection directly: as a small account.
+        assert_eq!(
+            time_to_restart(
+                Fault::Deaf {
+                    connections: 10_000,
+                    direct: true
+                },
+                &settings
+            ),
+            time_to_restart(
+                Fault::Deaf {
+                    connections: 1_000,
+                    direct: false
+                },
+                &settings
+            )
+        );
+    }
+
+    /// The examples' comments give the times to restart that the rules compute for their
+    /// own flags.
+    #[test]
+    fn the_examples_say_the_times_to_restart_of_their_flags() {
+        use crate::config::duration::display;
+        use crate::rules::remembered::Cadence;
+        use crate::rules::restart::{time_to_restart, Fault, Settings};
+        let said = |settings: &Settings, fault: Fault| {
+            let s = time_to_restart(fault, settings);
+            let period = settings.cadence.period.as_millis();
+            let slowest = s.slowest.as_millis().div_ceil(period) * period;
+            format!(
+                "{}–{}",
+                display(s.fastest),
+                display(std::time::Duration::from_millis(slowest as u64))
+            )
+        };
+        let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let go = flat(include_str!(
+            "../examples/kubernetes/go-consumer-deployment.yaml"
+        ));
+        let go_settings = Settings {
+            cadence: Cadence {
+                window: std::time::Duration::from_secs(120),
+                sample_every: std::time::Duration::from_secs(90),
+                ..Cadence::DEFAULT
+            },
+            ..Settings::RECOMMENDED
+        };
+        let deaf = Fault::Deaf {
+            connections: 100,
+            direct: false,
+        };
+        for sentence in [
+            format!(
+                "a stalled consumer # is restarted {} after its last ack",
+                said(&go_settings, Fault::Stalled)
+            ),
+            format!(
+                "a deaf replica or an unbound # consumer {} after the fault",
+                said(&go_settings, deaf)
+            ),
+        ] {
+            assert!(
+                go.contains(&sentence),
+                "go-consumer-deployment.yaml: {sentence}"
+            );
+        }
+        assert_eq!(said(&go_settings, deaf), said(&go_settings, Fault::Unbound));
+        let bento = flat(include_str!("../examples/kubernetes/bento-deployment.yaml"));
+        let r = Settings::RECOMMENDED;
+        for sentence in [
+            format!(
+                "gave up is restarted {} after NATS # answers",
+                said(&r, Fault::GaveUp)
+            ),
+            format!("an unbound consumer {} after", said(&r, Fault::Unbound)),
+            format!(
+                "a stalled one {} # after its last ack",
+                said(&r, Fault::Stalled)
+            ),
+        ] {
+            assert!(
+                bento.contains(&sentence),
+                "bento-deployment.yaml: {sentence}"
+            );
+        }
+    }
+
+    const DOCUMENTS: [(&str, &str); 15] = [
+        ("README.md", include_str!("../README.md")),
+        ("ARCHITECTURE.md", include_str!("../ARCHITECTURE.md")),
+        ("SECURITY.md", include_str!("../SECURITY.md")),
+        ("CHANGELOG.md", include_str!("../CHANGELOG.md")),
+        ("docs/checks.md", include_str!("../docs/checks.md")),
+        (
+            "docs/compatibility.md",
+            include_str!("../docs/compatibility.md"),
+        ),
+        ("docs/design.md", include_str!("../docs/design.md")),
+        ("docs/faq.md", include_str!("../docs/faq.md")),
+        ("docs/guard.md", include_str!("../docs/guard.md")),
+        ("docs/install.md", include_str!("../docs/install.md")),
+        (
+            "docs/performance.md",
+            include_str!("../docs/performance.md"),
+        ),
+        (
+            "docs/permissions.md",
+            include_str!("../docs/permissions.md"),
+        ),
+        ("docs/reference.md", include_str!("../docs/reference.md")),
+        (
+            "docs/server-facts.md",
+            include_str!("../docs/server-facts.md"),
+        ),
+        ("docs/topologies.md", include_str!("../docs/topologies.md")),
+    ];
+
+    /// A heading's anchor, as GitHub makes it.
+    fn slug(heading: &str) -> String {
+        heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect()
+    }
+
+    fn anchors(text: &str) -> Vec<String> {
+        let mut in_code = false;
+        let mut out = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("```") {
+                in_code = !in_code;
+            }
+            if !in_code && line.starts_with('#') {
+                out.push(slug(line.trim_start_matches('#')));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_relative_link_resolves() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let link = regex_lite_links;
+        for (name, text) in DOCUMENTS {
+            let dir = std::path::Path::new(name).parent().unwrap();
+            for target in link(text) {
+                if target.starts_with("http://") || target.starts_with("https://") {
+                    continue;
+                }
+                let (path, anchor) = match target.split_once('#') {
+                    Some((p, a)) => (p, Some(a)),
+                    None => (target.as_str(), None),
+                };
+                let file = if path.is_empty() {
+                    std::path::PathBuf::from(name)
+                } else {
+                    dir.join(path)
+                };
+                let full = root.join(&file);
+                assert!(
+                    full.exists(),
+                    "{name}: the link {target} names no file ({})",
+                    file.display()
+                );
+                if let Some(anchor) = anchor {
+                    let text = std::fs::read_to_string(&full).unwrap();
+                    assert!(
+                        anchors(&text).iter().any(|a| a == anchor),
+                        "{name}: the link {target} names no heading of {}",
+                        file.display()
+                    );
+                }
+            }
+        }
+    }
+
+    /// The `](target)` of every markdown link outside code.
+    fn regex_lite_links(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut in_code = false;
+        for line in text.lines() {
+            if line.starts_with("```") {
+                in_code = !in_code;
+                continue;
+            }
+            if in_code || line.starts_with("    ") {
+                continue;
+            }
+            let mut rest = line;
+            while let Some(i) = rest.find("](") {
+                let after = &rest[i + 2..];
+                let Some(end) = after.find(')') else { break };
+                out.push(after[..end].to_string());
+                rest = &after[end..];
+            }
+        }
+        out
+    }
+
+    /// The README is the operator's fast path: at most 300 lines, the three recipes' tested
+    /// manifests linked within its first 120, its YAML blocks those manifests' own lines.
+    #[test]
+    fn the_readme_is_short_and_its_recipes_are_the_tested_manifests() {
+        let readme = include_str!("../README.md");
+        let lines: Vec<&str> = readme.lines().collect();
+        assert!(lines.len() <= 300, "README.md has {} lines", lines.len());
+        let early = lines[..120.min(lines.len())].join("\n");
+        for recipe in [
+            "examples/kubernetes/bento-deployment.yaml",
+            "examples/kubernetes/go-consumer-deployment.yaml",
+            "examples/kubernetes/guard-cronjob.yaml",
+        ] {
+            assert!(
+                early.contains(&format!("]({recipe})")),
+                "{recipe} not linked in the first 120 lines"
+            );
+        }
+        let manifests = [
+            include_str!("../examples/kubernetes/bento-deployment.yaml"),
+            include_str!("../examples/kubernetes/go-consumer-deployment.yaml"),
+            include_str!("../examples/kubernetes/guard-cronjob.yaml"),
+            include_str!("../examples/kubernetes/initcontainer-install.yaml"),
+            include_str!("../examples/kubernetes/leaf-node-deployment.yaml"),
+            include_str!("../examples/kubernetes/sidecar-process.yaml"),
+        ];
+        let mut blocks = 0;
+        let mut block: Option<Vec<&str>> = None;
+        for line in &lines {
+            match (&mut block, *line) {
+                (None, "```yaml") => block = Some(Vec::new()),
+                (Some(b), "```") => {
+                    let text = b.join("\n");
+                    assert!(
+                        manifests.iter().any(|m| m.contains(&text)),
+                        "a YAML block of the README is not a manifest's lines:\n{text}"
+                    );
+                    blocks += 1;
+                    block = None;
+                }
+                (Some(b), l) => b.push(l),
+                (None, _) => {}
+            }
+        }
+        assert!(blocks >= 3, "{blocks} YAML blocks");
+    }
+
+    /// Every flag `--help` shows, of every command, is in the reference's flag tables.
+    #[test]
+    fn every_flag_is_in_the_reference() {
+        use clap::CommandFactory;
+        let reference = include_str!("../docs/reference.md");
+        let cli = crate::cli::Cli::command();
+        for sub in cli.get_subcommands() {
+            for arg in sub.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if ["help", "version"].contains(&long) {
+                    continue;
+                }
+                // In the first cell of a table's row.
+                let named = reference.lines().any(|l| {
+                    l.strip_prefix("| ")
+                        .and_then(|rest| rest.split(" | ").next())
+                        .is_some_and(|first| {
+                            first.contains(&format!("`--{long} "))
+                                || first.contains(&format!("`--{long}`"))
+                        })
+                });
+                assert!(
+                    named,
+                    "docs/reference.md's flag tables have no row for {} --{long}",
+                    sub.get_name()
+                );
+            }
+        }
+    }
+
+    /// History is the CHANGELOG's: no document or example names an issue by number.
+    #[test]
+    fn no_document_names_an_issue_number() {
+        for (name, text) in DOCUMENTS {
+            if name == "CHANGELOG.md" {
+                continue;
+            }
+            let lower = text.to_lowercase();
+            for (i, _) in lower.match_indices("issue") {
+                let after = lower[i + 5..].trim_start_matches(['s', ' ', '#']);
+                assert!(
+                    !after.starts_with(|c: char| c.is_ascii_digit()),
+                    "{name} names an issue: {}",
+                    &text[i..(i + 20).min(text.len())]
+                );
+            }
+        }
+    }
+}
