@@ -103,7 +103,7 @@ fn a_socket_table_it_cannot_read_is_could_not_evaluate() {
     );
 }
 
-/// Issue 22: `readOnlyRootFilesystem` with no /tmp and no `emptyDir` (a scratch image), as an
+/// `readOnlyRootFilesystem` with no /tmp and no `emptyDir` (a scratch image), as an
 /// unprivileged user, a push consumer wedged (bound, never acking, 499 waiting). The samples
 /// land in /dev/shm, the tmpfs container runtimes mount writable, and the wedged consumer is
 /// caught; `-v` says where the samples went and why not in the default place.
@@ -188,7 +188,7 @@ fn a_read_only_root_keeps_samples_in_dev_shm_and_catches_the_wedged_consumer() {
     );
 }
 
-/// Issue 22: a read-only root with no writable place at all: no run could ever compare, so
+/// A read-only root with no writable place at all: no run could ever compare, so
 /// a consumer check is a configuration error at once (exit 2), naming the fix; a check with
 /// no consumer keeps no sample and is unaffected.
 #[test]
@@ -242,7 +242,7 @@ fn a_read_only_root_with_no_writable_place_is_a_configuration_error() {
     );
 }
 
-/// Issue 22: `--state-dir` a symlink, owned by another user, or on a full disk: no run could
+/// `--state-dir` a symlink, owned by another user, or on a full disk: no run could
 /// ever compare, so it is a configuration error at once (exit 2) that says why and names the
 /// fix, never a silent pass; nothing is written through a symlink nor left half-written. A
 /// world-writable dir (an emptyDir) gets a private directory inside it and works.

@@ -420,7 +420,7 @@ fn a_thousand_consumers() {
     );
 }
 
-/// Issue 19: a push consumer that never acks, bound, on a `max_bytes 20000`, discard-old
+/// A push consumer that never acks, bound, on a `max_bytes 20000`, discard-old
 /// stream under load (1 message/ms): retention deletes its messages unacknowledged, and its
 /// floor moves by exactly as many. The guard once took that for acks in some runs (it read
 /// the streams before their consumers). Now it is a fault in every run, with the loss count
@@ -491,7 +491,7 @@ fn a_consumer_losing_messages_is_a_fault_in_every_run_under_load() {
     );
 }
 
-/// Issue 19: 20,000 durables, above the old budget's ceiling (about 18,000), in bounded memory;
+/// 20,000 durables, above the old budget's ceiling (about 18,000), in bounded memory;
 /// three of them faulted (push, a message waiting, no subscriber) are named, exactly.
 #[test]
 fn twenty_thousand_durables_in_bounded_memory() {
@@ -577,7 +577,7 @@ fn twenty_thousand_durables_in_bounded_memory() {
     );
 }
 
-/// Issue 19: nothing listed and nothing expected is healthy, but said plainly: a wrong
+/// Nothing listed and nothing expected is healthy, but said plainly: a wrong
 /// account, credentials or domain must not read as all clear.
 #[test]
 fn an_account_with_no_durables_says_so() {

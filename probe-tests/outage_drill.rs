@@ -1,4 +1,4 @@
-//! The outage drill (issue 3): the plain socket check restarts pods during a NATS outage;
+//! The outage drill: the plain socket check restarts pods during a NATS outage;
 //! `--server` does not, and still restarts the client that gave up once NATS is back.
 
 use crate::harness::drill::{outage_drill, table, Mode, FAILURE_THRESHOLD, PERIOD};

@@ -1,4 +1,4 @@
-//! What a run takes from the runs before it (issue 20): the pod's connection found once by
+//! What a run takes from the runs before it: the pod's connection found once by
 //! address and then asked for alone by cid, trusted for `--subscription-every` on the same
 //! socket, and matched again when the socket, the server or the cid's owner changed; the
 //! consumers asked at most every `--sample-every` while calm, every run otherwise.

@@ -1,4 +1,4 @@
-//! Issue 21: the topologies operators run beyond one cluster. A pod on a leaf node whose
+//! The topologies operators run beyond one cluster. A pod on a leaf node whose
 //! streams live in the hub's JetStream domain (the leaf with its own domain, and without
 //! JetStream), and a pod in one cluster of a supercluster whose stream is placed in the other.
 //! In each: a healthy pod passes, a pod whose client gave up fails, an unbound consumer and a

@@ -94,7 +94,7 @@ fn main() {
         ),
         ("natsprobe check (sockets only)", s(&[&bin, "check"])),
     ];
-    // NATSPROBE_BASELINE: another build (e.g. the previous commit's, issue 20 or later), in the
+    // NATSPROBE_BASELINE: another build (e.g. the previous commit's), in the
     // same rounds, with the same flags.
     let baseline = std::env::var("NATSPROBE_BASELINE")
         .ok()
@@ -114,7 +114,7 @@ fn main() {
                 "S/D",
                 "--state-dir",
                 &base_state,
-                // The same look every run (a baseline from before issue 20, which has no
+                // The same look every run (a baseline that has no
                 // --sample-every, asked every run anyway: drop the two words for it).
                 "--sample-every",
                 "0s",

@@ -46,7 +46,7 @@ pub struct Figures {
 /// the kernel's own hash state) falls on all tools alike; then the median per tool. Shuffled,
 /// not rotated: a rotation keeps each tool behind the same predecessor every round, and the
 /// tool that always ran right after `ss` measured 5-7% slower than the same binary with the
-/// same arguments in the next slot (issue 11's bench, either way round).
+/// same arguments in the next slot (either way round).
 pub fn measure_all(ns: &NetNs, tools: &[(&'static str, Vec<String>)], runs: usize) -> Vec<Figures> {
     let mut samples: Vec<Vec<Sample>> = tools.iter().map(|_| Vec::with_capacity(runs)).collect();
     let mut order: Vec<usize> = (0..tools.len()).collect();

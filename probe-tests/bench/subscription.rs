@@ -70,7 +70,7 @@ fn main() {
         "S/D",
         "--state-dir",
         &state,
-        // Asked every run, as before issue 20: the defaults trust the connection for 5m.
+        // Asked every run: the defaults trust the connection for 5m.
         "--sample-every",
         "0s",
         "--subscription-every",

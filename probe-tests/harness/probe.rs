@@ -41,7 +41,7 @@ pub struct Probe<'a> {
     /// A seccomp filter that refuses netlink sockets (EPERM), as some profiles do.
     no_netlink: bool,
     /// Keep the probe's own `--sample-every` and `--subscription-every` defaults. Without,
-    /// the server is asked every run (both 0s), as before issue 20: the scenarios judge what
+    /// the server is asked every run (both 0s): the scenarios judge what
     /// the server says now; the defaults' skipping and trusting have their own tests.
     sampling_defaults: bool,
 }
@@ -188,7 +188,7 @@ impl<'a> Probe<'a> {
                 cmd.env_remove(&key);
             }
         }
-        // Each test its own default state dir: samples and kept causes (issue 22) of one
+        // Each test its own default state dir: samples and kept causes of one
         // test never meet another's that ask the same server about the same consumer.
         cmd.env("TMPDIR", test_tmpdir());
         if !self.sampling_defaults {

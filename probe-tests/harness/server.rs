@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Which server binary. The ADR pins 2.10.26; issue 4 also runs Debian's and the newest.
+/// Which server binary. The ADR pins 2.10.26; the consumer scenarios also run Debian's and the newest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
     /// nats-server 2.10.26, the ADR's pinned server.

@@ -1,4 +1,4 @@
-//! The topologies operators run beyond one cluster, for issue 21: a hub and a leaf node (the
+//! The topologies operators run beyond one cluster: a hub and a leaf node (the
 //! leaf with its own JetStream domain, or without JetStream), and two clusters joined by
 //! gateways (a supercluster). Every server runs in the NATS pod's network namespace; the app
 //! pod reaches the client ports over a veth pair (10.200.0.1), the servers reach each other on

@@ -1,4 +1,4 @@
-//! What the state dir remembers between runs besides the consumers' samples (issue 20): the
+//! What the state dir remembers between runs besides the consumers' samples: the
 //! last look at the consumers (`look-*.json`: when, whether calm, on which connections, and
 //! the deliver subscriptions then), and how each wanted subscription's connection is known at
 //! the server (`subscription-*.json`: server name and id, cid, socket). Same rules as the

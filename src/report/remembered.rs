@@ -1,4 +1,4 @@
-//! The words for what a run took from the runs before it (issue 20): whether the consumers
+//! The words for what a run took from the runs before it: whether the consumers
 //! were asked or skipped between looks, and how the pod's connection was found at the server.
 
 use super::words::display;

@@ -365,7 +365,7 @@ mod tests {
         ));
     }
 
-    /// Issue 19's measured case: a never-acking consumer whose floor retention moved 3846 →
+    /// The measured case: a never-acking consumer whose floor retention moved 3846 →
     /// 5870, as many as the advisories counted. With its stream read after it (the listing's
     /// order), the stream begins past the floor: losses, a fault. With the stream read before
     /// it, the stream's first sequence is older than the floor, which then looks like acks

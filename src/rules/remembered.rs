@@ -1,5 +1,5 @@
 //! What a run may take from the runs before it instead of asking the server, so that a fleet
-//! of probes costs the server O(1) per run on average (issue 20). Pure.
+//! of probes costs the server O(1) per run on average. Pure.
 //!
 //! - The consumers are asked at most every `--sample-every`, and only while the last look
 //!   found every one healthy with its stall clock at zero, on the connections it saw: between
