@@ -291,14 +291,7 @@ fn an_account_without_jetstream_names_its_fix() {
 /// one has none) answers the account's connection report with "no responders" at once.
 #[test]
 fn no_system_account_names_its_fix_at_once() {
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("server.conf");
-    std::fs::write(&path, "no_system_account: true\n").unwrap();
-    let pods = Pods::with(
-        Version::Pinned,
-        &["-c", path.to_str().unwrap(), "-js=false"],
-        &[],
-    );
+    let pods = Pods::bare();
     let _app = pods.client("conn", &["-subscribe", "journal.>"]);
     never_works(
         &pods,

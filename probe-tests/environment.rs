@@ -337,8 +337,8 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let state = full.join("state");
     std::fs::create_dir(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let with_stall = |exit: i32| -> Run {
-        let run = probe(&[
+    let with_stall = || -> Run {
+        probe(&[
             "--server",
             &pods.url,
             "--consumer",
@@ -350,28 +350,14 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
             "-v",
         ])
         .ns(&pods.app)
-        .run();
-        run.expect(exit);
-        run
+        .run()
     };
-    with_stall(0);
+    with_stall().expect(0);
     let kept: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
     let _ = std::fs::write(full.join("filler"), vec![0u8; 1 << 20]);
     let started = std::time::Instant::now();
     let run = loop {
-        let run = probe(&[
-            "--server",
-            &pods.url,
-            "--consumer",
-            "S/D",
-            "--stall-after",
-            "2s",
-            "--state-dir",
-            state.to_str().unwrap(),
-            "-v",
-        ])
-        .ns(&pods.app)
-        .run();
+        let run = with_stall();
         if run.code == Some(2) {
             break run;
         }

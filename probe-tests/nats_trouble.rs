@@ -212,15 +212,8 @@ const CONSUMER_INFO: &str = r#"{"type":"io.nats.jetstream.api.v1.consumer_info_r
 #[test]
 fn answers_just_after_the_deadline_on_a_loaded_node_restart_nothing() {
     let _serial = timing_lock();
-    // No JetStream and no system account of the server's own: the late service alone answers.
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("server.conf");
-    std::fs::write(&path, "no_system_account: true\n").unwrap();
-    let pods = Pods::with(
-        Version::Pinned,
-        &["-c", path.to_str().unwrap(), "-js=false"],
-        &[],
-    );
+    // The late service alone answers.
+    let pods = Pods::bare();
     let late = crate::harness::responder::Late::start(
         &pods.nats,
         &pods.url,
@@ -260,14 +253,7 @@ fn answers_just_after_the_deadline_on_a_loaded_node_restart_nothing() {
 /// is the pod's own.
 #[test]
 fn a_deadline_that_passes_while_waiting_on_nats_is_not_judged() {
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("server.conf");
-    std::fs::write(&path, "no_system_account: true\n").unwrap();
-    let pods = Pods::with(
-        Version::Pinned,
-        &["-c", path.to_str().unwrap(), "-js=false"],
-        &[],
-    );
+    let pods = Pods::bare();
     let _late = crate::harness::responder::Late::start(
         &pods.nats,
         &pods.url,

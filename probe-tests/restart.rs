@@ -126,57 +126,42 @@ fn signal_app(kubelet: &Kubelet, signal: libc::c_int) {
     kubelet.with_runs(|runs| runs.last().unwrap().signal(signal));
 }
 
+/// The pod's consumer `S/D` under a kubelet, work coming in, calm; then `inject` the fault,
+/// and the time to the restart held against the rules' span for `fault`.
+fn fault_restarts_in_time(fault: Fault, inject: impl FnOnce(&Pods, &Kubelet)) {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let _producer = pods.producer("s.x", 20);
+    let kubelet = consumer_under_kubelet(&pods, &[], &[]);
+    calm(&kubelet);
+    inject(&pods, &kubelet);
+    let at = Instant::now();
+    within(
+        fault,
+        restarted(&kubelet, at, Duration::from_secs(20)),
+        &kubelet,
+    );
+}
+
 #[test]
 fn each_fault_restarts_within_its_time() {
     let _serial = timing_lock();
     // The consumer stops acking (work keeps coming): a stall, from its last ack.
-    {
-        let pods = Pods::new(Version::Pinned);
-        pods.push("S", "D", &[]);
-        let _producer = pods.producer("s.x", 20);
-        let kubelet = consumer_under_kubelet(&pods, &[], &[]);
-        calm(&kubelet);
-        signal_app(&kubelet, libc::SIGUSR1);
-        let fault = Instant::now();
-        within(
-            Fault::Stalled,
-            restarted(&kubelet, fault, Duration::from_secs(20)),
-            &kubelet,
-        );
-    }
+    fault_restarts_in_time(Fault::Stalled, |_, kubelet| {
+        signal_app(kubelet, libc::SIGUSR1)
+    });
     // The consumer's subscriber is gone while work waits.
-    {
-        let pods = Pods::new(Version::Pinned);
-        pods.push("S", "D", &[]);
-        let _producer = pods.producer("s.x", 20);
-        let kubelet = consumer_under_kubelet(&pods, &[], &[]);
-        calm(&kubelet);
-        signal_app(&kubelet, libc::SIGHUP);
-        let fault = Instant::now();
-        within(
-            Fault::Unbound,
-            restarted(&kubelet, fault, Duration::from_secs(20)),
-            &kubelet,
-        );
-    }
+    fault_restarts_in_time(Fault::Unbound, |_, kubelet| {
+        signal_app(kubelet, libc::SIGHUP)
+    });
     // The durable deleted.
-    {
-        let pods = Pods::new(Version::Pinned);
-        pods.push("S", "D", &[]);
-        let kubelet = consumer_under_kubelet(&pods, &[], &[]);
-        calm(&kubelet);
+    fault_restarts_in_time(Fault::Absent, |pods, _| {
         let _ = Peer::spawn(
             Some(&pods.nats),
             &pods.args("request", &["-subject", "$JS.API.CONSUMER.DELETE.S.D"]),
         )
         .wait_exit(S10);
-        let fault = Instant::now();
-        within(
-            Fault::Absent,
-            restarted(&kubelet, fault, Duration::from_secs(20)),
-            &kubelet,
-        );
-    }
+    });
     // The client gives up reconnecting during an outage; NATS back: from then.
     {
         let mut pods = Pods::new(Version::Pinned);

@@ -60,14 +60,23 @@ impl Pods {
     /// A server (the pinned version, JetStream on) with this configuration file; every
     /// client (and setup/publish) authenticates with `client_auth`.
     pub fn with_config(config: &str, client_auth: &[&str]) -> Pods {
+        Pods::with_config_and(config, &[], client_auth)
+    }
+
+    /// A server with neither JetStream nor a system account (nats-server makes one whenever
+    /// JetStream runs): nothing of the server's own answers the JetStream API or the
+    /// account's reports, so a service of a test's own can.
+    pub fn bare() -> Pods {
+        Pods::with_config_and("no_system_account: true\n", &["-js=false"], &[])
+    }
+
+    fn with_config_and(config: &str, server_args: &[&str], client_auth: &[&str]) -> Pods {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("server.conf");
         std::fs::write(&path, config).unwrap();
-        let mut pods = Pods::with(
-            Version::Pinned,
-            &["-c", path.to_str().unwrap()],
-            client_auth,
-        );
+        let mut args = vec!["-c", path.to_str().unwrap()];
+        args.extend_from_slice(server_args);
+        let mut pods = Pods::with(Version::Pinned, &args, client_auth);
         pods.config = Some(dir);
         pods
     }
