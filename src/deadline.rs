@@ -54,9 +54,10 @@ impl Phase {
         Phase::AskingConnections,
     ];
 
-    /// Whether the run is past this pod's own tables: waiting on NATS, or on what follows it.
-    pub fn waits_on_nats(self) -> bool {
-        !matches!(
+    /// Whether the run is reading this pod's own tables (its processes, their descriptors,
+    /// its socket table), not yet waiting on NATS or on what follows it.
+    pub fn is_the_pods_own(self) -> bool {
+        matches!(
             self,
             Phase::Starting
                 | Phase::LookingUpProcess
@@ -184,7 +185,7 @@ pub fn over_budget() -> ! {
 }
 
 extern "C" fn on_alarm(_: libc::c_int) {
-    if phase().waits_on_nats() && !NATS_PREFIX.load(Ordering::SeqCst).is_null() {
+    if !phase().is_the_pods_own() && !NATS_PREFIX.load(Ordering::SeqCst).is_null() {
         end_with_code(
             &NATS_PREFIX,
             &NATS_SUFFIX,
