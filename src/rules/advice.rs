@@ -150,6 +150,7 @@ mod tests {
             inode: 7,
             uid: 1000,
             info: None,
+            diag: None,
         }
     }
 

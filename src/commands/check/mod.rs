@@ -1,16 +1,17 @@
-//! `check`: the pod's liveness verdict. Observes in the order the rules ask (one socket read
-//! in the common case; the servers only without a connection; JetStream only with one, and
-//! only when a look is due or a subscription's connection is not trusted), judges, keeps each
-//! consumer's sample, the look and each subscription's connection for the next run, and
-//! returns the report.
+//! `check`: the pod's liveness verdict. Observes in the order the rules ask (in the common
+//! case one exact lookup of the connections the last healthy run counted, else one walk of the
+//! socket table; the servers only without a connection; JetStream only with one, and only when
+//! a look is due or a subscription's connection is not trusted), judges, keeps the counted
+//! connections, each consumer's sample, the look and each subscription's connection for the
+//! next run, and returns the report.
 
 mod subscriptions;
 
-use crate::config::{CheckConfig, Setting};
+use crate::config::{CheckConfig, Owner, ReaderChoice, Setting};
 use crate::error::Error;
-use crate::facts::ServerAnswer;
 use crate::facts::{unmap, Loaded};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
+use crate::facts::{Holder, KnownSocket, Lookup, Reader, ServerAnswer, SocketScan, Walked};
 use crate::observe::state::{Of, StateDir};
 use crate::observe::{self, server, PodTarget};
 use crate::report::check::CheckReport;
@@ -18,10 +19,11 @@ use crate::report::input::CheckInput;
 use crate::rules::cause::{self, Cause};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
+use crate::rules::exact;
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::{self, Sampling};
 use crate::rules::{consumer, subscription};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use subscriptions::{deliver_subscriptions, open, Subscriptions, WantedFor};
@@ -60,27 +62,54 @@ impl Checked {
 }
 
 pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error> {
-    let checked = judge(config, deadline)?;
+    let checked = judge(config, deadline, Sockets::MayLookUp)?;
     Ok(crate::report::check::check(&checked.input(config)))
 }
 
+/// How a run may find the pod's sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// By looking up the connections the last healthy run counted, when the connections alone
+    /// decide the run, and else by a walk of the table (`check`).
+    MayLookUp,
+    /// By a walk of the table, always (`diagnose`, which lists every socket).
+    Walk,
+}
+
 /// Observes what the rules ask for, judges, and keeps each consumer's sample.
-pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> {
+pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Result<Checked, Error> {
     let network_deadline = server::network_deadline(deadline, NETWORK_RESERVE);
+    let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
+    let asked = config.consumers.len() + usize::from(wants_subscriptions);
+    let remembered = match sockets {
+        Sockets::MayLookUp if config.reader != ReaderChoice::Proc && exact::may_decide(asked) => {
+            Remembered::load(config)
+        }
+        _ => None,
+    };
+    let walked = match &remembered {
+        Some(r) => match r.look_up(config, deadline) {
+            Ok(checked) => return Ok(checked),
+            Err(why) => why,
+        },
+        None => Walked::NotTried,
+    };
     let mut obs = observe_pod(config, deadline)?;
+    obs.pod.scan.lookup = Lookup::Walk(walked);
     let connections = connection::connections(
         &obs.pod.scan.sockets,
         &config.policy,
         obs.pod.owned.as_ref(),
     );
+    if let Some(r) = &remembered {
+        r.keep(config, &connections, obs.pod.owned.as_ref());
+    }
 
     if verdict::needs_server(&connections, &config.policy) {
         obs.servers = observe::servers(&config.servers, network_deadline)?;
     }
     let server_state = server_state(&obs.servers);
 
-    let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
-    let asked = config.consumers.len() + usize::from(wants_subscriptions);
     let (judged, subscriptions) =
         match verdict::needs_consumers(&connections, &config.policy, asked) {
             true => judge_with_state(config, &connections, &mut obs, network_deadline)?,
@@ -106,18 +135,132 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
     })
 }
 
-/// The first observation, and in the common case the only one: the pod's processes and
-/// socket table. Everything else starts out not asked.
-fn observe_pod(config: &CheckConfig, deadline: Instant) -> Result<Observations, Error> {
-    let target = PodTarget {
+/// The connections the last healthy run counted, where the state dir keeps them for these
+/// sockets (the ports, whose, which namespace).
+struct Remembered<'a> {
+    dir: StateDir,
+    of: Of<'a>,
+    known: Vec<KnownSocket>,
+}
+
+impl<'a> Remembered<'a> {
+    /// What the state dir holds; None without a usable state dir (then every run walks, as a
+    /// socket check needs no state dir).
+    fn load(config: &'a CheckConfig) -> Option<Remembered<'a>> {
+        let opened = observe::state::open(&config.state_dir).ok()?;
+        let of = Of::Sockets {
+            ports: &config.policy.ports,
+            owner: &config.owner,
+            netns_of: config.netns_of,
+        };
+        let known = observe::remembered::load_sockets(&opened.dir, of);
+        Some(Remembered {
+            dir: opened.dir,
+            of,
+            known,
+        })
+    }
+
+    /// The run decided by asking the kernel for exactly the remembered connections, when
+    /// enough of them are unchanged and live; else why the table must be walked.
+    fn look_up(&self, config: &CheckConfig, deadline: Instant) -> Result<Checked, Walked> {
+        if self.known.is_empty() {
+            return Err(Walked::NothingRemembered);
+        }
+        let (rechecked, processes) = observe::pod_again(target(config), &self.known, deadline)
+            .map_err(|_| Walked::LookupFailed)?;
+        let found: Vec<(KnownSocket, _)> = self
+            .known
+            .iter()
+            .zip(&rechecked)
+            .filter_map(|(k, again)| Some((*k, exact::unchanged(k, again)?)))
+            .collect();
+        let owned: Option<HashMap<u64, Holder>> = match config.owner {
+            Owner::Anyone => None,
+            _ => Some(
+                found
+                    .iter()
+                    .filter_map(|(k, _)| Some((k.inode, k.holder?)))
+                    .collect(),
+            ),
+        };
+        let sockets: Vec<_> = found.into_iter().map(|(_, s)| s).collect();
+        let connections = connection::connections(&sockets, &config.policy, owned.as_ref());
+        if !connection::connected(&connections, &config.policy) {
+            return Err(Walked::Changed {
+                remembered: self.known.len(),
+                live: connection::live(&connections),
+            });
+        }
+        // Enough of them are as they were: the ones that are not are asked for no more.
+        self.keep(config, &connections, owned.as_ref());
+        let verdict = verdict::decide(&connections, None, &[], &config.policy);
+        let scan = SocketScan {
+            sockets,
+            reader: Reader::Netlink,
+            fallback: None,
+            skipped_lines: 0,
+            lookup: Lookup::Exact {
+                remembered: self.known.len(),
+            },
+        };
+        let pod = Pod {
+            processes,
+            owned,
+            scan,
+            netns_of: config.netns_of,
+        };
+        Ok(Checked {
+            verdict,
+            connections,
+            observations: unasked(pod),
+            consumers: Vec::new(),
+            subscriptions: Vec::new(),
+            servers: config.servers.iter().map(ToString::to_string).collect(),
+        })
+    }
+
+    /// Keeps what the next run looks up (`rules::exact::remember`), written only when it
+    /// changed. Best effort: a run with nothing remembered walks.
+    fn keep(
+        &self,
+        config: &CheckConfig,
+        connections: &Connections,
+        owned: Option<&HashMap<u64, Holder>>,
+    ) {
+        // An unhealthy run leaves the file: a remembered connection that is gone costs the next
+        // run one lookup, and one that is back is found again.
+        if !connection::connected(connections, &config.policy) {
+            return;
+        }
+        let keep = exact::remember(connections, &config.policy, owned);
+        if keep != self.known {
+            let _ = observe::remembered::store_sockets(&self.dir, self.of, &keep);
+        }
+    }
+}
+
+/// Which sockets to read: whose, from which namespace, with which reader, to which ports.
+fn target(config: &CheckConfig) -> PodTarget<'_> {
+    PodTarget {
         owner: &config.owner,
         netns_of: config.netns_of,
         reader: config.reader,
         ports: &config.policy.ports,
         tcp_info: config.policy.half_open_after.is_some() || config.verbose,
-    };
-    Ok(Observations {
-        pod: observe::pod(target, deadline)?,
+    }
+}
+
+/// The first observation, and in the common case the only one: the pod's processes and
+/// socket table. Everything else starts out not asked.
+fn observe_pod(config: &CheckConfig, deadline: Instant) -> Result<Observations, Error> {
+    Ok(unasked(observe::pod(target(config), deadline)?))
+}
+
+/// The pod's side observed, and nothing else asked yet.
+fn unasked(pod: Pod) -> Observations {
+    Observations {
+        pod,
         servers: Vec::new(),
         consumers: Vec::new(),
         client_age: None,
@@ -127,7 +270,7 @@ fn observe_pod(config: &CheckConfig, deadline: Instant) -> Result<Observations, 
         state_dir: None,
         server_domain: None,
         server_jetstream: false,
-    })
+    }
 }
 
 /// Whether any server answered as NATS; None when none was asked.
@@ -449,7 +592,7 @@ fn client_age(pod: &Pod, connections: &Connections) -> Option<Duration> {
         Some(owned) => connections
             .established
             .iter()
-            .filter_map(|s| owned.get(&s.inode).copied())
+            .filter_map(|s| owned.get(&s.inode).map(|h| h.pid))
             .collect(),
         None => {
             let inodes: HashSet<u64> = connections.established.iter().map(|s| s.inode).collect();
