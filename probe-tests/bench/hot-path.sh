@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates probe-tests/bench/hot-path.order: the functions `natsprobe check` runs on the
-# socket path (healthy, unhealthy, -v, --json), which the static build's linker places first
-# (build.rs). Run as root after probe-tests/setup; needs valgrind. Re-run when the socket
+# socket path (the exact lookup after a healthy run first, then the walk; healthy, unhealthy,
+# -v, --json, --pid), which the static build's linker places first (build.rs). Run as root after probe-tests/setup; needs valgrind. Re-run when the socket
 # path changes much, then compare `cargo bench --bench socket` before and after.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,19 +28,33 @@ ip netns exec "$ns" "$peer" conn -url nats://127.0.0.1:4222 >/dev/null & pids+=(
 sleep 0.5
 
 rm -f "$work"/callgrind.*
-for args in "check" "check --port 4223" "check -v" "check --json -v" "--port 4222"; do
+# The common run first: a check after a healthy one, which looks up the connections that run
+# counted (so a first, untraced run remembers them); then the runs that walk the table.
+state=$(mktemp -d); fresh=$(mktemp -d)
+trap 'kill "${pids[@]}" 2>/dev/null; ip netns del "$ns"; rm -rf "$state" "$fresh"' EXIT
+client=${pids[1]}
+TMPDIR=$state ip netns exec "$ns" "$bin" check >/dev/null
+TMPDIR=$state ip netns exec "$ns" "$bin" check --pid "$client" >/dev/null
+run() {
   # shellcheck disable=SC2086
-  ip netns exec "$ns" valgrind -q --tool=callgrind --dump-instr=yes \
-    --callgrind-out-file="$work/callgrind.%p" "$bin" $args >/dev/null || true
+  TMPDIR=$1 ip netns exec "$ns" valgrind -q --tool=callgrind --dump-instr=yes \
+    --callgrind-out-file="$work/callgrind.%p" "$bin" $2 >/dev/null || true
+}
+for args in "check" "check -v" "check --json -v" "--port 4222" "check --pid $client"; do
+  run "$state" "$args"
+done
+for args in "check" "check --port 4223" "check --pid $client"; do
+  run "$fresh" "$args"
 done
 nm --defined-only -n "$bin" | awk '$2 ~ /^[tTwW]$/ {print $1, $3}' > "$work/symbols"
 python3 - "$work" > probe-tests/bench/hot-path.order <<'PY'
-import bisect, glob, re, sys
+import bisect, glob, os, re, sys
 work = sys.argv[1]
 syms = sorted((int(a, 16), name) for a, name in (l.split() for l in open(f"{work}/symbols")))
 starts = [a for a, _ in syms]
 order, seen = [], set()
-for path in sorted(glob.glob(f"{work}/callgrind.*")):
+# In the order the runs were made (each file is written as its run ends).
+for path in sorted(glob.glob(f"{work}/callgrind.*"), key=os.path.getmtime):
     for line in open(path):
         m = re.match(r"^(0x[0-9a-f]+)\s", line)
         if not m:

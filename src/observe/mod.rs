@@ -92,7 +92,9 @@ pub fn pod_again(
     use crate::deadline::{set_phase, Phase};
     set_phase(Phase::ReadingSockets);
     let answers = sockets::exact::look_up(known, target.netns_of, target.tcp_info, deadline)?;
-    let mut named: HashMap<u32, bool> = HashMap::new();
+    // A few holders at most: a list, not a HashMap (whose first use asks the kernel for random
+    // keys).
+    let mut named: Vec<(u32, bool)> = Vec::new();
     let rechecked: Vec<Rechecked> = known
         .iter()
         .zip(answers)
@@ -103,9 +105,14 @@ pub fn pod_again(
                 (Owner::Pid(pid), Some(h)) => h.pid == *pid && owner::still_holds(h, k.inode),
                 (Owner::Name(name), Some(h)) => {
                     owner::still_holds(h, k.inode)
-                        && *named
-                            .entry(h.pid)
-                            .or_insert_with(|| owner::named(h.pid, name))
+                        && match named.iter().find(|(pid, _)| *pid == h.pid) {
+                            Some(&(_, is)) => is,
+                            None => {
+                                let is = owner::named(h.pid, name);
+                                named.push((h.pid, is));
+                                is
+                            }
+                        }
                 }
             };
             Rechecked { socket, held }

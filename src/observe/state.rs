@@ -382,7 +382,8 @@ impl StateDir {
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .ok()?;
-        let mut text = Vec::new();
+        // Most state files are a few hundred bytes: one read, not a doubling series of them.
+        let mut text = Vec::with_capacity(1024);
         file.take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
         (text.len() as u64 <= MAX_FILE).then_some(text)
     }
