@@ -10,8 +10,11 @@ deps=${NATSPROBE_DEPS:-$PWD/target/probe-deps}
 server=$deps/nats-server-2.10.26/bin/nats-server
 [ -x "$server" ] || { echo "run probe-tests/setup first" >&2; exit 2; }
 work=target/hot-path
-cargo build --release --locked --target x86_64-unknown-linux-musl --target-dir "$work" \
-  --config profile.release.strip=false
+# The shipped build itself, with the linker's map for its symbols (build.rs): an unstripped
+# build would be another build, with other names for most symbols.
+mkdir -p "$work"
+NATSPROBE_LINK_MAP=$PWD/$work/natsprobe.map \
+  cargo build --release --locked --target x86_64-unknown-linux-musl --target-dir "$work"
 bin=$work/x86_64-unknown-linux-musl/release/natsprobe
 peer=$work/natspeer
 (cd probe-tests/peers/natspeer && GO111MODULE=off GOPATH=/usr/share/gocode go build -o "$OLDPWD/$peer" .)
@@ -37,7 +40,7 @@ TMPDIR=$state ip netns exec "$ns" "$bin" check >/dev/null
 TMPDIR=$state ip netns exec "$ns" "$bin" check --pid "$client" >/dev/null
 run() {
   # shellcheck disable=SC2086
-  TMPDIR=$1 ip netns exec "$ns" valgrind -q --tool=callgrind --dump-instr=yes \
+  TMPDIR=$1 ip netns exec "$ns" valgrind -q --tool=callgrind --dump-instr=yes --compress-pos=no \
     --callgrind-out-file="$work/callgrind.%p" "$bin" $2 >/dev/null || true
 }
 for args in "check" "check -v" "check --json -v" "--port 4222" "check --pid $client"; do
@@ -46,7 +49,9 @@ done
 for args in "check" "check --port 4223" "check --pid $client"; do
   run "$fresh" "$args"
 done
-nm --defined-only -n "$bin" | awk '$2 ~ /^[tTwW]$/ {print $1, $3}' > "$work/symbols"
+# The map's symbol lines in its .text: "VMA LMA Size Align Symbol" (input sections have ":(").
+awk '!/:\(/ && NF == 5 && $5 ~ /^\./ {out = $5; next}
+     !/:\(/ && NF == 5 && out == ".text" {print $1, $5}' "$work/natsprobe.map" > "$work/symbols"
 python3 - "$work" > probe-tests/bench/hot-path.order <<'PY'
 import bisect, glob, os, re, sys
 work = sys.argv[1]
