@@ -53,8 +53,9 @@ fn walked(run: &Run, remembered: u64, unchanged: Option<u64>) {
 /// The probe under strace: the netlink requests it sent, as strace decodes them.
 fn requests(ns: &NetNs, args: &[&str]) -> String {
     let trace = tempfile::NamedTempFile::new().unwrap();
-    let mut cmd = ns.command("strace");
-    cmd.args(["-qq", "-e", "trace=sendto", "-o"])
+    let mut cmd = Command::new("nsenter");
+    cmd.arg(format!("--net={}", ns.path()))
+        .args(["--", "strace", "-qq", "-e", "trace=sendto", "-o"])
         .arg(trace.path())
         .arg(crate::harness::probe::binary())
         .args(args)
@@ -74,24 +75,35 @@ fn requests(ns: &NetNs, args: &[&str]) -> String {
 
 /// A first run walks the table (nothing is remembered) and dumps; the next asks the kernel for
 /// the one socket it counted, with no dump at all (strace sees the request's flags), and says
-/// so; the words and the verdict are the walk's.
+/// so; the words and the verdict are the walk's. The same in a namespace with a TCP table of
+/// its own (the kernel looks there, not in the host's).
 #[test]
 fn the_run_after_a_healthy_one_looks_up_the_socket_it_counted() {
     let (ns, server) = pod();
     let _client = Peer::conn(Some(&ns), &server.url(), 60, "2s");
+    assert!(ns.tcp_ehash_entries() < 0, "the host's table, shared");
+    the_second_run_looks_up(&ns);
+    let own = Arc::new(NetNs::with_own_table(1024));
+    let server = NatsServer::start(Some(&own), Version::Pinned, "127.0.0.1", 4222);
+    let _client = Peer::conn(Some(&own), &server.url(), 60, "2s");
+    assert_eq!(own.tcp_ehash_entries(), 1024);
+    the_second_run_looks_up(&own);
+}
+
+fn the_second_run_looks_up(ns: &NetNs) {
     // NLM_F_DUMP is 0x300; strace names it for some message types only.
     let dumps = |trace: &str| trace.contains("NLM_F_DUMP") || trace.contains("|0x300");
-    let first = requests(&ns, &["check"]);
+    let first = requests(ns, &["check"]);
     assert!(dumps(&first), "the first run walks:\n{first}");
-    let second = requests(&ns, &["check"]);
+    let second = requests(ns, &["check"]);
     assert!(second.contains("nlmsg_flags=NLM_F_REQUEST"), "{second}");
     assert!(!dumps(&second), "no dump:\n{second}");
 
-    let run = probe(&["--json", "-v"]).ns(&ns).run();
+    let run = probe(&["--json", "-v"]).ns(ns).run();
     run.expect(0);
     looked_up(&run, 1);
     assert_eq!(run.json()["connection"]["unchanged"], 1, "{run}");
-    let v = probe(&["-v"]).ns(&ns).run();
+    let v = probe(&["-v"]).ns(ns).run();
     v.expect(0)
         .says(&["healthy: 1 ESTABLISHED TCP connection to remote port 4222"]);
     assert!(
@@ -103,13 +115,13 @@ fn the_run_after_a_healthy_one_looks_up_the_socket_it_counted() {
     // A fresh state dir remembers nothing: the first run there walks.
     let fresh = tempfile::tempdir().unwrap();
     let run = probe(&["--json"])
-        .ns(&ns)
+        .ns(ns)
         .env("TMPDIR", fresh.path().to_str().unwrap())
         .run();
     run.expect(0);
     walked(&run, 0, None);
     // diagnose lists every socket: it always walks.
-    let run = probe(&["diagnose", "--json"]).ns(&ns).run();
+    let run = probe(&["diagnose", "--json"]).ns(ns).run();
     run.expect(0);
     assert_eq!(run.json()["connection"]["lookup"], "walk", "{run}");
 }
