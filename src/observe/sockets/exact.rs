@@ -21,18 +21,23 @@ use crate::facts::{KnownSocket, Socket};
 use nix::errno::Errno;
 use nix::sys::socket::{self as sock, MsgFlags};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 /// nlmsghdr and inet_diag_req_v2: family, protocol, ext, pad, states, sockid.
 const REQUEST_LEN: usize = NLMSG_HDR_LEN + 56;
 /// Sequence numbers start here; an answer names its request's.
 const FIRST_SEQ: u32 = 1;
+/// Questions per datagram: their answers (a few hundred bytes each) must fit in the socket's
+/// receive buffer, or the kernel drops them.
+const BATCH: usize = 32;
+/// The kernel answers in microseconds; a lookup that takes longer leaves the time to the walk.
+const PATIENCE: Duration = Duration::from_millis(100);
 
-/// Asks the kernel for each of `known` by its exact identity, in one datagram, in the
-/// namespace of `netns_of` (or ours). Each answer in order: the socket found under that name,
-/// or None when there is none. `Err`: why the questions could not be asked or answered (the
-/// caller walks the table instead, and learns there why).
+/// Asks the kernel for each of `known` by its exact identity, a datagram of questions at a
+/// time, in the namespace of `netns_of` (or ours). Each answer in order: the socket found under
+/// that name, or None when there is none. `Err`: why the questions could not be asked or
+/// answered (the caller walks the table instead, and learns there why).
 pub fn look_up(
     known: &[KnownSocket],
     netns_of: Option<u32>,
@@ -40,16 +45,30 @@ pub fn look_up(
     deadline: Instant,
 ) -> Result<Vec<Option<Socket>>, String> {
     let fd = netlink::open(netns_of)?;
+    let until = deadline.min(Instant::now() + PATIENCE);
+    let mut found = Vec::with_capacity(known.len());
+    for batch in known.chunks(BATCH) {
+        found.extend(ask(&fd, batch, info, until)?);
+    }
+    Ok(found)
+}
+
+fn ask(
+    fd: &OwnedFd,
+    known: &[KnownSocket],
+    info: bool,
+    deadline: Instant,
+) -> Result<Vec<Option<Socket>>, String> {
     let mut questions = Vec::with_capacity(known.len() * REQUEST_LEN);
     for (seq, k) in (FIRST_SEQ..).zip(known) {
         questions.extend_from_slice(&request(seq, k, info));
     }
-    netlink::send(&fd, &questions).map_err(|e| format!("send: {e}"))?;
+    netlink::send(fd, &questions).map_err(|e| format!("send: {e}"))?;
     let mut answers: Vec<Option<Answer>> = vec![None; known.len()];
     // One answer is a few hundred bytes (the message, tcp_info and a few attributes).
-    let mut buf = [0u8; 8192];
+    let mut buf = [0u8; 4096];
     while answers.iter().any(Option::is_none) {
-        set_receive_timeout(&fd, deadline).map_err(|e| e.to_string())?;
+        set_receive_timeout(fd, deadline).map_err(|e| e.to_string())?;
         let n = match sock::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
             Ok(n) => n,
             Err(Errno::EAGAIN) => return Err(DumpError::Timeout.to_string()),
@@ -179,7 +198,6 @@ mod tests {
     use super::*;
     use crate::facts::{DiagId, TcpState};
     use std::net::{TcpListener, TcpStream};
-    use std::time::Duration;
 
     fn known(local: &str, remote: &str, cookie: u64) -> KnownSocket {
         KnownSocket {
@@ -304,6 +322,36 @@ mod tests {
             inode: s.inode,
             diag: s.diag.unwrap(),
             holder: None,
+        }
+    }
+
+    /// More questions than one datagram carries: every answer, in order.
+    #[test]
+    fn many_questions_are_asked_a_batch_at_a_time() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let clients: Vec<TcpStream> = (0..BATCH + 5)
+            .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        let _accepted: Vec<_> = clients.iter().map(|_| server.accept().unwrap()).collect();
+        let table = netlink::scan(&[port], None, false, deadline).unwrap();
+        let mut known: Vec<KnownSocket> = clients
+            .iter()
+            .map(|c| {
+                let local = c.local_addr().unwrap();
+                remembered(table.iter().find(|s| s.local == local).unwrap())
+            })
+            .collect();
+        // One that is gone, in the middle of the second batch.
+        known[BATCH + 2].diag.cookie ^= 1;
+        let found = look_up(&known, None, false, deadline).unwrap();
+        assert_eq!(found.len(), known.len());
+        for (i, (k, f)) in known.iter().zip(&found).enumerate() {
+            match i == BATCH + 2 {
+                true => assert_eq!(f, &None),
+                false => assert_eq!(f.as_ref().map(|s| s.inode), Some(k.inode)),
+            }
         }
     }
 
