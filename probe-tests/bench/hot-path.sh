@@ -44,10 +44,13 @@ run() {
   TMPDIR=$1 ip netns exec "$ns" valgrind -q --tool=callgrind --dump-instr=yes --compress-pos=no \
     --callgrind-out-file="$work/callgrind.%p" "$bin" $2 >/dev/null || true
 }
-for args in "check" "check -v" "check --json -v" "--port 4222" "check --pid $client"; do
+# The common run, then a first run (the walk, and the state file written), then the others.
+run "$state" "check"
+run "$fresh" "check"
+for args in "check -v" "check --json -v" "--port 4222" "check --pid $client"; do
   run "$state" "$args"
 done
-for args in "check" "check --port 4223" "check --pid $client"; do
+for args in "check --port 4223" "check --pid $client"; do
   run "$fresh" "$args"
 done
 # The map's symbol lines in its .text: "VMA LMA Size Align Symbol" (input sections have ":(").
