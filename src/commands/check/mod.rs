@@ -5,15 +5,16 @@
 //! connections, each consumer's sample, the look and each subscription's connection for the
 //! next run, and returns the report.
 
+mod sockets;
 mod subscriptions;
 
-use crate::config::{CheckConfig, Owner, ReaderChoice, Setting};
+use crate::config::{CheckConfig, ReaderChoice, Setting};
 use crate::error::Error;
 use crate::facts::{unmap, Loaded};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
-use crate::facts::{Holder, KnownSocket, Lookup, Reader, ServerAnswer, SocketScan, Walked};
+use crate::facts::{Lookup, ServerAnswer, Walked};
 use crate::observe::state::{Of, StateDir};
-use crate::observe::{self, server, PodTarget};
+use crate::observe::{self, server};
 use crate::report::check::CheckReport;
 use crate::report::input::CheckInput;
 use crate::rules::cause::{self, Cause};
@@ -23,7 +24,8 @@ use crate::rules::exact;
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::{self, Sampling};
 use crate::rules::{consumer, subscription};
-use std::collections::{HashMap, HashSet};
+use sockets::{target, Remembered};
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use subscriptions::{deliver_subscriptions, open, Subscriptions, WantedFor};
@@ -89,7 +91,16 @@ pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Resul
     };
     let walked = match &remembered {
         Some(r) => match r.look_up(config, deadline) {
-            Ok(checked) => return Ok(checked),
+            Ok(decided) => {
+                return Ok(Checked {
+                    verdict: decided.verdict,
+                    connections: decided.connections,
+                    observations: unasked(decided.pod),
+                    consumers: Vec::new(),
+                    subscriptions: Vec::new(),
+                    servers: config.servers.iter().map(ToString::to_string).collect(),
+                })
+            }
             Err(why) => why,
         },
         None => Walked::NotTried,
@@ -133,122 +144,6 @@ pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Resul
         subscriptions,
         servers: config.servers.iter().map(ToString::to_string).collect(),
     })
-}
-
-/// The connections the last healthy run counted, where the state dir keeps them for these
-/// sockets (the ports, whose, which namespace).
-struct Remembered<'a> {
-    dir: StateDir,
-    of: Of<'a>,
-    known: Vec<KnownSocket>,
-}
-
-impl<'a> Remembered<'a> {
-    /// What the state dir holds; None without a usable state dir (then every run walks, as a
-    /// socket check needs no state dir).
-    fn load(config: &'a CheckConfig) -> Option<Remembered<'a>> {
-        let opened = observe::state::open(&config.state_dir).ok()?;
-        let of = Of::Sockets {
-            ports: &config.policy.ports,
-            owner: &config.owner,
-            netns_of: config.netns_of,
-        };
-        let known = observe::remembered::load_sockets(&opened.dir, of);
-        Some(Remembered {
-            dir: opened.dir,
-            of,
-            known,
-        })
-    }
-
-    /// The run decided by asking the kernel for exactly the remembered connections, when
-    /// enough of them are unchanged and live; else why the table must be walked.
-    fn look_up(&self, config: &CheckConfig, deadline: Instant) -> Result<Checked, Walked> {
-        if self.known.is_empty() {
-            return Err(Walked::NothingRemembered);
-        }
-        let (rechecked, processes) = observe::pod_again(target(config), &self.known, deadline)
-            .map_err(|_| Walked::LookupFailed)?;
-        let found: Vec<(KnownSocket, _)> = self
-            .known
-            .iter()
-            .zip(&rechecked)
-            .filter_map(|(k, again)| Some((*k, exact::unchanged(k, again)?)))
-            .collect();
-        let owned: Option<HashMap<u64, Holder>> = match config.owner {
-            Owner::Anyone => None,
-            _ => Some(
-                found
-                    .iter()
-                    .filter_map(|(k, _)| Some((k.inode, k.holder?)))
-                    .collect(),
-            ),
-        };
-        let sockets: Vec<_> = found.into_iter().map(|(_, s)| s).collect();
-        let connections = connection::connections(&sockets, &config.policy, owned.as_ref());
-        if !connection::connected(&connections, &config.policy) {
-            return Err(Walked::Changed {
-                remembered: self.known.len(),
-                live: connection::live(&connections),
-            });
-        }
-        // Enough of them are as they were: the ones that are not are asked for no more.
-        self.keep(config, &connections, owned.as_ref());
-        let verdict = verdict::decide(&connections, None, &[], &config.policy);
-        let scan = SocketScan {
-            sockets,
-            reader: Reader::Netlink,
-            fallback: None,
-            skipped_lines: 0,
-            lookup: Lookup::Exact {
-                remembered: self.known.len(),
-            },
-        };
-        let pod = Pod {
-            processes,
-            owned,
-            scan,
-            netns_of: config.netns_of,
-        };
-        Ok(Checked {
-            verdict,
-            connections,
-            observations: unasked(pod),
-            consumers: Vec::new(),
-            subscriptions: Vec::new(),
-            servers: config.servers.iter().map(ToString::to_string).collect(),
-        })
-    }
-
-    /// Keeps what the next run looks up (`rules::exact::remember`), written only when it
-    /// changed. Best effort: a run with nothing remembered walks.
-    fn keep(
-        &self,
-        config: &CheckConfig,
-        connections: &Connections,
-        owned: Option<&HashMap<u64, Holder>>,
-    ) {
-        // An unhealthy run leaves the file: a remembered connection that is gone costs the next
-        // run one lookup, and one that is back is found again.
-        if !connection::connected(connections, &config.policy) {
-            return;
-        }
-        let keep = exact::remember(connections, &config.policy, owned);
-        if keep != self.known {
-            let _ = observe::remembered::store_sockets(&self.dir, self.of, &keep);
-        }
-    }
-}
-
-/// Which sockets to read: whose, from which namespace, with which reader, to which ports.
-fn target(config: &CheckConfig) -> PodTarget<'_> {
-    PodTarget {
-        owner: &config.owner,
-        netns_of: config.netns_of,
-        reader: config.reader,
-        ports: &config.policy.ports,
-        tcp_info: config.policy.half_open_after.is_some() || config.verbose,
-    }
 }
 
 /// The first observation, and in the common case the only one: the pod's processes and
