@@ -38,16 +38,33 @@ fn main() {
 
 /// Only the musl target links with rust-lld (.cargo/config.toml); other linkers do not take
 /// the option. Symbols the file names that the build lacks are ignored, so a stale file only
-/// loses some of its effect (probe-tests/bench/hot-path.sh regenerates it).
+/// loses some of its effect (probe-tests/bench/hot-path.sh regenerates it). With
+/// NATSPROBE_LINK_MAP the linker also writes its map there: hot-path.sh reads the shipped
+/// build's symbols from it, since an unstripped build is another build (cargo hashes the strip
+/// setting into the crate's metadata, and so into most symbols' names).
 fn order_hot_path() {
+    println!("cargo:rerun-if-env-changed=NATSPROBE_LINK_MAP");
     let order = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap())
         .join("probe-tests/bench/hot-path.order");
     println!("cargo:rerun-if-changed={}", order.display());
-    if std::env::var("TARGET").as_deref() == Ok("x86_64-unknown-linux-musl") && order.exists() {
+    // Its read-only data too: constants have no symbols to order by, so a linker script moves
+    // the hot ones, by section name, before the rest (`INSERT`: the default layout otherwise).
+    let data = order.with_extension("ld");
+    println!("cargo:rerun-if-changed={}", data.display());
+    let musl = std::env::var("TARGET").as_deref() == Ok("x86_64-unknown-linux-musl");
+    if musl && data.exists() {
+        println!("cargo:rustc-link-arg-bins=--script={}", data.display());
+    }
+    if musl && order.exists() {
         println!(
             "cargo:rustc-link-arg-bins=--symbol-ordering-file={}",
             order.display()
         );
         println!("cargo:rustc-link-arg-bins=--no-warn-symbol-ordering");
+        if let Some(map) = std::env::var_os("NATSPROBE_LINK_MAP").filter(|m| !m.is_empty()) {
+            println!("cargo:rustc-link-arg-bins=-Map={}", map.to_string_lossy());
+            // The ordering file names symbols as the linker matches them: mangled.
+            println!("cargo:rustc-link-arg-bins=--no-demangle");
+        }
     }
 }

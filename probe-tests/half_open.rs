@@ -202,6 +202,40 @@ fn a_node_lost_without_a_word_leaves_a_half_open_connection() {
     assert!(!publisher.saw("disconnected"), "{}", publisher.output());
 }
 
+/// The connection a healthy run counted goes half-open: the next runs find it by the exact
+/// lookup, unchanged, and judge its `tcp_info` as a walk does: not live, so they walk, and the
+/// walk says unhealthy.
+#[test]
+fn a_remembered_connection_gone_half_open_is_walked() {
+    let nodes = Nodes::new(214);
+    let url = nodes.server.url();
+    let mut publisher = Peer::spawn(
+        Some(&nodes.client),
+        &["publish", "-url", &url, "-subject", "work", "-rate", "5"],
+    );
+    publisher.wait_for("connected", S10);
+    let ns = &nodes.client;
+    let half_open = ["--json", "--half-open-after", "2s"];
+    probe(&half_open).ns(ns).run().expect(0);
+    let run = probe(&half_open).ns(ns).run();
+    run.expect(0);
+    assert_eq!(run.json()["connection"]["lookup"], "exact", "{run}");
+
+    nodes.lose_the_node();
+    let (run, _) = until_half_open(ns, &[], S10 * 2);
+    run.expect(1);
+    let c = &run.json()["connection"];
+    assert_eq!(
+        (&c["lookup"], &c["remembered"], &c["unchanged"]),
+        (&"walk".into(), &1.into(), &0.into()),
+        "{run}"
+    );
+    assert_eq!(c["established"], 1, "{run}");
+    assert_eq!(c["live"], 0, "{run}");
+    // Still ESTABLISHED to the kernel: only its tcp_info says the peer is gone.
+    assert_eq!(nodes.established().len(), 1);
+}
+
 /// Hours of quiet look, to the kernel, like no ACK for hours: but nothing is unacknowledged,
 /// so a quiet connection is never half-open. An idle client (no publishes, no subscriptions
 /// with traffic) watched over several windows stays healthy.

@@ -6,6 +6,7 @@ mod configuration;
 mod consumer_check;
 mod consumer_rules;
 mod environment;
+mod exact_lookup;
 mod examples;
 mod guard;
 mod half_open;

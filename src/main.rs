@@ -4,8 +4,7 @@
 //! codes.
 
 use clap::error::ErrorKind;
-use clap::Parser;
-use natsprobe::cli::{self, Cli, Command};
+use natsprobe::cli::{self, Command};
 use natsprobe::config::{duration, CheckConfig, GuardConfig};
 use natsprobe::error::Error;
 use natsprobe::exit::Exit;
@@ -34,7 +33,7 @@ fn main() -> ExitCode {
     }));
 
     let args = cli::with_default_subcommand(std::env::args_os());
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = e.print();

@@ -14,6 +14,8 @@
 #[allow(dead_code, unused_imports, unused_macros)]
 #[path = "../harness/mod.rs"]
 mod harness;
+// Each bench uses part of the shared measuring code.
+#[allow(dead_code)]
 mod measure;
 
 use harness::peer::natspeer;

@@ -36,6 +36,7 @@ pub fn run_once(ns: &NetNs, argv: &[String]) -> Sample {
     }
 }
 
+#[derive(Clone)]
 pub struct Figures {
     pub median: Duration,
     pub rss_kib: i64,
@@ -126,4 +127,168 @@ pub fn verdict(ok: bool) -> &'static str {
     } else {
         "MISSED"
     }
+}
+
+/// A small static C program that runs one command in a namespace and reports it: this
+/// process's own memory is not counted into the child's peak RSS (wait4's figure for a child
+/// is never below its parent's at the fork, or at the exec after a vfork, and a bench process
+/// is megabytes), and the wall time is spawn to reap, nothing else.
+/// `launch NETNS [rm=FILE] [VAR=VALUE ...] PROGRAM ARGS...`: FILE removed first (untimed);
+/// prints `wall_ns maxrss_kib cpu_us exit`.
+const LAUNCH_C: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sched.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) { perror(argv[1]); return 2; }
+    close(fd);
+    char *env[64]; int n = 0, i = 2;
+    for (; i < argc && strchr(argv[i], '=') && n < 63; i++) {
+        if (!strncmp(argv[i], "rm=", 3)) unlink(argv[i] + 3); else env[n++] = argv[i];
+    }
+    env[n] = 0;
+    if (i >= argc) return 2;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    struct timespec a, b; pid_t pid; int status; struct rusage ru;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    if (posix_spawn(&pid, argv[i], &fa, 0, argv + i, env) != 0) { perror(argv[i]); return 2; }
+    if (wait4(pid, &status, 0, &ru) != pid) return 2;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    long long cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+    printf("%lld %ld %lld %d\n", (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec),
+           ru.ru_maxrss, cpu, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return 0;
+}
+"#;
+
+/// Compiles a C program, static, with musl-gcc (else gcc -static), once per bench run, into
+/// target/bench-c/NAME.
+pub fn compile_c(name: &str, source: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (src, bin) = (dir.join(format!("{name}.c")), dir.join(name));
+    std::fs::write(&src, source).unwrap();
+    let built = ["musl-gcc", "gcc"].iter().any(|cc| {
+        Command::new(cc)
+            .args(["-Os", "-static", "-s", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    assert!(
+        built,
+        "cannot compile {name}.c: apt-get install musl-tools (or gcc)"
+    );
+    bin
+}
+
+/// One launched run's figures, and its CPU time.
+pub fn run_launched(launcher: &std::path::Path, argv: &[String]) -> (Sample, Duration) {
+    let out = Command::new(launcher)
+        .args(argv)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let f: Vec<i64> = text
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(f.len(), 4, "launch {argv:?}: {text}");
+    let sample = Sample {
+        wall: Duration::from_nanos(f[0] as u64),
+        rss_kib: f[1],
+        code: f[3] as i32,
+    };
+    (sample, Duration::from_micros(f[2] as u64))
+}
+
+/// A launched tool's figures: `Figures` and the median CPU time of a run.
+pub struct Launched {
+    pub name: String,
+    pub figures: Figures,
+    pub cpu: Duration,
+}
+
+/// Runs every tool (`launch`'s arguments: the namespace first) once per round, in a shuffled
+/// order, through `launcher`; prints and returns the medians.
+pub fn measure_launched(
+    title: &str,
+    launcher: &std::path::Path,
+    tools: &[(String, Vec<String>)],
+    runs: usize,
+) -> Vec<Launched> {
+    println!("\n{title} ({runs} interleaved runs each, median wall and CPU, peak RSS)");
+    println!(
+        "  {:<52} {:>10} {:>10} {:>10} {:>5}",
+        "tool", "wall", "CPU", "RSS", "exit"
+    );
+    let mut samples: Vec<Vec<(Sample, Duration)>> =
+        tools.iter().map(|_| Vec::with_capacity(runs)).collect();
+    let mut order: Vec<usize> = (0..tools.len()).collect();
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    for round in 0..runs + runs.min(10) {
+        shuffle(&mut order, &mut seed);
+        for &i in &order {
+            let s = run_launched(launcher, &tools[i].1);
+            if round >= runs.min(10) {
+                samples[i].push(s);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (mut s, (name, _)) in samples.into_iter().zip(tools) {
+        let codes: Vec<i32> = s.iter().map(|x| x.0.code).collect();
+        assert!(
+            codes.windows(2).all(|w| w[0] == w[1]),
+            "{name} changed its answer: {codes:?}"
+        );
+        let mut cpu: Vec<Duration> = s.iter().map(|x| x.1).collect();
+        cpu.sort();
+        s.sort_by_key(|x| x.0.wall);
+        let row = Launched {
+            name: name.clone(),
+            figures: Figures {
+                median: s[s.len() / 2].0.wall,
+                rss_kib: s.iter().map(|x| x.0.rss_kib).max().unwrap(),
+                code: s[0].0.code,
+            },
+            cpu: cpu[cpu.len() / 2],
+        };
+        println!(
+            "  {:<52} {:>7.3} ms {:>7.3} ms {:>6} KiB {:>5}",
+            row.name,
+            row.figures.median.as_secs_f64() * 1e3,
+            row.cpu.as_secs_f64() * 1e3,
+            row.figures.rss_kib,
+            row.figures.code
+        );
+        rows.push(row);
+    }
+    rows
+}
+
+/// The launcher, compiled.
+pub fn launcher() -> std::path::PathBuf {
+    compile_c("launch", LAUNCH_C)
+}
+
+pub fn launched<'a>(rows: &'a [Launched], name: &str) -> &'a Launched {
+    rows.iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no row {name}"))
 }

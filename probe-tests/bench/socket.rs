@@ -3,31 +3,92 @@
 //!   grep:  grep -qE '^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:<PORT-HEX> 01 ' /proc/net/tcp /proc/net/tcp6
 //!   ss:    ss -Htn state established '( dport = :PORT )'
 //! Each is exec'd directly (no shell), inside the same network namespace, like the kubelet
-//! would run it; wall time is spawn to reap, peak RSS is the child's ru_maxrss. Tools run
+//! would run it, by a small static launcher (`measure::launcher`): wall time is spawn to reap,
+//! peak RSS is the child's ru_maxrss (not floored by this process's own). Tools run
 //! interleaved, one run each per round in a shuffled order, so drift is shared.
+//!
+//! First, the node's figure: the check in a namespace on the host's shared TCP established
+//! hash and in one with a 1,024-bucket table of its own, a first run (a walk of the table)
+//! and a run after a healthy one (the exact lookup), beside a C program doing one sock_diag
+//! dump (the floor), grep and ss; and what N pods probing every 10 s cost the node.
 //!
 //! The default check asks the kernel for each matching socket's tcp_info (the half-open
 //! rule); `--half-open-after off` does not: both are measured, for the extension's cost.
 //!
-//! Run: `cargo bench --bench socket` (root; probe-tests/setup first). With
-//! NATSPROBE_BASELINE=<another static build> that build is measured in the same rounds too.
+//! Run: `cargo bench --bench socket` (root; probe-tests/setup first; musl-gcc or gcc for the
+//! launcher and the floor). With NATSPROBE_BASELINE=<another static build> that build is
+//! measured in the same rounds too.
 
 // A benchmark uses part of the shared harness; the test crate uses all of it, and the
 // compiler flags what none uses there.
 #[allow(dead_code, unused_imports, unused_macros)]
 #[path = "../harness/mod.rs"]
 mod harness;
+#[allow(dead_code)]
 mod measure;
 
 use harness::{Flood, NatsServer, NetNs, Peer, Version};
-use measure::{get, measure, verdict};
+use measure::{launched, measure_launched, verdict, Launched};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-fn tools(bin: &str, port: u16) -> Vec<(&'static str, Vec<String>)> {
+/// The floor: one sock_diag dump of the TCP table (both families in one walk, as the probe
+/// asks), in C, static: exit 0 when an ESTABLISHED socket has the remote port argv[1].
+const FLOOR_C: &str = r#"
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+struct sockaddr_nl { unsigned short family, pad; uint32_t pid, groups; };
+struct nlmsghdr { uint32_t len; uint16_t type, flags; uint32_t seq, pid; };
+struct sockid { uint16_t sport, dport; uint32_t src[4], dst[4], ifindex, cookie[2]; };
+struct req { uint8_t family, src_len, dst_len, ext; struct sockid id; uint32_t states, dbs; };
+struct msg { uint8_t family, state, timer, retrans; struct sockid id; uint32_t e, r, w, uid, inode; };
+int main(int argc, char **argv) {
+    int port = argc > 1 ? atoi(argv[1]) : 4222, found = 0;
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 4 /* NETLINK_SOCK_DIAG */);
+    if (fd < 0) return 3;
+    struct { struct nlmsghdr h; struct req r; } q;
+    memset(&q, 0, sizeof q);
+    q.h.len = sizeof q; q.h.type = 18 /* TCPDIAG_GETSOCK */; q.h.flags = 1 | 0x300; q.h.seq = 1;
+    q.r.family = AF_UNSPEC; q.r.states = 1 << 1;
+    struct sockaddr_nl kernel = { .family = AF_NETLINK };
+    if (sendto(fd, &q, sizeof q, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) return 3;
+    static char buf[32768];
+    for (;;) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) return 3;
+        for (char *p = buf; p + sizeof(struct nlmsghdr) <= buf + n;) {
+            struct nlmsghdr *h = (struct nlmsghdr *)p;
+            if (h->len < sizeof *h || p + h->len > buf + n) return 3;
+            if (h->type == 3) return found ? 0 : 1;
+            if (h->type == 2) return 3;
+            if (ntohs(((struct msg *)(p + sizeof *h))->id.dport) == port) found = 1;
+            p += (h->len + 3) & ~3U;
+        }
+    }
+}
+"#;
+
+/// A state dir for the probe's runs (TMPDIR): none of this machine's others.
+fn state_dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn tools(bin: &str, port: u16, tmp: &Path) -> Vec<(&'static str, Vec<String>)> {
     let hex = format!("{port:04X}");
     let pattern = format!("^ *[0-9]+: [0-9A-F]+:[0-9A-F]{{4}} [0-9A-F]+:{hex} 01 ");
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let tmpdir = format!("TMPDIR={}", tmp.display());
+    let s = |v: &[&str]| {
+        let mut argv: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        if v[0].contains("natsprobe") || v[0] == bin || baseline().as_deref() == Some(v[0]) {
+            argv.insert(0, tmpdir.clone());
+        }
+        argv
+    };
     let mut tools = baseline()
         .map(|b| {
             vec![(
@@ -119,15 +180,28 @@ fn main() {
             .unwrap_or(0)
     );
 
+    let launcher = measure::launcher();
+    let floor = measure::compile_c("floor", FLOOR_C);
+    node_figure(&bin_s, &launcher, &floor);
+
     // Pod scale: a NATS client and a few dozen other sockets (a sidecar, HTTP keep-alives).
     let pod = Arc::new(NetNs::new());
     let server = NatsServer::start(Some(&pod), Version::Pinned, "127.0.0.1", 4222);
     let _client = Peer::conn(Some(&pod), &server.url(), 60, "2s");
     let _others = Flood::new(&pod, 20);
     let sockets = count_sockets(&pod);
+    let tmp = state_dir();
     let table = |title: &str, ns: &NetNs, bin: &str, port: u16, runs: usize| {
-        measure(title, ns, &tools(bin, port), runs)
+        let tools: Vec<(String, Vec<String>)> = tools(bin, port, tmp.path())
+            .into_iter()
+            .map(|(name, mut argv)| {
+                argv.insert(0, ns.path());
+                (name.to_string(), argv)
+            })
+            .collect();
+        measure_launched(title, &launcher, &tools, runs)
     };
+    let get = |rows: &[Launched], name: &str| launched(rows, name).figures.clone();
     let hit = table(
         &format!("pod scale, {sockets} sockets, live client (match)"),
         &pod,
@@ -230,4 +304,192 @@ fn main() {
 fn count_sockets(ns: &NetNs) -> usize {
     let out = ns.command("/usr/bin/ss").args(["-Htan"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// A pod: a NATS server, its client and a few dozen other sockets, in `ns`.
+struct Pod {
+    _server: NatsServer,
+    _client: Peer,
+    _others: Flood,
+}
+
+fn pod_in(ns: &Arc<NetNs>) -> Pod {
+    let server = NatsServer::start(Some(ns), Version::Pinned, "127.0.0.1", 4222);
+    let client = Peer::conn(Some(ns), &server.url(), 60, "2s");
+    Pod {
+        _server: server,
+        _client: client,
+        _others: Flood::new(ns, 20),
+    }
+}
+
+/// The check on the host's shared TCP hash and on a table of the namespace's own, a first run
+/// and a run after a healthy one, beside the floor, grep and ss, in one run; the goals; and
+/// what N pods probing every 10 s cost the node.
+fn node_figure(bin: &str, launcher: &Path, floor: &Path) {
+    let shared = Arc::new(NetNs::new());
+    let own = Arc::new(NetNs::with_own_table(1024));
+    let _pods = [pod_in(&shared), pod_in(&own)];
+    let first = [state_dir(), state_dir()];
+    let after = [state_dir(), state_dir()];
+    let mut tools: Vec<(String, Vec<String>)> = Vec::new();
+    for (i, (ns, table)) in [(&shared, "shared"), (&own, "own")].into_iter().enumerate() {
+        let entries = ns.tcp_ehash_entries();
+        println!(
+            "\nnamespace on the {table} table: tcp_ehash_entries = {entries} ({})",
+            if entries < 0 {
+                "the host's, shared"
+            } else {
+                "its own"
+            }
+        );
+        // A healthy run remembers its connection: `after` keeps it; `first` loses it before
+        // every run (untimed), so each run there walks the table and remembers it again.
+        let prime = |dir: &Path| {
+            let argv = vec![
+                ns.path(),
+                format!("TMPDIR={}", dir.display()),
+                bin.to_string(),
+                "check".to_string(),
+            ];
+            let (s, _) = measure::run_launched(launcher, &argv);
+            assert_eq!(s.code, 0, "the pod in the {table} namespace is not healthy");
+        };
+        prime(first[i].path());
+        prime(after[i].path());
+        let dir = std::fs::read_dir(first[i].path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("sockets-")
+            })
+            .expect("the healthy run remembered its connection");
+        let run = |env: &[String], argv: &[&str]| {
+            let mut v = vec![ns.path()];
+            v.extend(env.iter().cloned());
+            v.extend(argv.iter().map(|a| a.to_string()));
+            v
+        };
+        let tmp = |d: &tempfile::TempDir| format!("TMPDIR={}", d.path().display());
+        let rm = format!("rm={}", file.display());
+        tools.push((
+            format!("natsprobe check, first run (walk) [{table}]"),
+            run(&[rm, tmp(&first[i])], &[bin, "check"]),
+        ));
+        tools.push((
+            format!("natsprobe check, after a healthy run [{table}]"),
+            run(&[tmp(&after[i])], &[bin, "check"]),
+        ));
+        if let Some(b) = baseline() {
+            tools.push((
+                format!("baseline: natsprobe check [{table}]"),
+                run(&[], &[&b, "check"]),
+            ));
+        }
+        let f = floor.to_string_lossy();
+        tools.push((
+            format!("C floor: one sock_diag dump [{table}]"),
+            run(&[], &[&f, "4222"]),
+        ));
+        let pattern = "^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:107E 01 ";
+        tools.push((
+            format!("grep one-liner [{table}]"),
+            run(
+                &[],
+                &[
+                    "/bin/grep",
+                    "-qE",
+                    pattern,
+                    "/proc/net/tcp",
+                    "/proc/net/tcp6",
+                ],
+            ),
+        ));
+        tools.push((
+            format!("ss -Htn state established [{table}]"),
+            run(
+                &[],
+                &[
+                    "/usr/bin/ss",
+                    "-Htn",
+                    "state",
+                    "established",
+                    "( dport = :4222 )",
+                ],
+            ),
+        ));
+    }
+    let rows = measure_launched(
+        "the node's figure: pod scale, live client, on the shared table and on one of 1,024 buckets",
+        launcher,
+        &tools,
+        300,
+    );
+    let row = |name: &str, table: &str| launched(&rows, &format!("{name} [{table}]"));
+    let wall = |r: &Launched| r.figures.median.as_secs_f64();
+    let after_shared = row("natsprobe check, after a healthy run", "shared");
+    let after_own = row("natsprobe check, after a healthy run", "own");
+    let floor_shared = row("C floor: one sock_diag dump", "shared");
+    let floor_own = row("C floor: one sock_diag dump", "own");
+    println!("\ngoals (a run after a healthy one)");
+    let r = wall(after_shared) / wall(after_own);
+    println!(
+        "  shared table / own table wall = {r:.2}x (goal <= 1.1x): {}",
+        verdict(r <= 1.1)
+    );
+    let r = wall(after_shared) / wall(floor_shared);
+    println!(
+        "  shared table: natsprobe / the floor's wall = {r:.2}x (goal <= 0.5x): {}",
+        verdict(r <= 0.5)
+    );
+    let r = wall(after_own) / wall(floor_own);
+    println!(
+        "  own table: natsprobe / the floor's wall = {r:.2}x (goal <= 2x): {}",
+        verdict(r <= 2.0)
+    );
+    for r in rows
+        .iter()
+        .filter(|r| r.name.starts_with("natsprobe check"))
+    {
+        let kib = r.figures.rss_kib;
+        println!(
+            "  peak RSS, {} = {kib} KiB (goal <= 1024 KiB): {}",
+            r.name,
+            verdict(kib <= 1024)
+        );
+    }
+    println!("\nwhat N pods probing every 10 s cost the node (median CPU per run x N / 10 s)");
+    println!(
+        "  {:<44} {:>10} {:>10} {:>10} {:>10}",
+        "", "per run", "30 pods", "110 pods", "250 pods"
+    );
+    for table in ["shared", "own"] {
+        for name in [
+            "natsprobe check, first run (walk)",
+            "natsprobe check, after a healthy run",
+            "C floor: one sock_diag dump",
+        ] {
+            let r = row(name, table);
+            let cpu = r.cpu.as_secs_f64();
+            let share = |pods: f64| format!("{:.3} %", cpu * pods / 10.0 * 100.0);
+            println!(
+                "  {:<44} {:>7.3} ms {:>10} {:>10} {:>10}",
+                format!("{name} [{table}]"),
+                cpu * 1e3,
+                share(30.0),
+                share(110.0),
+                share(250.0)
+            );
+        }
+    }
+    println!("  (% of one core; a walk's cost grows with the host's table, the lookup's does not)");
 }

@@ -37,6 +37,35 @@ impl NetNs {
         }
     }
 
+    /// A fresh namespace with a TCP established hash of its own, `buckets` large, instead of
+    /// the host's shared one (`net.ipv4.tcp_child_ehash_entries`, Linux 6.1+, read when a
+    /// namespace is created: set around `ip netns add`, then restored).
+    pub fn with_own_table(buckets: u32) -> NetNs {
+        let key = "/proc/sys/net/ipv4/tcp_child_ehash_entries";
+        let before = std::fs::read_to_string(key)
+            .unwrap_or_else(|e| panic!("{key}: {e} (Linux 6.1+ has it)"));
+        std::fs::write(key, buckets.to_string()).unwrap_or_else(|e| panic!("{key}: {e}"));
+        let ns = NetNs::new();
+        std::fs::write(key, before.trim()).unwrap_or_else(|e| panic!("{key}: {e}"));
+        ns
+    }
+
+    /// The size of the TCP established hash this namespace uses, as it reports it (negative:
+    /// the host's, shared).
+    pub fn tcp_ehash_entries(&self) -> i64 {
+        let out = self
+            .command("cat")
+            .arg("/proc/sys/net/ipv4/tcp_ehash_entries")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    /// The namespace's file, for a program that enters it itself.
+    pub fn path(&self) -> String {
+        format!("/run/netns/{}", self.name)
+    }
+
     /// A command that runs inside the namespace (setns between fork and exec).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);

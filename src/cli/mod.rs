@@ -61,6 +61,40 @@ pub enum Command {
     Install(InstallArgs),
 }
 
+/// The command line of a `check` alone: the same program, version and `check` subcommand as
+/// `Cli`, without the others. clap builds every subcommand's arguments before it parses one;
+/// a probe runs in every pod every few seconds, and `check` is nearly all of its runs.
+#[derive(Debug, Parser)]
+#[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
+#[command(max_term_width = 100)]
+struct CheckOnly {
+    #[command(subcommand)]
+    command: CheckCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum CheckCommand {
+    /// Check this pod's NATS client (the default): a live ESTABLISHED connection to the NATS
+    /// port (not half-open); with --server, fail only while NATS answers; with --consumer, the
+    /// consumer bound and progressing; with --own-subscription or --subscription, this pod's
+    /// connection holding the subscription
+    Check(CheckArgs),
+}
+
+/// Parses a command line (`with_default_subcommand`'s): a `check` with `check`'s arguments
+/// only, anything else with the whole `Cli`. The words of help and errors are the same either
+/// way (`a_check_parses_and_errs_alike_alone`).
+pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("check") => CheckOnly::try_parse_from(args).map(|c| match c.command {
+            CheckCommand::Check(args) => Cli {
+                command: Command::Check(args),
+            },
+        }),
+        _ => Cli::try_parse_from(args),
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct InstallArgs {
     /// Where to put the probe: a file path, or an existing directory
@@ -185,6 +219,57 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+        CheckOnly::command().debug_assert();
+    }
+
+    /// `check` parsed alone says what the whole command line says: its help, its errors (with
+    /// their usage lines and suggestions), and its values.
+    #[test]
+    fn a_check_parses_and_errs_alike_alone() {
+        let alone = CheckOnly::command();
+        let whole = Cli::command();
+        let mut check_alone = alone.find_subcommand("check").unwrap().clone();
+        let mut check_whole = whole.find_subcommand("check").unwrap().clone();
+        assert_eq!(
+            check_alone.render_help().to_string(),
+            check_whole.render_help().to_string()
+        );
+        assert_eq!(
+            check_alone.render_long_help().to_string(),
+            check_whole.render_long_help().to_string()
+        );
+        for argv in [
+            &["natsprobe", "check", "--help"][..],
+            &["natsprobe", "check", "-h"],
+            &["natsprobe", "check", "--version"],
+            &["natsprobe", "check", "--port", "0"],
+            &["natsprobe", "check", "--port"],
+            &["natsprobe", "check", "--prot", "4222"],
+            &["natsprobe", "check", "--reader", "nope"],
+            &["natsprobe", "check", "--min-connections", "x"],
+            &["natsprobe", "check", "stray"],
+            &["natsprobe", "check", "--json=maybe"],
+            &["natsprobe", "check", "--timeout", "5"],
+        ] {
+            let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+            let words = |r: Result<Cli, clap::Error>| match r {
+                Ok(cli) => format!("{cli:?}"),
+                Err(e) => format!("{:?}: {}", e.kind(), e.render()),
+            };
+            assert_eq!(
+                words(super::parse(&argv)),
+                words(Cli::try_parse_from(&argv)),
+                "{argv:?}"
+            );
+        }
+        let argv: Vec<OsString> = ["natsprobe", "check", "--port", "4222", "-v", "--pid", "7"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(
+            format!("{:?}", super::parse(&argv).unwrap()),
+            format!("{:?}", Cli::try_parse_from(&argv).unwrap())
+        );
     }
 
     /// Every flag has a `NATSPROBE_*` twin named after it, e.g. `--min-connections` reads

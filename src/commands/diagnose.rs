@@ -20,7 +20,8 @@ pub fn run(
     deadline: Instant,
     version: &str,
 ) -> Result<DiagnoseReport, Error> {
-    let mut checked = check::judge(config, deadline)?;
+    // Every socket is listed: the table is walked.
+    let mut checked = check::judge(config, deadline, check::Sockets::Walk)?;
     // The check asks the servers only without a connection; a person wants to know anyway.
     let asked_for_diagnose = checked.observations.servers.is_empty() && !config.servers.is_empty();
     if asked_for_diagnose {

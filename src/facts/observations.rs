@@ -4,7 +4,7 @@
 
 use super::jetstream::{Connz, ConsumerName, Loaded, Observed, Unknown};
 use super::server::ServerAnswer;
-use super::sockets::{Process, SocketScan};
+use super::sockets::{Holder, Process, SocketScan};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -51,8 +51,9 @@ pub struct StateDirUsed {
 pub struct Pod {
     /// The processes named by PID or name; empty when anyone's sockets count.
     pub processes: Vec<Process>,
-    /// Socket inode → the named process holding it; None when anyone's sockets count.
-    pub owned: Option<HashMap<u64, u32>>,
+    /// Socket inode → the named process holding it, and by which descriptor; None when
+    /// anyone's sockets count.
+    pub owned: Option<HashMap<u64, Holder>>,
     pub scan: SocketScan,
     /// The network namespace read, when another process's.
     pub netns_of: Option<u32>,

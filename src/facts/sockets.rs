@@ -77,6 +77,71 @@ pub struct Socket {
     pub uid: u32,
     /// What the kernel knows of the connection's traffic; None when not asked.
     pub info: Option<TcpInfo>,
+    /// sock_diag's name for the socket; None from /proc, which has none.
+    pub diag: Option<DiagId>,
+}
+
+/// What sock_diag names a socket by besides its addresses: the cookie the kernel gave it (never
+/// given to another socket while the system runs) and the interface it is bound to (0: none).
+/// With both addresses and ports it is the full `inet_diag_sockid` an exact lookup sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DiagId {
+    pub cookie: u64,
+    pub interface: u32,
+}
+
+/// The descriptor through which a named process (`--pid`, `--process`) holds a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Holder {
+    pub pid: u32,
+    pub fd: u32,
+}
+
+/// A connection a healthy run counted, kept so the next run can ask the kernel for exactly
+/// that socket (one hash lookup) instead of walking the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KnownSocket {
+    /// Its family is its addresses': an IPv4 pair is AF_INET, any other AF_INET6.
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub inode: u64,
+    pub diag: DiagId,
+    /// With `--pid`/`--process`: who held it, and through which descriptor.
+    pub holder: Option<Holder>,
+}
+
+/// A remembered connection asked for again: what the kernel answered for its exact identity
+/// (None: no such socket), and whether the owner still holds it through the remembered
+/// descriptor (always true when anyone's sockets count).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rechecked {
+    pub socket: Option<Socket>,
+    pub held: bool,
+}
+
+/// How a run found its sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The whole table was read (a sock_diag dump, or /proc).
+    Walk(Walked),
+    /// Only the connections the last healthy run counted, each by its exact identity; all
+    /// `remembered` were asked for, and enough of them were unchanged to decide the run.
+    Exact { remembered: usize },
+}
+
+/// Why the table was walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walked {
+    /// The exact lookup is not for this run (`diagnose`, `--reader proc`, a check that asks
+    /// the server, no state dir).
+    NotTried,
+    /// No healthy run left its connections.
+    NothingRemembered,
+    /// Too few of the remembered connections were as they were: `live` of `remembered`
+    /// unchanged and live.
+    Changed { remembered: usize, live: usize },
+    /// The exact questions could not be asked (netlink refused).
+    LookupFailed,
 }
 
 /// The kernel's view of a connection's traffic: from sock_diag's `tcp_info`
@@ -131,6 +196,8 @@ pub struct SocketScan {
     pub fallback: Option<String>,
     /// /proc lines that could not be parsed (never fatal; reported).
     pub skipped_lines: usize,
+    /// Whether the table was walked, or the remembered connections looked up.
+    pub lookup: Lookup,
 }
 
 /// Both readers report IPv4 peers of a dual-stack socket as `::ffff:a.b.c.d`; matching and

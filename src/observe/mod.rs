@@ -17,7 +17,9 @@ pub mod state;
 
 use crate::config::{Auth, JsApi, Owner, ReaderChoice, ServerUrl, Setting};
 use crate::error::Error;
-use crate::facts::{ConsumerName, ConsumerSeen, Observed, Pod, Process, ServerAnswer};
+use crate::facts::{
+    ConsumerName, ConsumerSeen, KnownSocket, Observed, Pod, Process, Rechecked, ServerAnswer,
+};
 use sockets::owner::{self, OwnerError};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -75,6 +77,68 @@ pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
         scan,
         netns_of: target.netns_of,
     })
+}
+
+/// The connections the last healthy run counted, asked for again, each by its exact identity
+/// (`sockets::exact`, one hash lookup each rather than a walk of the table): what the kernel
+/// answers for each, and whether the owner still holds it through the remembered descriptor
+/// (one readlink each, not a walk of /proc/PID/fd); and the owner's processes that do, for the
+/// report. Err: why the questions could not be asked; the walk then finds out the rest.
+pub fn pod_again(
+    target: PodTarget,
+    known: &[KnownSocket],
+    deadline: Instant,
+) -> Result<(Vec<Rechecked>, Vec<Process>), String> {
+    use crate::deadline::{set_phase, Phase};
+    set_phase(Phase::ReadingSockets);
+    let answers = sockets::exact::look_up(known, target.netns_of, target.tcp_info, deadline)?;
+    // A few holders at most: a list, not a HashMap (whose first use asks the kernel for random
+    // keys).
+    let mut named: Vec<(u32, bool)> = Vec::new();
+    let rechecked: Vec<Rechecked> = known
+        .iter()
+        .zip(answers)
+        .map(|(k, socket)| {
+            let held = match (target.owner, k.holder) {
+                (Owner::Anyone, _) => true,
+                (_, None) => false,
+                (Owner::Pid(pid), Some(h)) => h.pid == *pid && owner::still_holds(h, k.inode),
+                (Owner::Name(name), Some(h)) => {
+                    owner::still_holds(h, k.inode)
+                        && match named.iter().find(|(pid, _)| *pid == h.pid) {
+                            Some(&(_, is)) => is,
+                            None => {
+                                let is = owner::named(h.pid, name);
+                                named.push((h.pid, is));
+                                is
+                            }
+                        }
+                }
+            };
+            Rechecked { socket, held }
+        })
+        .collect();
+    let processes = match target.owner {
+        Owner::Anyone => Vec::new(),
+        Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| e.to_string())?],
+        Owner::Name(name) => {
+            let mut pids: Vec<u32> = known
+                .iter()
+                .zip(&rechecked)
+                .filter(|(_, r)| r.held)
+                .filter_map(|(k, _)| k.holder.map(|h| h.pid))
+                .collect();
+            pids.sort_unstable();
+            pids.dedup();
+            pids.into_iter()
+                .map(|pid| Process {
+                    pid,
+                    name: name.clone(),
+                })
+                .collect()
+        }
+    };
+    Ok((rechecked, processes))
 }
 
 /// Asks every server URL whether NATS answers (its INFO line), at once.

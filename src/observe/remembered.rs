@@ -1,13 +1,16 @@
-//! What the state dir remembers between runs besides the consumers' samples: the
-//! last look at the consumers (`look-*.json`: when, whether calm, on which connections, and
-//! the deliver subscriptions then), and how each wanted subscription's connection is known at
-//! the server (`subscription-*.json`: server name and id, cid, socket). Same rules as the
+//! What the state dir remembers between runs besides the consumers' samples: the last look at
+//! the consumers (`look-*.json`: when, whether calm, on which connections, and the deliver
+//! subscriptions then), how each wanted subscription's connection is known at the server
+//! (`subscription-*.json`: server name and id, cid, socket), and the connections the last
+//! healthy socket check counted (`sockets-*.json`: each one's sockid, inode and holder, for the
+//! next run's exact lookup). Same rules as the
 //! samples (`observe::state`): each file names its own key, is written to a temporary file and
 //! renamed, read without following a symlink, at most 64 KiB; anything else is "nothing
 //! remembered", which costs one full look, never a verdict.
 
 use super::state::{Key, Of, StateDir};
-use crate::facts::{ConsumerName, Remembered, ServerIdent, SubscriptionMemo, Unanswered, Wanted};
+use crate::facts::{ConsumerName, DiagId, Holder, KnownSocket, Remembered, ServerIdent};
+use crate::facts::{SubscriptionMemo, Unanswered, Wanted};
 use crate::rules::remembered::LastLook;
 use serde::{Deserialize, Serialize};
 use std::fs::{self};
@@ -57,6 +60,85 @@ struct StoredConnection {
     inode: u64,
     held_at_ms: Option<i64>,
     account_connections: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SocketsFile {
+    version: u32,
+    key: Key,
+    sockets: Vec<StoredSocket>,
+}
+
+/// A remembered connection; the family is its addresses'.
+#[derive(Serialize, Deserialize)]
+struct StoredSocket {
+    local: SocketAddr,
+    remote: SocketAddr,
+    inode: u64,
+    cookie: u64,
+    interface: u32,
+    pid: Option<u32>,
+    fd: Option<u32>,
+}
+
+/// The connections the last healthy run counted, for the sockets `of` names (`Of::Sockets`);
+/// none when nothing (or nothing readable) is remembered.
+pub fn load_sockets(dir: &StateDir, of: Of) -> Vec<KnownSocket> {
+    let key = of.key("");
+    let Some(text) = dir.read_small(&dir.named("sockets", &key)) else {
+        return Vec::new();
+    };
+    match serde_json::from_slice::<SocketsFile>(&text) {
+        Ok(f) if f.version == VERSION && f.key == key => f
+            .sockets
+            .into_iter()
+            .map(|s| KnownSocket {
+                local: s.local,
+                remote: s.remote,
+                inode: s.inode,
+                diag: DiagId {
+                    cookie: s.cookie,
+                    interface: s.interface,
+                },
+                holder: s.pid.zip(s.fd).map(|(pid, fd)| Holder { pid, fd }),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Remembers `sockets` for `of`'s next run; none forgets them (the next run walks).
+pub fn store_sockets(dir: &StateDir, of: Of, sockets: &[KnownSocket]) -> Result<(), String> {
+    let key = of.key("");
+    let path = dir.named("sockets", &key);
+    if sockets.is_empty() {
+        return match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(format!("cannot remove {}: {e}", path.display()))
+            }
+            _ => Ok(()),
+        };
+    }
+    let file = SocketsFile {
+        version: VERSION,
+        key,
+        sockets: sockets
+            .iter()
+            .map(|s| StoredSocket {
+                local: s.local,
+                remote: s.remote,
+                inode: s.inode,
+                cookie: s.diag.cookie,
+                interface: s.diag.interface,
+                pid: s.holder.map(|h| h.pid),
+                fd: s.holder.map(|h| h.fd),
+            })
+            .collect(),
+    };
+    dir.replace(
+        &path,
+        &serde_json::to_vec(&file).map_err(|e| e.to_string())?,
+    )
 }
 
 /// The last look at `consumers` through `server`, if one is remembered. Reading it marks
@@ -330,6 +412,67 @@ mod tests {
         store_look(&dir, "nats://a:4222", &[], &look).unwrap();
         assert!(!stale.exists(), "the stale file stays");
         assert!(fresh.exists() && sample.exists());
+    }
+
+    /// The connections a healthy check counted, per set of sockets read: kept whole (the
+    /// cookie's 64 bits too), forgotten when none, and nothing for another key, a symlink or
+    /// garbage.
+    #[test]
+    fn the_counted_connections_are_remembered_per_sockets_read() {
+        use crate::config::Owner;
+        let (_tmp, dir) = dir();
+        let pid = Owner::Pid(42);
+        let of = |owner| Of::Sockets {
+            ports: &[4222],
+            owner,
+            netns_of: None,
+        };
+        let sockets = vec![
+            KnownSocket {
+                local: "10.244.1.17:51828".parse().unwrap(),
+                remote: "10.96.14.2:4222".parse().unwrap(),
+                inode: 77,
+                diag: DiagId {
+                    cookie: u64::MAX - 5,
+                    interface: 0,
+                },
+                holder: Some(Holder { pid: 42, fd: 9 }),
+            },
+            KnownSocket {
+                local: "[::ffff:10.244.1.17]:51830".parse().unwrap(),
+                remote: "[::ffff:10.96.14.3]:4222".parse().unwrap(),
+                inode: 78,
+                diag: DiagId {
+                    cookie: 12,
+                    interface: 3,
+                },
+                holder: Some(Holder { pid: 42, fd: 10 }),
+            },
+        ];
+        assert_eq!(load_sockets(&dir, of(&pid)), vec![]);
+        store_sockets(&dir, of(&pid), &sockets).unwrap();
+        assert_eq!(load_sockets(&dir, of(&pid)), sockets);
+        assert_eq!(load_sockets(&dir, of(&Owner::Anyone)), vec![]);
+        let other_ports = Of::Sockets {
+            ports: &[4222, 7422],
+            owner: &pid,
+            netns_of: None,
+        };
+        assert_eq!(load_sockets(&dir, other_ports), vec![]);
+        // Another key's file under this key's name, a symlink, garbage: nothing remembered.
+        let file = |of: Of| dir.named("sockets", &of.key(""));
+        fs::copy(file(of(&pid)), file(of(&Owner::Anyone))).unwrap();
+        assert_eq!(load_sockets(&dir, of(&Owner::Anyone)), vec![]);
+        fs::remove_file(file(of(&Owner::Anyone))).unwrap();
+        std::os::unix::fs::symlink(file(of(&pid)), file(of(&Owner::Anyone))).unwrap();
+        assert_eq!(load_sockets(&dir, of(&Owner::Anyone)), vec![]);
+        fs::write(file(of(&pid)), b"{\"version\":").unwrap();
+        assert_eq!(load_sockets(&dir, of(&pid)), vec![]);
+        // Forgotten.
+        store_sockets(&dir, of(&pid), &sockets).unwrap();
+        store_sockets(&dir, of(&pid), &[]).unwrap();
+        assert!(!file(of(&pid)).exists());
+        store_sockets(&dir, of(&pid), &[]).unwrap();
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! sample, never a fault, and a state dir that cannot be used makes every run a first sample
 //! (and says so): the probe still answers.
 
-use crate::config::{JsApi, ServerUrl, StateDirChoice};
+use crate::config::{JsApi, Owner, ServerUrl, StateDirChoice};
 use crate::facts::{ConsumerName, Loaded, Persisting, Sample, Wanted};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
@@ -31,12 +31,18 @@ pub struct Key {
 }
 
 /// What a state file is for: a consumer's sample and cause, a subscription's cause and
-/// remembered connection, or the last look at a check's consumers.
+/// remembered connection, the last look at a check's consumers, or the connections a healthy
+/// socket check counted (by the sockets it reads: the ports, whose, and which namespace).
 #[derive(Debug, Clone, Copy)]
 pub enum Of<'a> {
     Consumer(&'a ConsumerName),
     Subscription(&'a Wanted),
     Look(&'a [ConsumerName]),
+    Sockets {
+        ports: &'a [u16],
+        owner: &'a Owner,
+        netns_of: Option<u32>,
+    },
 }
 
 impl Of<'_> {
@@ -69,6 +75,28 @@ impl Of<'_> {
                     "subscription {} {}",
                     w.subject,
                     w.queue.as_deref().unwrap_or("")
+                ),
+            },
+            Of::Sockets {
+                ports,
+                owner,
+                netns_of,
+            } => Key {
+                server,
+                stream: String::new(),
+                durable: format!(
+                    "sockets {} {} netns {}",
+                    ports
+                        .iter()
+                        .map(u16::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    match owner {
+                        Owner::Anyone => "anyone".to_string(),
+                        Owner::Pid(pid) => format!("pid {pid}"),
+                        Owner::Name(name) => format!("process {name}"),
+                    },
+                    netns_of.map_or("own".to_string(), |pid| format!("of {pid}")),
                 ),
             },
         }
@@ -341,7 +369,7 @@ impl StateDir {
         self.named("cause", key)
     }
 
-    /// The file of one kind (`consumer`, `cause`, `look`, `subscription`) for a key: the one
+    /// The file of one kind (`consumer`, `cause`, `look`, `subscription`, `sockets`) for a key: the one
     /// place a state file is named. The key inside the file settles a hash collision.
     pub fn named(&self, kind: &str, key: &Key) -> PathBuf {
         self.path
@@ -391,7 +419,8 @@ impl StateDir {
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .ok()?;
-        let mut text = Vec::new();
+        // Most state files are a few hundred bytes: one read, not a doubling series of them.
+        let mut text = Vec::with_capacity(1024);
         file.take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
         (text.len() as u64 <= MAX_FILE).then_some(text)
     }

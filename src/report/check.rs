@@ -6,7 +6,7 @@ use super::human::{self, consumer::consumer_phrase, consumer::describe_previous}
 use super::input::CheckInput;
 use super::remembered::{found_word, sampling_word};
 use super::words::retention;
-use crate::facts::{ConsumerFacts, Observed, Socket, StreamFacts};
+use crate::facts::{ConsumerFacts, Lookup, Observed, Socket, StreamFacts, Walked};
 use crate::rules::cause::{Class, Standing};
 use crate::rules::check::Health;
 use crate::rules::connection::{live, WhenServerDown};
@@ -112,6 +112,13 @@ pub struct ConnectionSection {
     pub reader: &'static str,
     pub reader_fallback: Option<String>,
     pub skipped_lines: usize,
+    /// `walk` (the table read) or `exact` (only the connections the last healthy run counted,
+    /// each looked up by its sock_diag identity).
+    pub lookup: &'static str,
+    /// How many connections the last healthy run left to look up; null when not looked for.
+    pub remembered: Option<usize>,
+    /// How many of them were found unchanged and live; null when not looked up.
+    pub unchanged: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sockets: Option<Vec<SocketJson>>,
 }
@@ -334,6 +341,22 @@ fn connection_section(input: &CheckInput) -> ConnectionSection {
         reader: pod.scan.reader.name(),
         reader_fallback: pod.scan.fallback.clone(),
         skipped_lines: pod.scan.skipped_lines,
+        lookup: match pod.scan.lookup {
+            Lookup::Exact { .. } => "exact",
+            Lookup::Walk(_) => "walk",
+        },
+        remembered: match pod.scan.lookup {
+            Lookup::Exact { remembered } | Lookup::Walk(Walked::Changed { remembered, .. }) => {
+                Some(remembered)
+            }
+            Lookup::Walk(Walked::NothingRemembered) => Some(0),
+            Lookup::Walk(Walked::LookupFailed | Walked::NotTried) => None,
+        },
+        unchanged: match pod.scan.lookup {
+            Lookup::Exact { .. } => Some(live(c)),
+            Lookup::Walk(Walked::Changed { live, .. }) => Some(live),
+            Lookup::Walk(_) => None,
+        },
         sockets,
     }
 }
@@ -587,7 +610,7 @@ mod tests {
     #[test]
     fn json_object() {
         let text = report(&live(), &[4222], Owner::Pid(42), true).json();
-        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"live":2,"half_open":[],"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
+        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"live":2,"half_open":[],"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"lookup":"walk","remembered":null,"unchanged":null,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
         assert_eq!(text, expected);
     }
 }

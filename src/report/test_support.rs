@@ -6,8 +6,8 @@ use super::input::CheckInput;
 use super::render_check;
 use crate::config::Owner;
 use crate::facts::{
-    Answer, ConsumerName, ConsumerSeen, Loaded, Observations, Observed, Pod, Process, Reader,
-    ServerAnswer, Socket, SocketScan, TcpState,
+    Answer, ConsumerName, ConsumerSeen, Loaded, Lookup, Observations, Observed, Pod, Process,
+    Reader, ServerAnswer, Socket, SocketScan, TcpState, Walked,
 };
 use crate::rules::check::{decide, ServerState, Verdict};
 use crate::rules::connection::{connections, Connections, Policy, WhenServerDown};
@@ -59,6 +59,7 @@ pub(crate) fn sock(local: &str, remote: &str, state: TcpState, inode: u64) -> So
         inode,
         uid: 1000,
         info: None,
+        diag: None,
     }
 }
 
@@ -100,6 +101,7 @@ pub(crate) fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: b
                     reader: Reader::Netlink,
                     fallback: None,
                     skipped_lines: 0,
+                    lookup: Lookup::Walk(Walked::NotTried),
                 },
                 netns_of: None,
             },

@@ -153,6 +153,7 @@ mod tests {
             inode: 7,
             uid: 1000,
             info: None,
+            diag: None,
         }
     }
 

@@ -178,7 +178,7 @@ pub fn excuse_young_client(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::{Socket, TcpState};
+    use crate::facts::{Holder, Socket, TcpState};
     use crate::rules::connection::connections;
     use std::collections::{BTreeMap, HashMap};
 
@@ -190,6 +190,7 @@ mod tests {
             inode,
             uid: 0,
             info: None,
+            diag: None,
         }
     }
 
@@ -253,8 +254,8 @@ mod tests {
         ];
         for &(ports, remotes, min, owned, est, others, health) in rows {
             let p = policy(ports, remotes, min);
-            let owned: Option<HashMap<u64, u32>> =
-                owned.map(|o| o.iter().map(|&i| (i, 1)).collect());
+            let owned: Option<HashMap<u64, Holder>> =
+                owned.map(|o| o.iter().map(|&i| (i, Holder { pid: 1, fd: 3 })).collect());
             let c = connections(&table(), &p, owned.as_ref());
             let row = format!("{ports:?} {remotes:?} min {min} owned {owned:?}");
             assert_eq!(

@@ -2,7 +2,7 @@
 //! there are enough of them. Pure: sockets and policy in; nothing here reads a socket.
 
 use super::cidr::Cidr;
-use crate::facts::{Socket, TcpInfo, TcpState};
+use crate::facts::{Holder, Socket, TcpInfo, TcpState};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -57,11 +57,11 @@ impl Connections {
 
 /// Keeps the sockets that are connections of this client: remote port in `ports` (never the
 /// local port: that is a server's accepted side), peer in `remotes`, and held by the
-/// process when `owned` (socket inode → holding PID) is given.
+/// process when `owned` (socket inode → its holder) is given.
 pub fn connections(
     sockets: &[Socket],
     policy: &Policy,
-    owned: Option<&HashMap<u64, u32>>,
+    owned: Option<&HashMap<u64, Holder>>,
 ) -> Connections {
     let mut found = Connections::default();
     let mine = sockets.iter().filter(|s| {

@@ -9,6 +9,7 @@ pub mod check;
 pub mod cidr;
 pub mod connection;
 pub mod consumer;
+pub mod exact;
 pub mod guard;
 pub mod judged;
 pub mod remembered;

@@ -133,6 +133,7 @@ type common struct {
 	timeout       time.Duration
 	forkEvery     time.Duration
 	domain        string
+	localPort     int
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -152,6 +153,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", nats.DefaultTimeout, "connect timeout (info: also the request timeout)")
 	fs.DurationVar(&c.forkEvery, "fork-every", 0, "start a short-lived worker (this program, same name) this often, as a forking app does (0 = never)")
 	fs.StringVar(&c.domain, "domain", "", "JetStream domain (nats.Domain): the API of another domain, e.g. the hub's from a leaf node")
+	fs.IntVar(&c.localPort, "local-port", 0, "connect from this local port (SO_REUSEADDR), so a reconnect reuses the same address pair (0 = any)")
 }
 
 // jsOptions are the JetStream context's options: the domain, when one is named.
@@ -234,8 +236,19 @@ func (p *peer) markConnected() {
 // first connection is established (with -retry-on-failed-connect that may be
 // long after nats.Connect returned). A failed initial connect is fatal.
 func connect(c *common) *peer {
+	d := net.Dialer{Timeout: c.timeout}
+	if c.localPort != 0 {
+		d.LocalAddr = &net.TCPAddr{Port: c.localPort}
+		d.Control = func(_, _ string, rc syscall.RawConn) error {
+			var err error
+			rc.Control(func(fd uintptr) {
+				err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+			})
+			return err
+		}
+	}
 	p := &peer{
-		dialer:    &recordingDialer{d: net.Dialer{Timeout: c.timeout}},
+		dialer:    &recordingDialer{d: d},
 		connected: make(chan struct{}),
 	}
 	opts := c.baseOptions()

@@ -1,26 +1,30 @@
-//! `check`: the pod's liveness verdict. Observes in the order the rules ask (one socket read
-//! in the common case; the servers only without a connection; JetStream only with one, and
-//! only when a look is due or a subscription's connection is not trusted), judges, keeps each
-//! consumer's sample, the look and each subscription's connection for the next run, and
-//! returns the report.
+//! `check`: the pod's liveness verdict. Observes in the order the rules ask (in the common
+//! case one exact lookup of the connections the last healthy run counted, else one walk of the
+//! socket table; the servers only without a connection; JetStream only with one, and only when
+//! a look is due or a subscription's connection is not trusted), judges, keeps the counted
+//! connections, each consumer's sample, the look and each subscription's connection for the
+//! next run, and returns the report.
 
+mod sockets;
 mod subscriptions;
 
-use crate::config::{CheckConfig, Setting};
+use crate::config::{CheckConfig, ReaderChoice, Setting};
 use crate::error::Error;
-use crate::facts::ServerAnswer;
 use crate::facts::{unmap, Loaded, Persisting};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
+use crate::facts::{Lookup, ServerAnswer, Walked};
 use crate::observe::state::{Of, StateDir};
-use crate::observe::{self, server, PodTarget};
+use crate::observe::{self, server};
 use crate::report::check::CheckReport;
 use crate::report::input::CheckInput;
 use crate::rules::cause::{self, Cause};
 use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
+use crate::rules::exact;
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::{self, Sampling};
 use crate::rules::{consumer, subscription};
+use sockets::{target, Remembered};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -61,28 +65,64 @@ impl Checked {
 }
 
 pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error> {
-    let checked = judge(config, deadline)?;
+    let checked = judge(config, deadline, Sockets::MayLookUp)?;
     Ok(crate::report::check::check(&checked.input(config)))
 }
 
+/// How a run may find the pod's sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// By looking up the connections the last healthy run counted, when the connections alone
+    /// decide the run, and else by a walk of the table (`check`).
+    MayLookUp,
+    /// By a walk of the table, always (`diagnose`, which lists every socket).
+    Walk,
+}
+
 /// Observes what the rules ask for, judges, and keeps each consumer's sample.
-pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> {
+pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Result<Checked, Error> {
+    let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
+    let asked = config.consumers.len() + usize::from(wants_subscriptions);
+    let remembered = match sockets {
+        Sockets::MayLookUp if config.reader != ReaderChoice::Proc && exact::may_decide(asked) => {
+            Remembered::load(config)
+        }
+        _ => None,
+    };
+    let walked = match &remembered {
+        Some(r) => match r.look_up(config, deadline) {
+            Ok(decided) => {
+                return Ok(Checked {
+                    verdict: decided.verdict,
+                    connections: decided.connections,
+                    observations: unasked(decided.pod),
+                    consumers: Vec::new(),
+                    subscriptions: Vec::new(),
+                    servers: config.servers.iter().map(ToString::to_string).collect(),
+                })
+            }
+            Err(why) => why,
+        },
+        None => Walked::NotTried,
+    };
     let reserve = NETWORK_RESERVE.max(deadline.saturating_duration_since(Instant::now()) / 8);
     let network_deadline = server::network_deadline(deadline, reserve);
     let mut obs = observe_pod(config, deadline)?;
+    obs.pod.scan.lookup = Lookup::Walk(walked);
     let connections = connection::connections(
         &obs.pod.scan.sockets,
         &config.policy,
         obs.pod.owned.as_ref(),
     );
+    if let Some(r) = &remembered {
+        r.keep(config, &connections, obs.pod.owned.as_ref());
+    }
 
     if verdict::needs_server(&connections, &config.policy) {
         obs.servers = observe::servers(&config.servers, network_deadline)?;
     }
     let server_state = server_state(&obs.servers);
 
-    let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
-    let asked = config.consumers.len() + usize::from(wants_subscriptions);
     let (judged, subscriptions) =
         match verdict::needs_consumers(&connections, &config.policy, asked) {
             true => judge_with_state(config, &connections, &mut obs, network_deadline)?,
@@ -111,15 +151,13 @@ pub fn judge(config: &CheckConfig, deadline: Instant) -> Result<Checked, Error> 
 /// The first observation, and in the common case the only one: the pod's processes and
 /// socket table. Everything else starts out not asked.
 fn observe_pod(config: &CheckConfig, deadline: Instant) -> Result<Observations, Error> {
-    let target = PodTarget {
-        owner: &config.owner,
-        netns_of: config.netns_of,
-        reader: config.reader,
-        ports: &config.policy.ports,
-        tcp_info: config.policy.half_open_after.is_some() || config.verbose,
-    };
-    Ok(Observations {
-        pod: observe::pod(target, deadline)?,
+    Ok(unasked(observe::pod(target(config), deadline)?))
+}
+
+/// The pod's side observed, and nothing else asked yet.
+fn unasked(pod: Pod) -> Observations {
+    Observations {
+        pod,
         servers: Vec::new(),
         consumers: Vec::new(),
         client_age: None,
@@ -129,7 +167,7 @@ fn observe_pod(config: &CheckConfig, deadline: Instant) -> Result<Observations, 
         state_dir: None,
         server_domain: None,
         server_jetstream: false,
-    })
+    }
 }
 
 /// Whether any server answered as NATS; None when none was asked.
@@ -501,7 +539,7 @@ fn client_age(pod: &Pod, connections: &Connections) -> Option<Duration> {
         Some(owned) => connections
             .established
             .iter()
-            .filter_map(|s| owned.get(&s.inode).copied())
+            .filter_map(|s| owned.get(&s.inode).map(|h| h.pid))
             .collect(),
         None => {
             let inodes: HashSet<u64> = connections.established.iter().map(|s| s.inode).collect();

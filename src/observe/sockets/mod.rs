@@ -1,12 +1,13 @@
 //! The one socket reader: TCP sockets whose remote port is one of the given ports, read by
 //! netlink sock_diag (kernel-side filter) or, when that is refused, from /proc/net/tcp{,6}.
 
+pub(crate) mod exact;
 pub(crate) mod netlink;
 pub mod owner;
 pub(crate) mod procnet;
 
 use crate::config::ReaderChoice;
-use crate::facts::{Reader, Socket, SocketScan};
+use crate::facts::{Lookup, Reader, Socket, SocketScan, Walked};
 use std::net::Ipv6Addr;
 use std::time::Instant;
 
@@ -66,6 +67,7 @@ fn read(
                         reader: Reader::Netlink,
                         fallback: None,
                         skipped_lines: 0,
+                        lookup: Lookup::Walk(Walked::NotTried),
                     })
                 }
                 Err(e) if choice == ReaderChoice::Netlink => return Err(ScanError::Netlink(e)),
@@ -88,6 +90,7 @@ fn read(
         reader: Reader::Proc,
         fallback: netlink_error.map(|e| format!("netlink refused: {e}")),
         skipped_lines,
+        lookup: Lookup::Walk(Walked::NotTried),
     })
 }
 
@@ -149,6 +152,7 @@ mod tests {
             v.into_iter()
                 .map(|mut s| {
                     s.info = None;
+                    s.diag = None;
                     s
                 })
                 .collect()

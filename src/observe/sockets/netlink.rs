@@ -14,7 +14,7 @@
 //! - The state mask names the real states only. Bit 13 (`TCP_BOUND_INACTIVE`, Linux 6.7+)
 //!   adds a walk of the bind hash, doubling the cost, and LISTEN sockets have no remote port.
 
-use crate::facts::{Socket, TcpInfo, TcpState};
+use crate::facts::{DiagId, Socket, TcpInfo, TcpState};
 use nix::errno::Errno;
 use nix::sys::socket::{self as sock, sockopt, MsgFlags, NetlinkAddr};
 use nix::sys::time::TimeVal;
@@ -23,22 +23,22 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
+pub(crate) const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const TCPDIAG_GETSOCK: u16 = 18;
-const NLM_F_REQUEST: u16 = 0x1;
+pub(crate) const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_DUMP: u16 = 0x300;
-const NLMSG_ERROR: u16 = 2;
+pub(crate) const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 const INET_DIAG_REQ_BYTECODE: u16 = 1;
 /// The `tcp_info` attribute of an answer, and its bit in a request's extension mask.
 const INET_DIAG_INFO: u16 = 2;
-const INFO_EXT: u8 = 1 << (INET_DIAG_INFO - 1);
+pub(crate) const INFO_EXT: u8 = 1 << (INET_DIAG_INFO - 1);
 const INET_DIAG_BC_JMP: u8 = 1;
 const INET_DIAG_BC_D_COND: u8 = 8;
-const NLMSG_HDR_LEN: usize = 16;
+pub(crate) const NLMSG_HDR_LEN: usize = 16;
 const INET_DIAG_MSG_LEN: usize = 72;
 /// TCP_ESTABLISHED (1) through TCP_NEW_SYN_RECV (12), without TCP_LISTEN (10).
-const STATES: u32 = ((1 << 13) - 1) & !(1 << 0) & !(1 << 10);
+pub(crate) const STATES: u32 = ((1 << 13) - 1) & !(1 << 0) & !(1 << 10);
 
 /// How the dump is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,10 +58,7 @@ pub fn scan(
     info: bool,
     deadline: Instant,
 ) -> Result<Vec<Socket>, String> {
-    let fd = match netns_of {
-        None => open_socket().map_err(|e| format!("socket: {e}"))?,
-        Some(pid) => open_socket_in_netns_of(pid)?,
-    };
+    let fd = open(netns_of)?;
     match scan_with(&fd, Request::BothFamilies, ports, info, deadline) {
         // The kernel refused the legacy request itself: ask per family.
         Err(DumpError::Kernel(_)) => scan_with(&fd, Request::PerFamily, ports, info, deadline),
@@ -94,6 +91,14 @@ fn scan_with(
         }
     }
     Ok(sockets)
+}
+
+/// A sock_diag socket answering for our namespace, or `netns_of`'s.
+pub(crate) fn open(netns_of: Option<u32>) -> Result<OwnedFd, String> {
+    match netns_of {
+        None => open_socket().map_err(|e| format!("socket: {e}")),
+        Some(pid) => open_socket_in_netns_of(pid),
+    }
 }
 
 fn open_socket() -> io::Result<OwnedFd> {
@@ -194,7 +199,7 @@ fn push_op(code: &mut Vec<u8>, op: u8, yes: u8, no: u16) {
     code.extend_from_slice(&no.to_ne_bytes());
 }
 
-fn send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
+pub(crate) fn send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
     // Port 0 is the kernel.
     let kernel = NetlinkAddr::new(0, 0);
     match sock::sendto(fd.as_raw_fd(), msg, &kernel, MsgFlags::empty())? {
@@ -242,7 +247,7 @@ fn receive_dump(
     }
 }
 
-fn set_receive_timeout(fd: &OwnedFd, deadline: Instant) -> Result<(), DumpError> {
+pub(crate) fn set_receive_timeout(fd: &OwnedFd, deadline: Instant) -> Result<(), DumpError> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(DumpError::Timeout);
@@ -304,9 +309,9 @@ pub(crate) fn parse_messages(
 }
 
 /// inet_diag_msg: family, state, timer, retrans, sockid (ports and addresses in network
-/// order), expires, rqueue, wqueue, uid, inode; then attributes, `tcp_info` among them when
-/// asked for.
-fn parse_diag_msg(p: &[u8]) -> Option<Socket> {
+/// order, the bound interface, the cookie as two native words, low first), expires, rqueue,
+/// wqueue, uid, inode; then attributes, `tcp_info` among them when asked for.
+pub(crate) fn parse_diag_msg(p: &[u8]) -> Option<Socket> {
     if p.len() < INET_DIAG_MSG_LEN {
         return None;
     }
@@ -334,6 +339,10 @@ fn parse_diag_msg(p: &[u8]) -> Option<Socket> {
         inode: u64::from(u32_at(p, 68)),
         info: attribute(&p[INET_DIAG_MSG_LEN..], INET_DIAG_INFO)
             .map(|tcp| tcp_info(tcp, u32_at(p, 56), u32_at(p, 60))),
+        diag: Some(DiagId {
+            cookie: u64::from(u32_at(p, 44)) | u64::from(u32_at(p, 48)) << 32,
+            interface: u32_at(p, 40),
+        }),
     })
 }
 
@@ -376,7 +385,7 @@ fn tcp_info(t: &[u8], rqueue: u32, wqueue: u32) -> TcpInfo {
     }
 }
 
-fn u32_at(data: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(data: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(data[at..at + 4].try_into().unwrap())
 }
 

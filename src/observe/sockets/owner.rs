@@ -1,7 +1,7 @@
 //! Which sockets a process holds: socket inodes behind `/proc/PID/fd`, and processes by name.
 //! This is what stops a sidecar's live connection in the same pod from masking a dead client.
 
-use crate::facts::Process;
+use crate::facts::{Holder, Process};
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
@@ -18,13 +18,13 @@ pub enum OwnerError {
 }
 
 /// The socket inodes held open by `pids`, each with the PID holding it (of several, the one
-/// that started first: `first_holder`). A process that exited
+/// that started first: `first_holder`) and its descriptor there. A process that exited
 /// since it was listed holds no sockets and is skipped: a forking app's short-lived workers
 /// come and go between the listing and this read. One reaped while its path is walked answers
 /// "No such process" (ESRCH: the kernel's permission check on /proc/PID finds no task), not
 /// "not found"; a CI run saw it once in 300 checks of an app forking every 5 ms.
-pub fn socket_inodes(pids: &[u32]) -> Result<HashMap<u64, u32>, OwnerError> {
-    let mut inodes = HashMap::new();
+pub fn socket_inodes(pids: &[u32]) -> Result<HashMap<u64, Holder>, OwnerError> {
+    let mut inodes: HashMap<u64, Holder> = HashMap::new();
     for &pid in pids {
         let dir = format!("/proc/{pid}/fd");
         let entries = match fs::read_dir(&dir) {
@@ -35,16 +35,31 @@ pub fn socket_inodes(pids: &[u32]) -> Result<HashMap<u64, u32>, OwnerError> {
         for entry in entries {
             // A descriptor closed while we read the directory is simply gone.
             let Ok(entry) = entry else { continue };
+            let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
             if let Some(inode) = fs::read_link(entry.path())
                 .ok()
                 .and_then(|t| socket_inode(&t))
             {
-                let holder = inodes.entry(inode).or_insert(pid);
-                *holder = first_holder(*holder, pid);
+                let here = Holder { pid, fd };
+                let holder = inodes.entry(inode).or_insert(here);
+                if first_holder(holder.pid, pid) != holder.pid {
+                    *holder = here;
+                }
             }
         }
     }
     Ok(inodes)
+}
+
+/// Whether `holder`'s descriptor is still the socket `inode`: one readlink of
+/// /proc/PID/fd/N, not a walk of the process's descriptors.
+pub fn still_holds(holder: Holder, inode: u64) -> bool {
+    fs::read_link(format!("/proc/{}/fd/{}", holder.pid, holder.fd))
+        .ok()
+        .and_then(|t| socket_inode(&t))
+        == Some(inode)
 }
 
 /// Whether an error reading a process's descriptors means it has exited: the kernel says
@@ -200,7 +215,9 @@ fn process_age(stat: &str, uptime: &str, ticks_per_second: u64) -> Option<std::t
 
 const COMM_LEN: usize = 15;
 
-fn named(pid: u32, name: &str) -> bool {
+/// Whether process `pid` is named `name` as `--process` means it: its `comm`, or the base
+/// name of its `argv[0]`.
+pub fn named(pid: u32, name: &str) -> bool {
     let Ok(comm) = fs::read_to_string(format!("/proc/{pid}/comm")) else {
         return false;
     };
@@ -264,7 +281,7 @@ mod tests {
         ));
         let me = std::process::id();
         let held = socket_inodes(&[u32::MAX, me]).unwrap();
-        assert!(held.values().all(|&pid| pid == me), "{held:?}");
+        assert!(held.values().all(|h| h.pid == me), "{held:?}");
     }
 
     /// A process caught exiting answers ESRCH or ENOENT, or is gone when asked again; a
@@ -345,6 +362,27 @@ mod tests {
         let _ = child.wait();
         assert!(found.contains(&child.id()), "{found:?}");
         assert!(!found.contains(&me), "{found:?}");
+    }
+
+    /// The holder's descriptor is found by the walk and rechecked by one readlink: it holds the
+    /// socket while it is open, and nothing else.
+    #[test]
+    fn a_socket_is_rechecked_through_its_descriptor() {
+        use std::os::fd::AsRawFd;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let fd = client.as_raw_fd() as u32;
+        let (&inode, &holder) = socket_inodes(&[std::process::id()])
+            .unwrap()
+            .iter()
+            .find(|(_, h)| h.fd == fd)
+            .expect("our client's descriptor");
+        assert_eq!(holder.pid, std::process::id());
+        assert!(still_holds(holder, inode));
+        assert!(!still_holds(holder, inode + 1));
+        assert!(!still_holds(Holder { pid: u32::MAX, fd }, inode));
+        drop(client);
+        assert!(!still_holds(holder, inode));
     }
 
     #[test]

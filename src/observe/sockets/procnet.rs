@@ -200,6 +200,7 @@ fn parse_line(line: &[u8], ports: &[u16]) -> Line {
                     .and_then(|t| u32::try_from(t * 10).ok()),
                 ..TcpInfo::default()
             }),
+            diag: None,
         })
     })();
     match parsed {
@@ -323,6 +324,7 @@ mod tests {
             uid,
             inode,
             info: None,
+            diag: None,
         }
     }
 

@@ -129,7 +129,7 @@ fn holder(report: &CheckInput) -> String {
             .connections
             .established
             .iter()
-            .filter_map(|s| owned.get(&s.inode).copied())
+            .filter_map(|s| owned.get(&s.inode).map(|h| h.pid))
             .collect(),
         None => Vec::new(),
     };

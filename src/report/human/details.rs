@@ -5,10 +5,11 @@
 use super::connection::traffic;
 use super::consumer::consumer_details;
 use super::subscription::{subscription_name, subscription_phrase};
-use crate::facts::Socket;
+use crate::facts::{Lookup, Socket, Walked};
 use crate::report::input::CheckInput;
 use crate::report::remembered::{found_phrase, sampling_phrase};
 use crate::report::words::display;
+use crate::rules::connection::live;
 use crate::rules::judged::JudgedSubscription;
 use std::fmt::Write;
 
@@ -20,6 +21,9 @@ const MAX_LISTED: usize = 50;
 pub fn details(report: &CheckInput) -> Vec<String> {
     let mut out = vec![reader_line(report)];
     socket_lines(report, &mut out);
+    if let Some(line) = lookup_line(report) {
+        out.push(line);
+    }
     for r in report.consumers {
         out.push(format!(
             "  consumer {}: {}",
@@ -60,6 +64,34 @@ fn reader_line(report: &CheckInput) -> String {
         let _ = write!(reader, "; {} unparsable lines skipped", scan.skipped_lines);
     }
     reader
+}
+
+/// How the sockets were found: looked up as the last healthy run left them, or why the table
+/// was walked; nothing when the lookup is not for this run.
+fn lookup_line(report: &CheckInput) -> Option<String> {
+    let counted = |n: usize| match n {
+        1 => "the 1 connection the last healthy run counted".to_string(),
+        n => format!("the {n} connections the last healthy run counted"),
+    };
+    Some(match report.observations.pod.scan.lookup {
+        Lookup::Exact { remembered } => format!(
+            "  looked up: {}, each by its sock_diag identity; {} unchanged and live (the table was not walked)",
+            counted(remembered),
+            live(report.connections)
+        ),
+        Lookup::Walk(Walked::Changed { remembered, live }) => format!(
+            "  table walked: {live} of {} unchanged and live, {} required",
+            counted(remembered),
+            report.policy.min_connections
+        ),
+        Lookup::Walk(Walked::NothingRemembered) => {
+            "  table walked: no connection remembered from a healthy run".into()
+        }
+        Lookup::Walk(Walked::LookupFailed) => {
+            "  table walked: the remembered connections could not be looked up".into()
+        }
+        Lookup::Walk(Walked::NotTried) => return None,
+    })
 }
 
 /// One line per matching socket (at most `MAX_LISTED`), with its traffic and whether it is
@@ -145,5 +177,56 @@ mod tests {
   CLOSE_WAIT  10.244.1.17:51831 -> 10.96.14.2:4222 uid 1000 inode 13
   CLOSE_WAIT  10.244.1.17:51832 -> 10.96.14.2:4222 uid 1000 inode 14"
         );
+    }
+
+    /// How the sockets were found: by the exact lookup, or walked and why; nothing when the
+    /// lookup is not for the run. The JSON says the same in `lookup`, `remembered`, `unchanged`.
+    #[test]
+    fn verbose_says_how_the_sockets_were_found() {
+        use crate::facts::{Lookup, TcpState, Walked};
+        let live = [sock(
+            "10.244.1.17:51828",
+            "10.96.14.2:4222",
+            TcpState::Established,
+            11,
+        )];
+        let cases = [
+            (
+                Lookup::Exact { remembered: 2 },
+                Some("  looked up: the 2 connections the last healthy run counted, each by its sock_diag identity; 1 unchanged and live (the table was not walked)"),
+                r#""lookup":"exact","remembered":2,"unchanged":1"#,
+            ),
+            (
+                Lookup::Walk(Walked::Changed { remembered: 1, live: 0 }),
+                Some("  table walked: 0 of the 1 connection the last healthy run counted unchanged and live, 1 required"),
+                r#""lookup":"walk","remembered":1,"unchanged":0"#,
+            ),
+            (
+                Lookup::Walk(Walked::NothingRemembered),
+                Some("  table walked: no connection remembered from a healthy run"),
+                r#""lookup":"walk","remembered":0,"unchanged":null"#,
+            ),
+            (
+                Lookup::Walk(Walked::LookupFailed),
+                Some("  table walked: the remembered connections could not be looked up"),
+                r#""lookup":"walk","remembered":null,"unchanged":null"#,
+            ),
+            (
+                Lookup::Walk(Walked::NotTried),
+                None,
+                r#""lookup":"walk","remembered":null,"unchanged":null"#,
+            ),
+        ];
+        for (lookup, line, json) in cases {
+            let mut case = report(&live, &[4222], Owner::Anyone, true);
+            case.obs.pod.scan.lookup = lookup;
+            let text = case.human();
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines[1], "  reader: netlink", "{text}");
+            assert!(lines[2].starts_with("  ESTABLISHED "), "{text}");
+            assert_eq!(lines.get(3).copied(), line, "{text}");
+            assert_eq!(lines.len(), 3 + usize::from(line.is_some()), "{text}");
+            assert!(case.json().contains(json), "{}", case.json());
+        }
     }
 }
