@@ -28,6 +28,10 @@ pub use server::{NatsServer, Version};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The exec probe an operator writes first, as `grep -qE` takes it on `/proc/net/tcp{,6}`:
+/// any ESTABLISHED socket (state 01) to remote port 4222 (0x107E).
+pub const GREP_ONE_LINER: &str = "^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:107E 01 ";
+
 /// Where probe-tests/setup puts the servers and the built peers.
 pub fn deps_dir() -> PathBuf {
     match std::env::var_os("NATSPROBE_DEPS") {
