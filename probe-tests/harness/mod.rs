@@ -1,6 +1,7 @@
 //! The real-NATS harness: namespaces, servers, nats.go peers, and the probe runner.
 
 pub mod callout;
+pub mod chaos;
 pub mod cluster;
 pub mod drill;
 pub mod flood;
