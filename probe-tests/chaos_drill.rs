@@ -13,7 +13,7 @@ fn the_chaos_drill() {
     let outcome = chaos_drill(&t);
     let figures = Figures(&outcome.tallies, &t);
     let notes = figures.notes();
-    let report = format!(
+    let tables = format!(
         "{}\n\n{}\n{}\nInjections seen:\n{}\n{}",
         figures.settings(),
         figures.by_fault(),
@@ -21,30 +21,33 @@ fn the_chaos_drill() {
         figures.shown(),
         notes
     );
-    println!("chaos drill ({:?}):\n{report}", outcome.took);
-    // Every pod's kubelet events and containers' lines, in a file the failure names.
-    let logs =
-        std::env::temp_dir().join(format!("natsprobe-chaos-drill-{}.log", std::process::id()));
-    let all: String = outcome
-        .tallies
-        .iter()
-        .flat_map(|t| {
-            t.logs
-                .iter()
-                .map(move |(pod, log)| format!("=== {} world, {pod}\n{log}\n", t.checker.name()))
-        })
-        .collect();
-    std::fs::write(&logs, format!("{report}\n{all}")).unwrap();
-    let report = format!(
-        "{report}\n(every pod's events and lines: {})",
-        logs.display()
-    );
+    println!("chaos drill ({:?}):\n{tables}", outcome.took);
+    // On a failure, every pod's kubelet events and containers' lines, in a file it names.
+    let report = || {
+        let logs =
+            std::env::temp_dir().join(format!("natsprobe-chaos-drill-{}.log", std::process::id()));
+        let all: String = outcome
+            .tallies
+            .iter()
+            .flat_map(|t| {
+                t.logs.iter().map(move |(pod, log)| {
+                    format!("=== {} world, {pod}\n{log}\n", t.checker.name())
+                })
+            })
+            .collect();
+        std::fs::write(&logs, format!("{tables}\n{all}")).unwrap();
+        format!(
+            "{tables}\n(every pod's events and lines: {})",
+            logs.display()
+        )
+    };
     for tally in &outcome.tallies {
         let unshown = tally.unshown();
         assert!(
             unshown.is_empty(),
-            "{}: injections not seen to take effect: {unshown:?}\n{report}",
-            tally.checker.name()
+            "{}: injections not seen to take effect: {unshown:?}\n{}",
+            tally.checker.name(),
+            report()
         );
     }
     let natsprobe = outcome
@@ -55,7 +58,8 @@ fn the_chaos_drill() {
     let (working, nats) = natsprobe.useless();
     assert!(
         working + nats == 0 && natsprobe.missed().is_empty() && natsprobe.late().is_empty(),
-        "natsprobe missed a goal:\n{notes}\n{report}"
+        "natsprobe missed a goal:\n{notes}\n{}",
+        report()
     );
     // Every pod a fault left needing a restart got one, and the half-open ones too.
     let unserved: Vec<_> = natsprobe
@@ -65,7 +69,8 @@ fn the_chaos_drill() {
         .collect();
     assert!(
         unserved.is_empty(),
-        "natsprobe left pods unrestarted: {unserved:?}\n{report}"
+        "natsprobe left pods unrestarted: {unserved:?}\n{}",
+        report()
     );
     // The comparison is a comparison: the others see none of the pods' own faults, and
     // the grep one-liner restarts pods while NATS is down.
@@ -74,13 +79,13 @@ fn the_chaos_drill() {
         .iter()
         .find(|t| t.checker == Checker::TcpSocket)
         .unwrap();
-    assert!(tcp.missed().len() >= 5, "{report}");
+    assert!(tcp.missed().len() >= 5, "{}", report());
     let grep = outcome
         .tallies
         .iter()
         .find(|t| t.checker == Checker::Grep)
         .unwrap();
-    assert!(grep.useless().1 >= 1, "{report}");
+    assert!(grep.useless().1 >= 1, "{}", report());
 }
 
 /// docs/chaos-drill.md's table of bounds is the drill's own, at both timings.
