@@ -11,9 +11,8 @@ const S10: Duration = Duration::from_secs(10);
 
 /// The exec probe an operator writes first: any ESTABLISHED socket to remote port 4222.
 pub fn grep(ns: &NetNs) -> i32 {
-    let pattern = "^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:107E 01 ";
     ns.command("/bin/grep")
-        .args(["-qE", pattern, "/proc/net/tcp", "/proc/net/tcp6"])
+        .args(["-qE", GREP_ONE_LINER, "/proc/net/tcp", "/proc/net/tcp6"])
         .status()
         .unwrap()
         .code()

@@ -2,6 +2,7 @@
 //! in network namespaces the tests create. Needs root and what probe-tests/setup installs.
 
 mod alternatives;
+mod chaos_drill;
 mod configuration;
 mod consumer_check;
 mod consumer_rules;

@@ -224,12 +224,16 @@ mod tests {
         }
     }
 
-    const DOCUMENTS: [(&str, &str); 15] = [
+    const DOCUMENTS: [(&str, &str); 16] = [
         ("README.md", include_str!("../README.md")),
         ("ARCHITECTURE.md", include_str!("../ARCHITECTURE.md")),
         ("SECURITY.md", include_str!("../SECURITY.md")),
         ("CHANGELOG.md", include_str!("../CHANGELOG.md")),
         ("docs/checks.md", include_str!("../docs/checks.md")),
+        (
+            "docs/chaos-drill.md",
+            include_str!("../docs/chaos-drill.md"),
+        ),
         (
             "docs/compatibility.md",
             include_str!("../docs/compatibility.md"),

@@ -1,6 +1,7 @@
 //! The real-NATS harness: namespaces, servers, nats.go peers, and the probe runner.
 
 pub mod callout;
+pub mod chaos;
 pub mod cluster;
 pub mod drill;
 pub mod flood;
@@ -27,6 +28,10 @@ pub use server::{NatsServer, Version};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The exec probe an operator writes first, as `grep -qE` takes it on `/proc/net/tcp{,6}`:
+/// any ESTABLISHED socket (state 01) to remote port 4222 (0x107E).
+pub const GREP_ONE_LINER: &str = "^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:107E 01 ";
 
 /// Where probe-tests/setup puts the servers and the built peers.
 pub fn deps_dir() -> PathBuf {

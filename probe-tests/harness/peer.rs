@@ -9,12 +9,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Builds natspeer (once per test process) and returns its path.
+/// Builds natspeer (once per test process) and returns its path: in this checkout's own
+/// target dir, so checkouts sharing one deps dir never run each other's peer.
 pub fn natspeer() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe-tests/peers/natspeer");
-        let out_dir = deps_dir().join("peers");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let src = root.join("probe-tests/peers/natspeer");
+        let out_dir = root.join("target/natspeer");
         std::fs::create_dir_all(&out_dir).unwrap();
         let out = out_dir.join("natspeer");
         let status = Command::new("go")

@@ -134,6 +134,9 @@ type common struct {
 	forkEvery     time.Duration
 	domain        string
 	localPort     int
+	noRandomize   bool
+	pingInterval  time.Duration
+	listen        string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -154,6 +157,27 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.forkEvery, "fork-every", 0, "start a short-lived worker (this program, same name) this often, as a forking app does (0 = never)")
 	fs.StringVar(&c.domain, "domain", "", "JetStream domain (nats.Domain): the API of another domain, e.g. the hub's from a leaf node")
 	fs.IntVar(&c.localPort, "local-port", 0, "connect from this local port (SO_REUSEADDR), so a reconnect reuses the same address pair (0 = any)")
+	fs.BoolVar(&c.noRandomize, "no-randomize", false, "try the -url list in its order (nats.DontRandomize), so a test knows which server a client starts on")
+	fs.DurationVar(&c.pingInterval, "ping-interval", nats.DefaultPingInterval, "how often the client pings the server (nats.PingInterval); MaxPingsOut stays 2")
+	fs.StringVar(&c.listen, "listen", "", "also listen on this TCP address and accept every connection, as an app's own HTTP port does (what a tcpSocket probe connects to)")
+}
+
+// listenForProbes accepts and closes every connection on addr, for as long as the process
+// lives, whatever its NATS client does: a tcpSocket probe's view of the pod.
+func listenForProbes(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fatal("listen: %v", err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 }
 
 // jsOptions are the JetStream context's options: the domain, when one is named.
@@ -219,16 +243,19 @@ type peer struct {
 	everConnected bool
 }
 
-func (p *peer) markConnected() {
+func (p *peer) markConnected(nc *nats.Conn) {
 	p.mu.Lock()
 	first := !p.everConnected
 	p.everConnected = true
 	p.mu.Unlock()
 	if first {
 		event("connected %s", p.dialer.lastLocal())
-		close(p.connected)
 	} else {
 		event("reconnected %s", p.dialer.lastLocal())
+	}
+	event("server %s", nc.ConnectedServerName())
+	if first {
+		close(p.connected)
 	}
 }
 
@@ -257,11 +284,12 @@ func connect(c *common) *peer {
 		nats.MaxReconnects(c.maxReconnects),
 		nats.ReconnectWait(c.reconnectWait),
 		nats.RetryOnFailedConnect(c.retryConnect),
+		nats.PingInterval(c.pingInterval),
 		// Fired only when the initial connect succeeded inside nats.Connect.
-		nats.ConnectHandler(func(*nats.Conn) { p.markConnected() }),
+		nats.ConnectHandler(func(nc *nats.Conn) { p.markConnected(nc) }),
 		// With RetryOnFailedConnect the first successful connect is reported
 		// by nats.go as a reconnect; markConnected prints "connected" then.
-		nats.ReconnectHandler(func(*nats.Conn) { p.markConnected() }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { p.markConnected(nc) }),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { event("disconnected") }),
 		nats.ClosedHandler(func(*nats.Conn) { event("closed") }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -272,6 +300,12 @@ func connect(c *common) *peer {
 			}
 		}),
 	)
+	if c.noRandomize {
+		opts = append(opts, nats.DontRandomize())
+	}
+	if c.listen != "" {
+		listenForProbes(c.listen)
+	}
 	nc, err := nats.Connect(c.url, opts...)
 	if err != nil {
 		fatal("connect: %v", err)
@@ -293,7 +327,7 @@ var (
 	globalNC *nats.Conn
 	onExit   func() // optional last words before exit (publish count)
 
-	wedgeCh = make(chan bool, 16) // SIGUSR1 -> true, SIGUSR2 -> false
+	wedgeCh = make(chan bool, 16)    // SIGUSR1 -> true, SIGUSR2 -> false
 	dropCh  = make(chan struct{}, 1) // SIGHUP: drop the subscription, keep the connection
 )
 
@@ -347,19 +381,24 @@ func handleSignals() {
 // cmdConn holds a connection, and with -subscribe SUBJECT[@QUEUE] a core subscription
 // (what a WebSocket journal fan-out holds); SIGHUP drops the subscription and keeps the
 // connection.
-func cmdConn(c *common, subscribe string) {
+func cmdConn(c *common, subscribe string, echo bool) {
 	p := connect(c)
 	if subscribe != "" {
 		subject, queue := subscribe, ""
 		if i := strings.LastIndex(subscribe, "@"); i >= 0 {
 			subject, queue = subscribe[:i], subscribe[i+1:]
 		}
+		handle := func(m *nats.Msg) {
+			if echo && m.Reply != "" {
+				m.Respond(m.Data)
+			}
+		}
 		var sub *nats.Subscription
 		var err error
 		if queue != "" {
-			sub, err = p.nc.QueueSubscribe(subject, queue, func(*nats.Msg) {})
+			sub, err = p.nc.QueueSubscribe(subject, queue, handle)
 		} else {
-			sub, err = p.nc.Subscribe(subject, func(*nats.Msg) {})
+			sub, err = p.nc.Subscribe(subject, handle)
 		}
 		if err != nil {
 			fatal("subscribe: %v", err)
@@ -620,6 +659,9 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 	wedgeAfter := fs.Int64("wedge-after", 0, "stop acking after N acks (0 = never)")
 	reportEvery := fs.Int64("report-every", 100, "print 'acked <n>' every N acks")
 	chain := fs.String("chain", "", "after each ack (synchronous), publish one message to this subject")
+	create := fs.Bool("create", false, "push: create the durable -stream/-durable (deliver policy new) when it does not exist, as Bento's input does at start")
+	createAckWait := fs.Duration("create-ack-wait", 0, "with -create: the durable's ack wait (0 = server default)")
+	createMaxAckPending := fs.Int("create-max-ack-pending", 0, "with -create: the durable's max ack pending (0 = server default)")
 	parse(fs, args)
 
 	k := &consumer{work: *work, wedgeAfter: *wedgeAfter, reportEvery: *reportEvery, chain: *chain}
@@ -650,6 +692,20 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 		}
 	}()
 
+	if *create {
+		if *pull || *stream == "" || *durable == "" || *deliverSubject == "" {
+			fatal("-create needs a push consumer: -stream, -durable and -deliver-subject")
+		}
+		ensureConsumer(c, p.nc, *stream, &nats.ConsumerConfig{
+			Durable:        *durable,
+			DeliverSubject: *deliverSubject,
+			DeliverGroup:   *deliverGroup,
+			DeliverPolicy:  nats.DeliverNewPolicy,
+			AckPolicy:      nats.AckExplicitPolicy,
+			AckWait:        *createAckWait,
+			MaxAckPending:  *createMaxAckPending,
+		})
+	}
 	if !*pull {
 		subj, group := *deliverSubject, *deliverGroup
 		if subj == "" {
@@ -720,6 +776,35 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 		for _, m := range msgs {
 			k.handle(m)
 		}
+	}
+}
+
+// ensureConsumer creates the durable unless it exists, asking again while JetStream is not
+// answering (a cluster electing after a restart), for up to a minute. As nats.go's
+// js.Subscribe does, it asks for the durable's info first and creates it only when it is not
+// found: binding to an existing durable needs its own leader, not the meta leader.
+func ensureConsumer(c *common, nc *nats.Conn, stream string, cfg *nats.ConsumerConfig) {
+	js, err := nc.JetStream(c.jsOptions()...)
+	if err != nil {
+		fatal("jetstream: %v", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := js.ConsumerInfo(stream, cfg.Durable)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, nats.ErrConsumerNotFound) {
+			_, err = js.AddConsumer(stream, cfg)
+		}
+		if err == nil || consumerExists(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			fatal("add consumer: %v", err)
+		}
+		errorEvent("add consumer: %v", err)
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
@@ -1041,8 +1126,9 @@ func main() {
 	switch sub {
 	case "conn":
 		subscribe := fs.String("subscribe", "", "hold a core subscription, SUBJECT[@QUEUE] (SIGHUP drops it)")
+		echo := fs.Bool("echo", false, "answer every request on -subscribe with its own body")
 		parse(fs, args)
-		cmdConn(c, *subscribe)
+		cmdConn(c, *subscribe, *echo)
 	case "many":
 		cmdMany(c, fs, args)
 	case "setup":

@@ -1,0 +1,101 @@
+//! The chaos drill at scaled-down timings: a fleet under the kubelet through a script of
+//! faults against NATS and against the pods (probe-tests/harness/chaos). natsprobe at the
+//! recommended settings restarts only the pods that need it, each within the time its settings
+//! allow; a `tcpSocket` probe and the grep one-liner, in worlds of their own under the same
+//! script, for comparison.
+
+use crate::harness::chaos::{bounds_table, chaos_drill, Checker, Figures, Timings};
+
+#[test]
+fn the_chaos_drill() {
+    let _serial = crate::harness::timing_lock();
+    let t = Timings::scaled();
+    let outcome = chaos_drill(&t);
+    let figures = Figures(&outcome.tallies, &t);
+    let notes = figures.notes();
+    let tables = format!(
+        "{}\n\n{}\n{}\nInjections seen:\n{}\n{}",
+        figures.settings(),
+        figures.by_fault(),
+        figures.summary(),
+        figures.shown(),
+        notes
+    );
+    println!("chaos drill ({:?}):\n{tables}", outcome.took);
+    // On a failure, every pod's kubelet events and containers' lines, in a file it names.
+    let report = || {
+        let logs =
+            std::env::temp_dir().join(format!("natsprobe-chaos-drill-{}.log", std::process::id()));
+        let all: String = outcome
+            .tallies
+            .iter()
+            .flat_map(|t| {
+                t.logs.iter().map(move |(pod, log)| {
+                    format!("=== {} world, {pod}\n{log}\n", t.checker.name())
+                })
+            })
+            .collect();
+        std::fs::write(&logs, format!("{tables}\n{all}")).unwrap();
+        format!(
+            "{tables}\n(every pod's events and lines: {})",
+            logs.display()
+        )
+    };
+    for tally in &outcome.tallies {
+        let unshown = tally.unshown();
+        assert!(
+            unshown.is_empty(),
+            "{}: injections not seen to take effect: {unshown:?}\n{}",
+            tally.checker.name(),
+            report()
+        );
+    }
+    let natsprobe = outcome
+        .tallies
+        .iter()
+        .find(|t| t.checker == Checker::Natsprobe)
+        .unwrap();
+    let (working, nats) = natsprobe.useless();
+    assert!(
+        working + nats == 0 && natsprobe.missed().is_empty() && natsprobe.late().is_empty(),
+        "natsprobe missed a goal:\n{notes}\n{}",
+        report()
+    );
+    // Every pod a fault left needing a restart got one, and the half-open ones too.
+    let unserved: Vec<_> = natsprobe
+        .served
+        .iter()
+        .filter(|s| s.working_after.is_none())
+        .collect();
+    assert!(
+        unserved.is_empty(),
+        "natsprobe left pods unrestarted: {unserved:?}\n{}",
+        report()
+    );
+    // The comparison is a comparison: the others see none of the pods' own faults, and
+    // the grep one-liner restarts pods while NATS is down.
+    let tcp = outcome
+        .tallies
+        .iter()
+        .find(|t| t.checker == Checker::TcpSocket)
+        .unwrap();
+    assert!(tcp.missed().len() >= 5, "{}", report());
+    let grep = outcome
+        .tallies
+        .iter()
+        .find(|t| t.checker == Checker::Grep)
+        .unwrap();
+    assert!(grep.useless().1 >= 1, "{}", report());
+}
+
+/// docs/chaos-drill.md's table of bounds is the drill's own, at both timings.
+#[test]
+fn the_documented_bounds_are_the_drills() {
+    let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/chaos-drill.md");
+    let doc = std::fs::read_to_string(doc).unwrap();
+    let table = bounds_table();
+    assert!(
+        doc.contains(&table),
+        "docs/chaos-drill.md lacks the drill's bounds; they are now:\n{table}"
+    );
+}

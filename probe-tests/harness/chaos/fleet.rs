@@ -1,0 +1,385 @@
+//! The fleet, the same in every world: what each pod runs, how the kubelet checks it in each
+//! world (natsprobe at the recommended settings, a `tcpSocket` probe on the app's own port, or
+//! the grep one-liner), and a pod under its kubelet.
+
+use super::{attach, humantime, Timings};
+use crate::harness::kubelet::{Kubelet, Spec};
+use crate::harness::{probe, NetNs, Peer};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What decides when the kubelet restarts a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checker {
+    /// `natsprobe check --server ...` with the pod's own checks.
+    Natsprobe,
+    /// A `tcpSocket` probe: a TCP connect to the app's own port (8080), from the node.
+    TcpSocket,
+    /// The grep one-liner on `/proc/net/tcp{,6}`: an ESTABLISHED socket to port 4222.
+    Grep,
+}
+
+impl Checker {
+    pub const ALL: [Checker; 3] = [Checker::Natsprobe, Checker::TcpSocket, Checker::Grep];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Checker::Natsprobe => "natsprobe",
+            Checker::TcpSocket => "tcpSocket",
+            Checker::Grep => "grep one-liner",
+        }
+    }
+}
+
+/// What a pod runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A Bento-like consumer: its own push durable in `stream`, acking each message; its
+    /// liveness probe has `--consumer`.
+    Bento { stream: &'static str },
+    /// A replica of a deliver group on stream WORK (the group is the durable's name); its
+    /// liveness probe has `--consumer WORK/<group> --own-subscription`, with `--monitor` of
+    /// the server it starts on or without.
+    Replica { group: &'static str, monitor: bool },
+    /// A producer with the plain check (`--server` only), publishing to `orders.p`.
+    Producer,
+}
+
+/// One pod of the fleet: a name (also its client's connection name), what it runs, and the
+/// order in which its client tries the three servers (its first is where it starts).
+#[derive(Debug, Clone, Copy)]
+pub struct PodSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub pool: [usize; 3],
+}
+
+/// The fleet, the same in every world. The pods the script faults start on n1, where no node
+/// fault lands; the others are spread so that each node fault finds clients of each kind.
+pub const FLEET: [PodSpec; 9] = [
+    PodSpec {
+        name: "bento-w",
+        kind: Kind::Bento { stream: "ORDERS" },
+        pool: [0, 1, 2],
+    },
+    PodSpec {
+        name: "bento-c",
+        kind: Kind::Bento { stream: "CAPPED" },
+        pool: [0, 1, 2],
+    },
+    PodSpec {
+        name: "bento-d",
+        kind: Kind::Bento { stream: "ORDERS" },
+        pool: [0, 1, 2],
+    },
+    PodSpec {
+        name: "bento-ok",
+        kind: Kind::Bento { stream: "ORDERS" },
+        pool: [1, 0, 2],
+    },
+    PodSpec {
+        name: "a1",
+        kind: Kind::Replica {
+            group: "A",
+            monitor: false,
+        },
+        pool: [0, 1, 2],
+    },
+    PodSpec {
+        name: "a2",
+        kind: Kind::Replica {
+            group: "A",
+            monitor: false,
+        },
+        pool: [1, 0, 2],
+    },
+    PodSpec {
+        name: "m1",
+        kind: Kind::Replica {
+            group: "M",
+            monitor: true,
+        },
+        pool: [0, 1, 2],
+    },
+    PodSpec {
+        name: "m2",
+        kind: Kind::Replica {
+            group: "M",
+            monitor: true,
+        },
+        pool: [2, 1, 0],
+    },
+    PodSpec {
+        name: "producer",
+        kind: Kind::Producer,
+        pool: [2, 1, 0],
+    },
+];
+
+impl PodSpec {
+    /// The durable its probe watches and its client creates: `(stream, durable)`.
+    pub fn durable(&self) -> Option<(&'static str, &'static str)> {
+        match self.kind {
+            Kind::Bento { stream } => Some((stream, self.name)),
+            Kind::Replica { group, .. } => Some(("WORK", group)),
+            Kind::Producer => None,
+        }
+    }
+
+    /// The line a container prints when it works: its first ack, or the producer's first
+    /// connection (then it publishes).
+    pub fn working_line(&self) -> &'static str {
+        match self.kind {
+            Kind::Producer => "ready",
+            _ => "acked",
+        }
+    }
+}
+
+/// How often the producer publishes: its client sends at least this often.
+pub const PRODUCER_EVERY: Duration = Duration::from_millis(250);
+
+/// Every account's users log in through the callout (`app`/`app-pw`, granted into `APP`); the
+/// callout's own user and the system account's (`sys`/`sys-pw`) log in by the configuration.
+pub(super) const APP: [&str; 4] = ["-user", "app", "-password", "app-pw"];
+pub(super) const SYS: [&str; 4] = ["-user", "sys", "-password", "sys-pw"];
+pub(super) const PROBE_APP: [&str; 4] = ["--user", "app", "--password", "app-pw"];
+
+pub struct Pod {
+    pub spec: PodSpec,
+    pub ip: String,
+    pub ns: Arc<NetNs>,
+    pub kubelet: Kubelet,
+    /// natsprobe's arguments for this pod but its state dir.
+    check: Vec<String>,
+    _state: tempfile::TempDir,
+}
+
+impl Pod {
+    /// Signals the pod's current container.
+    pub fn signal(&self, signal: libc::c_int) {
+        self.kubelet
+            .with_runs(|runs| runs.last().unwrap().signal(signal));
+    }
+
+    /// The current container's first line starting with `prefix` at or after `since`.
+    pub fn line_after(&self, prefix: &str, since: Instant) -> Option<Instant> {
+        self.kubelet
+            .with_runs(|runs| runs.last().unwrap().first_after(&[prefix], since))
+    }
+
+    /// The server the current container's client is on, from its last `server` line.
+    pub fn server(&self) -> Option<String> {
+        self.kubelet.with_runs(|runs| {
+            let out = runs.last().unwrap().output();
+            out.lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("server ").map(str::to_string))
+        })
+    }
+}
+
+/// Where a pod runs: the node network's namespace (a `tcpSocket` probe comes from it), the
+/// servers in the pod's order, and the monitoring port of its first.
+pub(super) struct Place<'a> {
+    pub node: &'a NetNs,
+    pub urls: String,
+    pub monitor: String,
+}
+
+impl Pod {
+    /// The pod `index` of the fleet, its client started under its kubelet, checked by
+    /// `checker`.
+    pub(super) fn start(
+        spec: PodSpec,
+        index: usize,
+        checker: Checker,
+        place: Place,
+        t: &Timings,
+    ) -> Pod {
+        let ns = Arc::new(NetNs::new());
+        let ip = format!("10.250.2.{}", index + 1);
+        attach(place.node, &ns, &format!("p{index}"), &ip);
+        let state = tempfile::tempdir().unwrap();
+        let urls = place.urls;
+        let mut client: Vec<String> = [
+            "-url",
+            &urls,
+            "-no-randomize",
+            "-name",
+            spec.name,
+            "-max-reconnects",
+            &t.max_reconnects.to_string(),
+            "-reconnect-wait",
+            &humantime(t.reconnect_wait),
+            "-retry-on-failed-connect",
+            "-ping-interval",
+            &humantime(t.ping_interval),
+            "-timeout",
+            &humantime(t.connect_timeout),
+            "-listen",
+            "0.0.0.0:8080",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        client.extend(APP.iter().map(|s| s.to_string()));
+        let mut check: Vec<String> = [
+            "check",
+            "--server",
+            &urls,
+            "--stall-after",
+            &humantime(t.stall_after),
+            "--half-open-after",
+            &humantime(t.half_open_after),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        check.extend(PROBE_APP.iter().map(|s| s.to_string()));
+        let rate = (1.0 / PRODUCER_EVERY.as_secs_f64()).to_string();
+        let mut run: Vec<String> = match spec.kind {
+            Kind::Producer => ["publish", "-subject", "orders.p", "-rate", &rate]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            Kind::Bento { .. } | Kind::Replica { .. } => {
+                let (stream, durable) = spec.durable().unwrap();
+                let every = match spec.kind {
+                    Kind::Bento { .. } => "10",
+                    _ => "5",
+                };
+                [
+                    "consume",
+                    "-stream",
+                    stream,
+                    "-durable",
+                    durable,
+                    "-deliver-subject",
+                    &format!("deliver.{durable}"),
+                    "-deliver-group",
+                    durable,
+                    "-create",
+                    "-create-ack-wait",
+                    &humantime(t.ack_wait),
+                    "-create-max-ack-pending",
+                    "1",
+                    "-report-every",
+                    every,
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+            }
+        };
+        match spec.kind {
+            Kind::Bento { stream } => {
+                check.extend(["--consumer".into(), format!("{stream}/{}", spec.name)])
+            }
+            Kind::Replica { group, monitor } => {
+                check.extend([
+                    "--consumer".into(),
+                    format!("WORK/{group}"),
+                    "--own-subscription".into(),
+                ]);
+                if monitor {
+                    check.extend(["--monitor".into(), place.monitor]);
+                }
+            }
+            Kind::Producer => {}
+        }
+        run.extend(client);
+        let container = {
+            let ns = Arc::clone(&ns);
+            Box::new(move || {
+                let args: Vec<&str> = run.iter().map(String::as_str).collect();
+                Peer::spawn(Some(&ns), &args)
+            })
+        };
+        let probe_command: Box<dyn Fn() -> Command + Send> = match checker {
+            Checker::Natsprobe => {
+                let ns = Arc::clone(&ns);
+                let mut args = check.clone();
+                args.extend(["--state-dir".into(), state.path().to_string_lossy().into()]);
+                Box::new(move || {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    probe(&args).ns(&ns).sampling_defaults().command()
+                })
+            }
+            Checker::TcpSocket => {
+                let (node, target) = (place.node.name.clone(), format!("{ip}/8080"));
+                Box::new(move || {
+                    let mut cmd = Command::new("nsenter");
+                    cmd.arg(format!("--net=/run/netns/{node}")).args([
+                        "--",
+                        "bash",
+                        "-c",
+                        &format!("exec 3<>/dev/tcp/{target}"),
+                    ]);
+                    cmd
+                })
+            }
+            Checker::Grep => {
+                let pod = ns.name.clone();
+                Box::new(move || {
+                    let mut cmd = Command::new("nsenter");
+                    cmd.arg(format!("--net=/run/netns/{pod}")).args([
+                        "--",
+                        "/bin/grep",
+                        "-qE",
+                        crate::harness::GREP_ONE_LINER,
+                        "/proc/net/tcp",
+                        "/proc/net/tcp6",
+                    ]);
+                    cmd
+                })
+            }
+        };
+        let spec_k = Spec::scaled(t.period, t.timeout, t.failure_threshold, t.backoff_scale);
+        let kubelet = Kubelet::start(spec_k, probe_command, container);
+        Pod {
+            spec,
+            ip,
+            ns,
+            kubelet,
+            check,
+            _state: state,
+        }
+    }
+
+    /// What one run of this pod's probe that asks NATS costs the servers in CPU: `runs`
+    /// runs back to back, each asking about the consumers and the subscription
+    /// (`--sample-every 0s --subscription-every 0s`, on a state dir of their own), with the
+    /// kubelets stopped: the servers' CPU (`cpu_ticks`) over the runs, less their rate just
+    /// before over as long.
+    pub fn session_cost(&self, cpu_ticks: impl Fn() -> u64, runs: u32) -> Duration {
+        let state = tempfile::tempdir().unwrap();
+        let mut args = self.check.clone();
+        args.extend(
+            [
+                "--state-dir",
+                &state.path().to_string_lossy(),
+                "--sample-every",
+                "0s",
+                "--subscription-every",
+                "0s",
+            ]
+            .map(String::from),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // The first run matches by address; the cost is of the runs after it.
+        probe(&args).ns(&self.ns).sampling_defaults().run();
+        let (quiet_from, quiet_ticks) = (Instant::now(), cpu_ticks());
+        std::thread::sleep(Duration::from_secs(3));
+        let quiet = (cpu_ticks() - quiet_ticks) as f64 / quiet_from.elapsed().as_secs_f64();
+        let (from, ticks) = (Instant::now(), cpu_ticks());
+        for _ in 0..runs {
+            probe(&args).ns(&self.ns).sampling_defaults().run();
+        }
+        let spent = (cpu_ticks() - ticks) as f64 - quiet * from.elapsed().as_secs_f64();
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        Duration::from_secs_f64((spent / hz / f64::from(runs)).max(0.0))
+    }
+}
