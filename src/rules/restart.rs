@@ -6,6 +6,7 @@
 //! the span. The README's table of times to restart is this module's (tested), and an
 //! end-to-end test measures the same at scaled-down timings. Pure.
 
+use super::connection;
 use super::consumer::{self, Intervals, Outcome, Policy};
 use super::remembered::{self, Asking, Cadence, LastLook, Plan, Sampling, Socket, TrustSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, Observed, Remembered, Sample, Sequence, ServerIdent};
@@ -17,7 +18,8 @@ use std::time::Duration;
 pub enum Fault {
     /// The client gave up its connection while NATS answers (`--server`).
     GaveUp,
-    /// The peer is gone without a word: from the client's first send it never acknowledges.
+    /// The peer is gone without a word: from the client's first send it never acknowledges
+    /// (called at the kernel's first retransmission timeout past `--half-open-after`).
     HalfOpen,
     /// Nothing subscribed to the push consumer while work waits (or its pull loop stopped).
     Unbound,
@@ -128,7 +130,10 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
         let mut calm = true;
         let failed = match fault {
             Fault::GaveUp => now >= 0,
-            Fault::HalfOpen => now >= ms(settings.half_open_after),
+            Fault::HalfOpen => {
+                let rto = Duration::from_millis(200);
+                now >= ms(connection::half_open_called(settings.half_open_after, rto))
+            }
             Fault::Unbound | Fault::Absent => {
                 calm = now < 0;
                 looking && now >= 0
@@ -252,7 +257,7 @@ mod tests {
     #[test]
     fn times_to_restart_with_the_recommended_settings() {
         assert_eq!(span(Fault::GaveUp), (20_000, 29_500));
-        assert_eq!(span(Fault::HalfOpen), (50_000, 59_500));
+        assert_eq!(span(Fault::HalfOpen), (71_000, 80_500));
         assert_eq!(span(Fault::Unbound), (20_000, 69_500));
         assert_eq!(span(Fault::Absent), (20_000, 69_500));
         assert_eq!(span(Fault::Stalled), (80_000, 129_500));
