@@ -15,7 +15,8 @@
 //! (`rules::remembered::schedule`: `--sample-every 45s`, 1 run in 5 asks about the
 //! consumers; `--subscription-every auto` asks for the connection by cid with each look up
 //! to 1,000 connections in the account, 1 run in 120 at 10,000; its tests pin it). On one
-//! server, the pod's server slowed against the same server well (`slow_server`).
+//! server, the pod's server slowed against the same server well (`slow_server`): the requests
+//! it received (bytes in) and its CPU per run.
 //!
 //! Run: `cargo bench --bench fleet` (root; probe-tests/setup first, and the static build).
 //! NATSPROBE_BASELINE=<another build> is measured in the same setups.
@@ -439,8 +440,9 @@ fn setup_cell(
     rows
 }
 
-/// The pod's server slowed (held to 2 % of a CPU by a cgroup) for longer than several
-/// windows, against the same server well: `--own-subscription` with its connection looked up
+/// The pod's server slowed (stopped for 900 ms of every second: it answers late or not at
+/// all, as a starved server does) for longer than several windows, against the same server
+/// well: `--own-subscription` with its connection looked up
 /// every 2 s (`--subscription-every 2s`), a run every 500 ms, 60 runs each, the deadline the
 /// probe's own (800ms). The server's idle rate is measured for 3 s before each spell. The server's CPU per run, the work it caught up on after the slow
 /// spell included. A lookup the slow server does not answer in time must not make the fleet
@@ -487,7 +489,13 @@ fn slow_server(
         let mut codes = Vec::new();
         let mut walls = Vec::new();
         {
-            let _throttled = slow.then(|| harness::load::Throttled::new(servers.pids[0], 2));
+            let _starved = slow.then(|| {
+                harness::load::Starved::new(
+                    servers.pids[0],
+                    Duration::from_millis(900),
+                    Duration::from_secs(1),
+                )
+            });
             for _ in 0..RUNS {
                 let s = measure::run_once(app, &argv);
                 codes.push(s.code);
