@@ -16,7 +16,7 @@
 #[path = "../probe-tests/harness/mod.rs"]
 mod harness;
 
-use harness::chaos::{chaos_drill, Figures, Timings};
+use harness::chaos::{chaos_drill, stalls_line, Figures, Timings};
 
 fn main() {
     let real = std::env::args().skip(1).any(|a| a == "--real")
@@ -34,8 +34,9 @@ fn main() {
         }
     }
     println!(
-        "\n{}\n\n{}\n{}\nInjections seen:\n{}\n{}took {:.0?}",
+        "\n{}\n{}\n\n{}\n{}\nInjections seen:\n{}\n{}took {:.0?}",
         figures.settings(),
+        stalls_line(&outcome.stalls),
         figures.by_fault(),
         figures.summary(),
         figures.shown(),

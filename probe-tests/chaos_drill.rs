@@ -4,7 +4,7 @@
 //! allow; a `tcpSocket` probe and the grep one-liner, in worlds of their own under the same
 //! script, for comparison.
 
-use crate::harness::chaos::{bounds_table, chaos_drill, Checker, Figures, Timings};
+use crate::harness::chaos::{bounds_table, chaos_drill, stalls_line, Checker, Figures, Timings};
 
 #[test]
 fn the_chaos_drill() {
@@ -14,8 +14,9 @@ fn the_chaos_drill() {
     let figures = Figures(&outcome.tallies, &t);
     let notes = figures.notes();
     let tables = format!(
-        "{}\n\n{}\n{}\nInjections seen:\n{}\n{}",
+        "{}\n{}\n\n{}\n{}\nInjections seen:\n{}\n{}",
         figures.settings(),
+        stalls_line(&outcome.stalls),
         figures.by_fault(),
         figures.summary(),
         figures.shown(),
@@ -41,6 +42,9 @@ fn the_chaos_drill() {
             logs.display()
         )
     };
+    if std::env::var_os("NATSPROBE_DRILL_LOG").is_some() {
+        report();
+    }
     for tally in &outcome.tallies {
         let unshown = tally.unshown();
         assert!(

@@ -279,9 +279,13 @@ fn a_deaf_replica_with_three_probes_on_one_state_dir() {
     for (_, _, line) in &probed {
         assert!(!line.contains("not judged"), "a run not judged: {line}");
     }
+    // A run the test machine starved past its own --timeout before it asked anything (exit 3,
+    // "passed while starting") says nothing of what the probes share; any other failure does.
     let failed_before_fault = probed
         .iter()
-        .filter(|(at, ok, _)| !ok && *at < fault)
+        .filter(|(at, ok, line)| {
+            !ok && *at < fault && !line.starts_with("could not evaluate: --timeout")
+        })
         .count();
     assert_eq!(failed_before_fault, 0, "{}", deaf.log());
     // The readiness probe on the same state dir (no --own-subscription) never fails: the

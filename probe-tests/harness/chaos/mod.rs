@@ -248,6 +248,41 @@ pub fn bounds_table() -> String {
 pub struct Outcome {
     pub tallies: Vec<Tally>,
     pub took: Duration,
+    /// The test machine's stalls over the script: a thread that sleeps 20 ms at a time,
+    /// each wake-up later than 500 ms (from the script's start, how late). A stall delays
+    /// every kubelet's runs and every probe's looks at once.
+    pub stalls: Vec<(Duration, Duration)>,
+}
+
+/// Wakes every 20 ms until `stop`, and keeps each wake-up later than 500 ms: when (from
+/// `t0`) and by how much.
+fn watch_stalls(t0: Instant, stop: &std::sync::atomic::AtomicBool) -> Vec<(Duration, Duration)> {
+    let (tick, late) = (Duration::from_millis(20), Duration::from_millis(500));
+    let mut stalls = Vec::new();
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let before = Instant::now();
+        std::thread::sleep(tick);
+        let over = before.elapsed().saturating_sub(tick);
+        if over > late {
+            stalls.push((before.saturating_duration_since(t0), over));
+        }
+    }
+    stalls
+}
+
+/// The stalls as the drill prints them.
+pub fn stalls_line(stalls: &[(Duration, Duration)]) -> String {
+    match stalls {
+        [] => "the test machine: no stall over 0.5s during the script".into(),
+        _ => format!(
+            "the test machine stalled (a 20 ms sleep woke late): {}",
+            stalls
+                .iter()
+                .map(|(at, by)| format!("at +{} by {}", secs(*at), secs(*by)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// The pods whose probe's cost per run that asks NATS is measured, one of each kind that
@@ -266,12 +301,16 @@ pub fn chaos_drill(t: &Timings) -> Outcome {
         each.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let t0 = Instant::now() + Duration::from_millis(500);
-    let runs: Vec<script::Ran> = std::thread::scope(|s| {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (runs, stalls): (Vec<script::Ran>, _) = std::thread::scope(|s| {
+        let watch = s.spawn(|| watch_stalls(t0, &stop));
         let each: Vec<_> = worlds
             .iter_mut()
             .map(|w| s.spawn(move || script::run(w, t, t0)))
             .collect();
-        each.into_iter().map(|h| h.join().unwrap()).collect()
+        let runs = each.into_iter().map(|h| h.join().unwrap()).collect();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        (runs, watch.join().unwrap())
     });
     let mut tallies = Vec::new();
     for (w, ran) in worlds.iter_mut().zip(runs) {
@@ -293,6 +332,7 @@ pub fn chaos_drill(t: &Timings) -> Outcome {
     Outcome {
         tallies,
         took: started.elapsed(),
+        stalls,
     }
 }
 

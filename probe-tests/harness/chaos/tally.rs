@@ -145,10 +145,24 @@ impl Tally {
                     .join("\n")
             });
             let kubelet_began = events.first().map_or(t0, |e| e.at);
+            // Every probe run's line, passes too: what a run that did not fail saw.
+            let probed = pod
+                .kubelet
+                .probed()
+                .iter()
+                .map(|(at, ok, line)| {
+                    let at = match at.checked_duration_since(t0) {
+                        Some(d) => format!("+{}", secs(d)),
+                        None => format!("-{}", secs(t0 - *at)),
+                    };
+                    format!("    {at} {} {line}", if *ok { "pass" } else { "FAIL" })
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
             logs.push((
                 FLEET[p].name.to_string(),
                 format!(
-                    "(the kubelet's times count from {} before the script)\n{}\n{containers}",
+                    "(the kubelet's times count from {} before the script)\n{}\n{containers}\n  probe runs (from the script's start):\n{probed}",
                     secs(t0.saturating_duration_since(kubelet_began)),
                     pod.kubelet.log()
                 ),
