@@ -882,3 +882,34 @@ fn a_creds_file_authenticates_and_its_seed_never_shows() {
         .expect(0)
         .says(&["not judged: authorization error"]);
 }
+
+/// The node stalls between two looks: the look after a calm one comes later than the window.
+/// It counts what a look on time would have (three quarters of the window), so a consumer
+/// that stopped acking before the stall is called a quarter of a window after it, not a
+/// whole window later; a run with its stall clock at zero never fails on that look alone.
+#[test]
+fn a_look_late_after_a_calm_one_still_counts() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    pods.publish_n("s.x", 5000);
+    let mut consumer = pods.consume("S", "D", &["-report-every", "20"]);
+    consumer.wait_for("acked 20", S10);
+    pods.check(&["S/D"], &[]).expect(0);
+    std::thread::sleep(PERIOD);
+    consumer.signal(libc::SIGUSR1);
+    consumer.wait_for("wedged", S10);
+    // Acks since the first look: progressing, the stall clock at zero (a calm look).
+    pods.check(&["S/D"], &[])
+        .expect(0)
+        .says(&["consumer S/D progressing"]);
+    // The node stalls past the window; the next look counts 1.5 s of the 2 s window.
+    std::thread::sleep(WINDOW + Duration::from_secs(1));
+    let late = pods.check(&["S/D"], &[]);
+    show("a look late after a calm one", &late);
+    late.expect(0)
+        .says(&["consumer S/D no progress for 1.5s", "(window 2s, not over)"]);
+    std::thread::sleep(PERIOD + Duration::from_millis(200));
+    pods.check(&["S/D"], &[])
+        .expect(1)
+        .says(&["unhealthy: consumer S/D: no progress for 2"]);
+}

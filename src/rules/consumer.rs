@@ -241,7 +241,7 @@ pub fn judge(
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
     let unbound = facts.push() && !facts.push_bound;
     let unmeasured = unmeasured(facts, prev, now_ms);
-    let interval = counted_interval(unmeasured, policy, &window);
+    let interval = counted_interval(unmeasured, policy, &window, prev);
     let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
     let sample = next_sample(facts, unbound, stalled, pinned, now_ms);
@@ -281,11 +281,23 @@ fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>, now_ms: i64) -> Unme
 }
 
 /// The interval the stall clock may count: none longer than the window where the probe must
-/// vouch for it (it was not running often enough).
-fn counted_interval(unmeasured: Unmeasured, policy: &Policy, window: &Window) -> Option<Duration> {
+/// vouch for it (it was not running often enough). Except after a calm sample (its stall
+/// clock at zero, nothing pinned), which let the runs skip the next looks: a look that came
+/// later than the window after it (the node or the kubelet stalled, not NATS: a run that
+/// cannot see NATS marks a gap) counts what a look on time would have counted at the
+/// default `--sample-every`, three quarters of the window. Never a stall by itself: the runs
+/// after it must still see no progress for the rest of the window.
+fn counted_interval(
+    unmeasured: Unmeasured,
+    policy: &Policy,
+    window: &Window,
+    prev: Option<&Sample>,
+) -> Option<Duration> {
+    let calm = prev.is_some_and(|p| p.stalled_ms == 0 && p.pinned_ms.is_none());
     match (unmeasured, policy.intervals) {
         (Unmeasured::Interval(i), Intervals::Any) => Some(i),
         (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => Some(i),
+        (Unmeasured::Interval(_), Intervals::UpToWindow) if calm => Some(window.duration * 3 / 4),
         _ => None,
     }
 }
@@ -807,6 +819,60 @@ pub(crate) mod tests {
             Some(&sample(40, 1, 50, 10)),
         );
         assert!(j.sample.is_some_and(|s| s.gap && s.stalled_ms == 50_000));
+    }
+
+    /// A look that came later than the window after a calm sample (the node stalled between
+    /// the runs) counts what a look on time would have, never a stall by itself; after a
+    /// sample whose stall clock was running it counts nothing, as before.
+    #[test]
+    fn a_late_look_after_a_calm_one_counts_as_one_on_time() {
+        let wedged = facts(5, 1, 40);
+        // Progressing when last seen, 70 s ago (the window is 60 s); nothing acked since.
+        let calm = sample(40, 1, 0, 70);
+        let j = judged(&found(wedged.clone()), Some(&calm));
+        assert_eq!(stalled(&j.outcome), Some(Duration::from_secs(45)));
+        assert!(matches!(
+            j.outcome,
+            Outcome::Healthy(Healthy::Waiting { .. })
+        ));
+        // The next run, 10 s later, still no progress: 55 s, not yet the window; at 15 s, it is.
+        let mut next = j.sample.unwrap();
+        next.seen_at_ms = NOW_MS - 10_000;
+        assert!(matches!(
+            outcome(&found(wedged.clone()), Some(&next)),
+            Outcome::Healthy(Healthy::Waiting { .. })
+        ));
+        next.seen_at_ms = NOW_MS - 15_000;
+        assert!(matches!(
+            outcome(&found(wedged.clone()), Some(&next)),
+            Outcome::Unhealthy(Fault::Stalled { .. })
+        ));
+        // An ack since the calm sample: progress, however late the look.
+        let mut acked = wedged.clone();
+        acked.ack_floor.consumer_seq = 41;
+        acked.ack_floor.stream_seq = 41;
+        acked.ack_floor.last_active = ago(5.0);
+        assert!(matches!(
+            outcome(&found(acked), Some(&calm)),
+            Outcome::Healthy(Healthy::Progressing(_))
+        ));
+        // Idle when last seen: the work now has waited at most since its delivery.
+        let mut delivered = wedged.clone();
+        delivered.delivered.last_active = ago(3.0);
+        delivered.ack_floor.last_active = ago(80.0);
+        let mut idle = sample(40, 0, 0, 70);
+        idle.ack_last_active = ago(80.0);
+        assert_eq!(
+            stalled(&outcome(&found(delivered), Some(&idle))),
+            Some(Duration::from_secs(3))
+        );
+        // A stall clock running when last seen: the late interval is not counted.
+        assert_eq!(
+            outcome(&found(wedged), Some(&sample(40, 1, 20, 70))),
+            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Interval(
+                Duration::from_secs(70)
+            )))
+        );
     }
 
     /// Issue family 2: a stream that keeps one message (`max_msgs: 1`, or one per subject)
