@@ -276,6 +276,9 @@ pub struct Sample {
     pub seen_ts: Option<ServerTime>,
     /// A run since `seen_at_ms` could not observe the consumer: the time since is a gap.
     pub gap: bool,
+    /// Progress was seen then (acks, or deliveries without acks): its stall clock was at zero
+    /// by evidence, not for want of any.
+    pub progressed: bool,
 }
 
 /// What was found where a consumer's previous sample should be.

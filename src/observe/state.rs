@@ -153,6 +153,9 @@ struct Stored {
     seen_at_ms: i64,
     seen_ts: Option<String>,
     gap: bool,
+    /// Absent in a file an earlier build wrote: no progress vouched for.
+    #[serde(default)]
+    progressed: bool,
 }
 
 impl From<&Sample> for Stored {
@@ -170,6 +173,7 @@ impl From<&Sample> for Stored {
             seen_at_ms: s.seen_at_ms,
             seen_ts: s.seen_ts.map(|t| t.to_string()),
             gap: s.gap,
+            progressed: s.progressed,
         }
     }
 }
@@ -196,6 +200,7 @@ impl Stored {
             seen_at_ms: self.seen_at_ms,
             seen_ts,
             gap: self.gap,
+            progressed: self.progressed,
         })
     }
 }
@@ -653,6 +658,7 @@ mod tests {
             seen_at_ms: 2,
             seen_ts: Some(1_796_112_043_000_000_000),
             gap: false,
+            progressed: false,
         }
     }
 

@@ -244,7 +244,8 @@ pub fn judge(
     let interval = counted_interval(unmeasured, policy, &window, prev);
     let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
-    let sample = next_sample(facts, unbound, stalled, pinned, now_ms);
+    let progressed = progress.is_some_and(Progress::may_have_worked);
+    let sample = next_sample(facts, unbound, (stalled, progressed), pinned, now_ms);
     let outcome = verdict(Verdict {
         facts,
         stream,
@@ -281,8 +282,9 @@ fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>, now_ms: i64) -> Unme
 }
 
 /// The interval the stall clock may count: none longer than the window where the probe must
-/// vouch for it (it was not running often enough). Except after a calm sample (its stall
-/// clock at zero, nothing pinned), which let the runs skip the next looks: a look that came
+/// vouch for it (it was not running often enough). Except after a sample that saw progress
+/// (its stall clock at zero by evidence, nothing pinned), a calm one that let the runs skip
+/// the next looks: a look that came
 /// later than the window after it (the node or the kubelet stalled, not NATS: a run that
 /// cannot see NATS marks a gap) counts what a look on time would have counted at the
 /// default `--sample-every`, three quarters of the window. Never a stall by itself: the runs
@@ -293,7 +295,7 @@ fn counted_interval(
     window: &Window,
     prev: Option<&Sample>,
 ) -> Option<Duration> {
-    let calm = prev.is_some_and(|p| p.stalled_ms == 0 && p.pinned_ms.is_none());
+    let calm = prev.is_some_and(|p| p.progressed && p.stalled_ms == 0 && p.pinned_ms.is_none());
     match (unmeasured, policy.intervals) {
         (Unmeasured::Interval(i), Intervals::Any) => Some(i),
         (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => Some(i),
@@ -357,7 +359,7 @@ fn pinned(
 fn next_sample(
     facts: &ConsumerFacts,
     unbound: bool,
-    stalled: Option<(Duration, Evidence)>,
+    (stalled, progressed): (Option<(Duration, Evidence)>, bool),
     pinned: Option<Duration>,
     now_ms: i64,
 ) -> Sample {
@@ -379,6 +381,7 @@ fn next_sample(
         seen_at_ms: now_ms,
         seen_ts: facts.ts,
         gap: false,
+        progressed,
     }
 }
 
@@ -657,6 +660,7 @@ pub(crate) mod tests {
             seen_at_ms: NOW_MS - seen_secs_ago * 1000,
             seen_ts: Some(TS - seen_secs_ago * S),
             gap: false,
+            progressed: stalled_secs == 0 && waiting > 0,
         }
     }
 

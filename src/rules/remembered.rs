@@ -1206,6 +1206,7 @@ mod tests {
             seen_at_ms: NOW,
             seen_ts: None,
             gap: false,
+            progressed: false,
         };
         let healthy = Outcome::Healthy(Healthy::Idle);
         let unbound = Outcome::Unhealthy(Fault::Unbound { waiting: 1 });
