@@ -302,3 +302,74 @@ fn a_deadline_that_passes_while_waiting_on_nats_is_not_judged() {
         .expect(1)
         .says(&["unhealthy: not judged: --timeout 800ms passed while asking JetStream"]);
 }
+
+/// The probe's own login refused (the auth service down) says nothing of the consumer's
+/// connection: a stall counted before the refusals goes on counting after them, measured
+/// from the last look that saw the consumer. Only silence (no connection, no answer in time)
+/// is a gap that starts the stall clock over; before, a refusal was one, and a consumer that
+/// stopped acking was called a whole window after every refused login.
+#[test]
+fn a_stall_counts_on_across_refused_logins() {
+    use std::time::{Duration, Instant};
+    let issuer = nkeys::KeyPair::new_account();
+    let pods = Pods::with_config(
+        &callout::server_config(&issuer),
+        &["-user", "app", "-password", "app-pw"],
+    );
+    let service = Callout::start(&pods.nats, &pods.url, &issuer.seed().unwrap());
+    pods.push("S", "D", &[]);
+    let _wedged = pods.consume("S", "D", &["-ack", "never"]);
+    pods.publish_n("s.x", 20);
+    let state = pods.state.path().to_string_lossy().to_string();
+    // A 4 s window (ack_wait is 1 s): room for a refusal inside it.
+    let check = || {
+        let mut args = vec![
+            "check",
+            "--server",
+            &pods.url,
+            "--stall-after",
+            "4s",
+            "--state-dir",
+            &state,
+            "--consumer",
+            "S/D",
+        ];
+        args.extend(APP);
+        probe(&args).ns(&pods.app).run()
+    };
+    check().expect(0).says(&["consumer S/D first sample"]);
+    let first = Instant::now();
+    std::thread::sleep(PERIOD);
+    check().expect(0).says(&["consumer S/D no progress for"]);
+    service.stop();
+    let refused = check();
+    refused.expect(0).says(&[
+        "consumer S/D not judged: authorization error: the server refused the probe's credentials",
+    ]);
+    std::thread::sleep(PERIOD);
+    let _service = Callout::start(&pods.nats, &pods.url, &issuer.seed().unwrap());
+    let back = first.elapsed();
+    let failed = loop {
+        let run = check();
+        if run.code == Some(1) {
+            break run;
+        }
+        run.expect(0);
+        assert!(
+            first.elapsed() < Duration::from_secs(10),
+            "never failed: {run}"
+        );
+        std::thread::sleep(PERIOD);
+    };
+    let after = first.elapsed();
+    show(
+        &format!("a stall across refused logins (back after {back:?}, failed after {after:?})"),
+        &failed,
+    );
+    failed.says(&["unhealthy: consumer S/D: no progress for 4"]);
+    // A window from the first look, not a window from the service's return.
+    assert!(
+        after < back + Duration::from_secs(4),
+        "failed {after:?} after the first look, the service back after {back:?}"
+    );
+}

@@ -232,8 +232,18 @@ pub fn judge(
         Observed::Found { facts, stream } => (facts, stream.as_ref()),
         Observed::StreamMissing => return bare(Outcome::Unhealthy(Fault::StreamMissing), None),
         Observed::ConsumerMissing => return bare(Outcome::Unhealthy(Fault::ConsumerMissing), None),
-        // Not observed: the time until the next observation is a gap, never stall time.
-        Observed::NotJudged(why) => return bare(Outcome::NotJudged(why.clone()), prev.map(gap)),
+        // Not observed: the time until the next observation is a gap, never stall time; unless
+        // NATS answered with a refusal (the probe's login or request refused: an auth service
+        // or resolver down gives the same), which says nothing of the consumer's own
+        // connection. Then the previous sample stays as it was, and the next look measures
+        // from it as from any other.
+        Observed::NotJudged(why) => {
+            let kept = match why {
+                Unknown::Credentials | Unknown::NotPermitted(_) => prev.cloned(),
+                _ => prev.map(gap),
+            };
+            return bare(Outcome::NotJudged(why.clone()), kept);
+        }
     };
     let window = window(policy, facts.ack_wait);
     let prev = prev.filter(|p| same_consumer(p, facts, now_ms));
@@ -823,6 +833,15 @@ pub(crate) mod tests {
             Some(&sample(40, 1, 50, 10)),
         );
         assert!(j.sample.is_some_and(|s| s.gap && s.stalled_ms == 50_000));
+        // A refusal is NATS answering: the sample stays unmarked, and the next look measures
+        // from it.
+        for refused in [
+            Unknown::Credentials,
+            Unknown::NotPermitted("$JS.API.>".into()),
+        ] {
+            let j = judged(&Observed::NotJudged(refused), Some(&sample(40, 1, 50, 10)));
+            assert_eq!(j.sample, Some(sample(40, 1, 50, 10)));
+        }
     }
 
     /// A look that came later than the window after a calm sample (the node stalled between
