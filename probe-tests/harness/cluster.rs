@@ -50,7 +50,7 @@ impl Cluster {
             ns: Arc::clone(ns),
             nodes,
         };
-        cluster.wait_for_jetstream(Duration::from_secs(30));
+        cluster.wait_for_jetstream(Duration::from_secs(60));
         cluster
     }
 
