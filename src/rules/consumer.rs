@@ -294,11 +294,10 @@ fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>, now_ms: i64) -> Unme
 /// The interval the stall clock may count: none longer than the window where the probe must
 /// vouch for it (it was not running often enough). Except after a sample that saw progress
 /// (its stall clock at zero by evidence, nothing pinned), a calm one that let the runs skip
-/// the next looks: a look that came
-/// later than the window after it (the node or the kubelet stalled, not NATS: a run that
-/// cannot see NATS marks a gap) counts what a look on time would have counted at the
-/// default `--sample-every`, three quarters of the window. Never a stall by itself: the runs
-/// after it must still see no progress for the rest of the window.
+/// the next looks: a look that came later than the window after it (the node or the kubelet
+/// stalled, not NATS: a run that cannot see NATS marks a gap) counts what a look on time
+/// would have counted at the default `--sample-every`, three quarters of the window. Never a
+/// stall by itself: the runs after it must still see no progress for the rest of the window.
 fn counted_interval(
     unmeasured: Unmeasured,
     policy: &Policy,
