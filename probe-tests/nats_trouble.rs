@@ -14,6 +14,11 @@ const APP: [&str; 4] = ["--user", "app", "--password", "app-pw"];
 /// An app logged in through an auth callout service (nats-server 2.10's `auth_callout`), with
 /// its push consumer bound, and the service running.
 fn behind_a_callout() -> (Pods, Callout, nkeys::KeyPair, Peer) {
+    behind_a_callout_consuming(&[])
+}
+
+/// `behind_a_callout`, the consumer's client given `consume` too.
+fn behind_a_callout_consuming(consume: &[&str]) -> (Pods, Callout, nkeys::KeyPair, Peer) {
     let issuer = nkeys::KeyPair::new_account();
     let pods = Pods::with_config(
         &callout::server_config(&issuer),
@@ -21,7 +26,7 @@ fn behind_a_callout() -> (Pods, Callout, nkeys::KeyPair, Peer) {
     );
     let service = Callout::start(&pods.nats, &pods.url, &issuer.seed().unwrap());
     pods.push("S", "D", &[]);
-    let consumer = pods.consume("S", "D", &[]);
+    let consumer = pods.consume("S", "D", consume);
     (pods, service, issuer, consumer)
 }
 
@@ -311,14 +316,7 @@ fn a_deadline_that_passes_while_waiting_on_nats_is_not_judged() {
 #[test]
 fn a_stall_counts_on_across_refused_logins() {
     use std::time::{Duration, Instant};
-    let issuer = nkeys::KeyPair::new_account();
-    let pods = Pods::with_config(
-        &callout::server_config(&issuer),
-        &["-user", "app", "-password", "app-pw"],
-    );
-    let service = Callout::start(&pods.nats, &pods.url, &issuer.seed().unwrap());
-    pods.push("S", "D", &[]);
-    let _wedged = pods.consume("S", "D", &["-ack", "never"]);
+    let (pods, service, issuer, _wedged) = behind_a_callout_consuming(&["-ack", "never"]);
     pods.publish_n("s.x", 20);
     let state = pods.state.path().to_string_lossy().to_string();
     // A 4 s window (ack_wait is 1 s): room for a refusal inside it.

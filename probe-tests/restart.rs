@@ -82,34 +82,47 @@ fn consumer_under_kubelet(pods: &Pods, consume: &[&str], extra: &[&str]) -> Kube
         .into_iter()
         .map(String::from)
         .collect();
-    let app = Arc::clone(&pods.app);
+    let state = pods.state.path().to_string_lossy().to_string();
+    under_kubelet(&pods.app, args, &pods.url, &state, extra)
+}
+
+/// A pod in `ns` under a kubelet: its container the natspeer command line `consume`, started
+/// when it says "ready"; its liveness probe `check --server URL --consumer S/D --stall-after
+/// STALL --state-dir STATE --timeout 400ms` plus `flags`.
+fn under_kubelet(
+    ns: &Arc<NetNs>,
+    consume: Vec<String>,
+    url: &str,
+    state: &str,
+    flags: &[&str],
+) -> Kubelet {
+    let app = Arc::clone(ns);
     let container = Box::new(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let args: Vec<&str> = consume.iter().map(String::as_str).collect();
         let mut p = Peer::spawn(Some(&app), &args);
         p.wait_for("ready", S10);
         p
     });
-    let state = pods.state.path().to_string_lossy().to_string();
-    let mut probe_args: Vec<String> = [
+    let mut check: Vec<String> = [
         "check",
         "--server",
-        &pods.url,
+        url,
         "--consumer",
         "S/D",
         "--stall-after",
         STALL,
         "--state-dir",
-        &state,
+        state,
         "--timeout",
         "400ms",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    probe_args.extend(extra.iter().map(|s| s.to_string()));
-    let app = Arc::clone(&pods.app);
+    check.extend(flags.iter().map(|s| s.to_string()));
+    let app = Arc::clone(ns);
     let probe_cmd = Box::new(move || {
-        let args: Vec<&str> = probe_args.iter().map(String::as_str).collect();
+        let args: Vec<&str> = check.iter().map(String::as_str).collect();
         probe(&args).ns(&app).sampling_defaults().command()
     });
     Kubelet::start(spec(), probe_cmd, container)
@@ -327,7 +340,6 @@ fn own_subscription_under_kubelet(
     extra: &[&str],
 ) -> Kubelet {
     let url = format!("nats://{}:4222", r.gateways[i]);
-    let pod = Arc::clone(&r.pods[i]);
     let consume: Vec<String> = [
         "consume",
         "-url",
@@ -340,38 +352,9 @@ fn own_subscription_under_kubelet(
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let container = Box::new(move || {
-        let args: Vec<&str> = consume.iter().map(String::as_str).collect();
-        let mut p = Peer::spawn(Some(&pod), &args);
-        p.wait_for("ready", S10);
-        p
-    });
     let state = r.state.path().join(i.to_string());
-    let state = state.to_string_lossy().to_string();
-    let mut args: Vec<String> = [
-        "check",
-        "--server",
-        &url,
-        "--consumer",
-        "S/D",
-        "--own-subscription",
-        "--stall-after",
-        STALL,
-        "--state-dir",
-        &state,
-        "--timeout",
-        "400ms",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let pod = Arc::clone(&r.pods[i]);
-    let probe_cmd = Box::new(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        probe(&args).ns(&pod).sampling_defaults().command()
-    });
-    Kubelet::start(spec(), probe_cmd, container)
+    let flags = [&["--own-subscription"][..], extra].concat();
+    under_kubelet(&r.pods[i], consume, &url, &state.to_string_lossy(), &flags)
 }
 
 /// The same deaf replica in an account of 2,000 other connections, where a lookup through the

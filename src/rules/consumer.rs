@@ -255,7 +255,7 @@ pub fn judge(
     let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
     let progressed = progress.is_some_and(Progress::may_have_worked);
-    let sample = next_sample(facts, unbound, (stalled, progressed), pinned, now_ms);
+    let sample = next_sample(facts, unbound, stalled, progressed, pinned, now_ms);
     let outcome = verdict(Verdict {
         facts,
         stream,
@@ -368,7 +368,8 @@ fn pinned(
 fn next_sample(
     facts: &ConsumerFacts,
     unbound: bool,
-    (stalled, progressed): (Option<(Duration, Evidence)>, bool),
+    stalled: Option<(Duration, Evidence)>,
+    progressed: bool,
     pinned: Option<Duration>,
     now_ms: i64,
 ) -> Sample {
