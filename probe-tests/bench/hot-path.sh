@@ -33,12 +33,28 @@ sleep 0.5
 
 rm -f "$work"/callgrind.*
 # The common run first: a check after a healthy one, which looks up the connections that run
-# counted (so a first, untraced run remembers them); then the runs that walk the table.
-state=$(mktemp -d); fresh=$(mktemp -d)
-trap 'kill "${pids[@]}" 2>/dev/null; ip netns del "$ns"; rm -rf "$state" "$fresh"' EXIT
+# counted (so a first, untraced run remembers them); then the runs that walk the table; then
+# the same with a second client (a Bento pod holds one connection per NATS input and output).
+state=$(mktemp -d); fresh=$(mktemp -d); state2=$(mktemp -d); fresh2=$(mktemp -d)
+trap 'kill "${pids[@]}" 2>/dev/null; ip netns del "$ns"; rm -rf "$state" "$fresh" "$state2" "$fresh2"' EXIT
 client=${pids[1]}
-TMPDIR=$state ip netns exec "$ns" "$bin" check >/dev/null
-TMPDIR=$state ip netns exec "$ns" "$bin" check --pid "$client" >/dev/null
+name=$(basename "$peer")
+prime() {
+  # shellcheck disable=SC2086
+  TMPDIR=$1 ip netns exec "$ns" "$bin" $2 >/dev/null
+}
+for args in "check" "check --pid $client" "check --process $name"; do
+  prime "$state" "$args"
+done
+# A socket to the port in TIME_WAIT, as a pod has for a minute after any reconnect of its
+# client and after each of a probe's own connections to NATS (--server, --consumer): a walk
+# then also counts the port's sockets in other states, with code of its own.
+timewait() {
+  ip netns exec "$ns" python3 -c 'import socket
+s = socket.create_connection(("127.0.0.1", 4222))
+s.recv(4096)
+s.close()'
+}
 run() {
   # shellcheck disable=SC2086
   TMPDIR=$1 ip netns exec "$ns" valgrind -q --tool=callgrind --dump-instr=yes --compress-pos=no \
@@ -46,13 +62,26 @@ run() {
 }
 # The common run, then a first run (the walk, and the state file written), then the others.
 run "$state" "check"
+timewait
 run "$fresh" "check"
-for args in "check -v" "check --json -v" "--port 4222" "check --pid $client"; do
+for args in "check --pid $client" "check --process $name" "check -v" "check --json -v" "--port 4222"; do
   run "$state" "$args"
 done
-for args in "check --port 4223" "check --pid $client"; do
+for args in "check --port 4223" "check --pid $client" "check --process $name" "check --min-connections 2" "check --reader proc"; do
+  timewait
   run "$fresh" "$args"
 done
+# A second client.
+ip netns exec "$ns" "$peer" conn -url nats://127.0.0.1:4222 >/dev/null & pids+=($!)
+sleep 0.5
+for args in "check" "check --process $name"; do
+  prime "$state2" "$args"
+done
+run "$state2" "check"
+timewait
+run "$fresh2" "check"
+run "$state2" "check --process $name"
+run "$fresh2" "check --process $name"
 # The map's symbol lines in its .text: "VMA LMA Size Align Symbol" (input sections have ":(").
 awk '!/:\(/ && NF == 5 && $5 ~ /^\./ {out = $5; next}
      !/:\(/ && NF == 5 && out == ".text" {print $1, $5}' "$work/natsprobe.map" > "$work/symbols"
@@ -91,6 +120,7 @@ lackey() {
 first=$(mktemp -d)
 lackey 1 "$state"
 lackey 2 "$state" --timeout 30s
+timewait
 lackey 3 "$first" --timeout 30s
 rm -rf "$first"
 python3 - "$work" > probe-tests/bench/hot-path.ld <<'PY'

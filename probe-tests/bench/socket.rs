@@ -183,6 +183,7 @@ fn main() {
     let launcher = measure::launcher();
     let floor = measure::compile_c("floor", FLOOR_C);
     node_figure(&bin_s, &launcher, &floor);
+    shapes(&bin_s, &launcher);
 
     // Pod scale: a NATS client and a few dozen other sockets (a sidecar, HTTP keep-alives).
     let pod = Arc::new(NetNs::new());
@@ -299,6 +300,121 @@ fn main() {
         }
     }
     drop(server);
+}
+
+/// Peak RSS of the socket check by the pod's shape (one client or two, a socket in TIME_WAIT)
+/// and the probe's flags, a first run (the walk, the state written) and a run after a healthy
+/// one each: the 1 MiB goal for every shape, not only the node figure's.
+fn shapes(bin: &str, launcher: &Path) {
+    let ns = Arc::new(NetNs::new());
+    let server = NatsServer::start(Some(&ns), Version::Pinned, "127.0.0.1", 4222);
+    let client = Peer::conn(Some(&ns), &server.url(), 60, "2s");
+    let name = harness::peer::natspeer()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let pid = client.pid().to_string();
+    let flags: [&[&str]; 6] = [
+        &[],
+        &["--json", "-v"],
+        &["--pid", &pid],
+        &["--process", &name],
+        &["--min-connections", "2"],
+        &["--port", "4223"],
+    ];
+    let mut worst = 0;
+    let mut dirs = Vec::new();
+    for clients in [1, 2] {
+        let _second = (clients == 2).then(|| Peer::conn(Some(&ns), &server.url(), 60, "2s"));
+        time_wait(&ns);
+        let mut tools: Vec<(String, Vec<String>)> = Vec::new();
+        for f in flags {
+            let argv = |env: Vec<String>| {
+                let mut v = vec![ns.path()];
+                v.extend(env);
+                v.extend([bin, "check"].iter().chain(f).map(|a| a.to_string()));
+                v
+            };
+            let (first, after) = (state_dir(), state_dir());
+            let tmp = |d: &tempfile::TempDir| format!("TMPDIR={}", d.path().display());
+            for d in [&first, &after] {
+                measure::run_launched(launcher, &argv(vec![tmp(d)]));
+            }
+            let shown = format!("check {}", f.join(" ")).replace(&pid, "PID");
+            // What a healthy run remembered, removed before each first run (untimed); an
+            // unhealthy one remembers nothing, and every run walks.
+            let remembered = walk_files(first.path()).into_iter().find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("sockets-")
+            });
+            match remembered {
+                Some(file) => {
+                    let rm = format!("rm={}", file.display());
+                    tools.push((format!("first run: {shown}"), argv(vec![rm, tmp(&first)])));
+                    tools.push((
+                        format!("after a healthy run: {shown}"),
+                        argv(vec![tmp(&after)]),
+                    ));
+                }
+                None => tools.push((format!("every run walks: {shown}"), argv(vec![tmp(&after)]))),
+            }
+            dirs.extend([first, after]);
+        }
+        let rows = measure_launched(
+            &format!("peak RSS by shape: {clients} client(s), a socket in TIME_WAIT"),
+            launcher,
+            &tools,
+            30,
+        );
+        worst = rows
+            .iter()
+            .map(|r| r.figures.rss_kib)
+            .max()
+            .unwrap()
+            .max(worst);
+        assert!(count_time_wait(&ns) > 0, "the TIME_WAIT socket expired");
+    }
+    println!(
+        "  peak RSS, every shape = {worst} KiB (goal <= 1024 KiB): {}",
+        verdict(worst <= 1024)
+    );
+}
+
+/// Every file under `dir`.
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk_files(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A socket to NATS left in TIME_WAIT (the client side closes first), as a pod has for a
+/// minute after its client reconnects and after each of a probe's own connections to NATS
+/// (`--server`, `--consumer`): a walk then counts the port's sockets in other states too.
+fn time_wait(ns: &NetNs) {
+    let script =
+        "import socket\ns = socket.create_connection(('127.0.0.1', 4222))\ns.recv(4096)\ns.close()";
+    let status = ns.command("python3").args(["-c", script]).status().unwrap();
+    assert!(status.success(), "python3 -c: {status}");
+}
+
+/// The pod's sockets to port 4222 in TIME_WAIT.
+fn count_time_wait(ns: &NetNs) -> usize {
+    let out = ns
+        .command("/usr/bin/ss")
+        .args(["-Htn", "state", "time-wait", "( dport = :4222 )"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
 fn count_sockets(ns: &NetNs) -> usize {
@@ -428,12 +544,24 @@ fn node_figure(bin: &str, launcher: &Path, floor: &Path) {
             ),
         ));
     }
+    // TIME_WAIT lasts a minute; the measurement below takes well under one.
+    for ns in [&shared, &own] {
+        time_wait(ns);
+    }
     let rows = measure_launched(
-        "the node's figure: pod scale, live client, on the shared table and on one of 1,024 buckets",
+        "the node's figure: pod scale, live client, a socket in TIME_WAIT, on the shared table and on one of 1,024 buckets",
         launcher,
         &tools,
         300,
     );
+    for (ns, table) in [(&shared, "shared"), (&own, "own")] {
+        let n = count_time_wait(ns);
+        assert!(
+            n > 0,
+            "the {table} pod's TIME_WAIT socket expired before the runs ended"
+        );
+        println!("  (the {table} table's pod held {n} socket(s) to :4222 in TIME_WAIT throughout)");
+    }
     let row = |name: &str, table: &str| launched(&rows, &format!("{name} [{table}]"));
     let wall = |r: &Launched| r.figures.median.as_secs_f64();
     let after_shared = row("natsprobe check, after a healthy run", "shared");
