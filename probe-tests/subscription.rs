@@ -243,11 +243,11 @@ fn a_slow_server_is_no_evidence_of_absence() {
         .run();
         run.expect(0);
         let line = run.stdout.lines().next().unwrap_or_default();
+        // Held; or not judged: not listed, or (on a loaded machine) no answer in time. Never
+        // absent: exit 0 above.
         assert!(
             line.contains("subscription journal.> held (10.201.0.2:")
-                || line.contains(
-                    "subscription journal.> not judged: the pod's connection is not listed"
-                ),
+                || line.contains("subscription journal.> not judged: "),
             "{run}"
         );
     }
