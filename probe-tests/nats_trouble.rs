@@ -381,3 +381,86 @@ fn a_stall_counts_on_across_refused_logins() {
         "failed {after:?} after the first look, the service back after {back:?}"
     );
 }
+
+/// A consumer's info as a 2.10 server gives it: bound, one message delivered and never
+/// acknowledged, 14 more waiting; ack_wait 1 s.
+const WEDGED_INFO: &str = r#"{"type":"io.nats.jetstream.api.v1.consumer_info_response","stream_name":"S","name":"D","created":"2026-12-01T08:00:37.196393002Z","config":{"durable_name":"D","name":"D","deliver_policy":"all","ack_policy":"explicit","ack_wait":1000000000,"max_deliver":-1,"replay_policy":"instant","max_ack_pending":1,"deliver_subject":"deliver.D","deliver_group":"D","num_replicas":0},"delivered":{"consumer_seq":6,"stream_seq":6},"ack_floor":{"consumer_seq":5,"stream_seq":5},"num_ack_pending":1,"num_redelivered":0,"num_waiting":0,"num_pending":14,"push_bound":true,"ts":"2026-12-01T08:00:42.536597137Z"}"#;
+
+/// A look answered too late (JetStream slow for one run, as under a slow server or a starved
+/// node) is a gap: never counted, but the stall seen before it carries across, up to the
+/// window less twice the ack_wait. A consumer that stopped acking is called that much sooner
+/// than a window after the late answer; under a server often slow, every late answer put
+/// the call off by a window.
+#[test]
+fn a_stall_counts_on_across_a_late_answer() {
+    use crate::harness::responder::Late;
+    use std::time::{Duration, Instant};
+    let pods = Pods::bare();
+    let answering = |delay: u64| {
+        Late::start(
+            &pods.nats,
+            &pods.url,
+            &["$JS.API.CONSUMER.INFO.>"],
+            WEDGED_INFO,
+            Duration::from_millis(delay),
+        )
+    };
+    let _app = pods.client("conn", &["-subscribe", "deliver.D"]);
+    let state = pods.state.path().to_string_lossy().to_string();
+    // A 4 s window; ack_wait is 1 s: up to 2 s carry across a gap of late answers.
+    let check = || {
+        probe(&[
+            "check",
+            "--server",
+            &pods.url,
+            "--stall-after",
+            "4s",
+            "--sample-every",
+            "0",
+            "--state-dir",
+            &state,
+            "--consumer",
+            "S/D",
+        ])
+        .ns(&pods.app)
+        .run()
+    };
+    let on_time = answering(0);
+    check().expect(0).says(&["consumer S/D first sample"]);
+    let first = Instant::now();
+    while first.elapsed() < Duration::from_millis(2500) {
+        std::thread::sleep(PERIOD);
+        check().expect(0).says(&["consumer S/D no progress for"]);
+    }
+    drop(on_time);
+    let slow = answering(900);
+    let late = check();
+    drop(slow);
+    let _on_time = answering(0);
+    late.expect(0)
+        .says(&["consumer S/D not judged: ", "answer before the deadline"]);
+    let back = first.elapsed();
+    let failed = loop {
+        std::thread::sleep(PERIOD);
+        let run = check();
+        if run.code == Some(1) {
+            break run;
+        }
+        run.expect(0);
+        assert!(
+            first.elapsed() < back + Duration::from_secs(8),
+            "never failed: {run}"
+        );
+    };
+    let after = first.elapsed();
+    show(
+        &format!("a stall across a late answer (back after {back:?}, failed after {after:?})"),
+        &failed,
+    );
+    failed.says(&["unhealthy: consumer S/D: no progress for 4"]);
+    // 2 s carried: the runs after the late answer see the other 2 s, not a whole window.
+    assert!(
+        after < back + Duration::from_millis(3500),
+        "failed {after:?} after the first look, JetStream on time again after {back:?}"
+    );
+}

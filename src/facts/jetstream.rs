@@ -276,6 +276,10 @@ pub struct Sample {
     pub seen_ts: Option<ServerTime>,
     /// A run since `seen_at_ms` could not observe the consumer: the time since is a gap.
     pub gap: bool,
+    /// Every run of the gap had an answer too late (a slow server or a slow machine), none
+    /// found the server unreachable or its JetStream unavailable: the stall time seen before
+    /// the gap may carry across it (`rules::consumer`).
+    pub gap_late: bool,
     /// Progress was seen then (acks, or deliveries without acks): its stall clock was at zero
     /// by evidence, not for want of any.
     pub progressed: bool,

@@ -156,6 +156,9 @@ struct Stored {
     /// Absent in a file an earlier build wrote: no progress vouched for.
     #[serde(default)]
     progressed: bool,
+    /// Absent in a file an earlier build wrote: a gap that starts the stall clock over.
+    #[serde(default)]
+    gap_late: bool,
 }
 
 impl From<&Sample> for Stored {
@@ -174,6 +177,7 @@ impl From<&Sample> for Stored {
             seen_ts: s.seen_ts.map(|t| t.to_string()),
             gap: s.gap,
             progressed: s.progressed,
+            gap_late: s.gap_late,
         }
     }
 }
@@ -201,6 +205,7 @@ impl Stored {
             seen_ts,
             gap: self.gap,
             progressed: self.progressed,
+            gap_late: self.gap_late,
         })
     }
 }
@@ -659,6 +664,7 @@ mod tests {
             seen_ts: Some(1_796_112_043_000_000_000),
             gap: false,
             progressed: false,
+            gap_late: false,
         }
     }
 

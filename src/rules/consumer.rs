@@ -17,7 +17,9 @@
 //!
 //! The stall clock counts only time during which work was seen waiting with no progress, in
 //! intervals between observations no longer than the window; a gap in observation (the probe
-//! not run, the consumer not observable, the server down) restarts it.
+//! not run, the consumer not observable, the server down) is never counted. A gap of late
+//! answers only (a slow server or machine) keeps the stall time seen before it, up to what
+//! leaves twice the consumer's ack_wait to be seen after it; any other gap restarts it.
 
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, Observed, Sample, StreamFacts, Unknown};
@@ -236,10 +238,12 @@ pub fn judge(
         // NATS answered with a refusal (the probe's login or request refused: an auth service
         // or resolver down gives the same), which says nothing of the consumer's own
         // connection. Then the previous sample stays as it was, and the next look measures
-        // from it as from any other.
+        // from it as from any other. An answer too late marks a gap the stall time seen
+        // before it may carry across (`carried`).
         Observed::NotJudged(why) => {
             let kept = match why {
                 Unknown::Credentials | Unknown::NotPermitted(_) => prev.cloned(),
+                Unknown::Deadline | Unknown::JetStreamTimeout => prev.map(late_gap),
                 _ => prev.map(gap),
             };
             return bare(Outcome::NotJudged(why.clone()), kept);
@@ -252,7 +256,16 @@ pub fn judge(
     let unbound = facts.push() && !facts.push_bound;
     let unmeasured = unmeasured(facts, prev, now_ms);
     let interval = counted_interval(unmeasured, policy, &window, prev);
-    let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
+    let carried = carried(facts, prev, &window);
+    let stalled = stall_clock(
+        facts,
+        prev,
+        interval,
+        carried,
+        progress,
+        deletes.as_ref(),
+        unbound,
+    );
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
     let progressed = progress.is_some_and(Progress::may_have_worked);
     let sample = next_sample(facts, unbound, stalled, progressed, pinned, now_ms);
@@ -279,16 +292,37 @@ pub fn judge(
 /// a gap does not: a run that could not observe the consumer, a server that restarted since (it
 /// forgot the last_active times it had), or no previous sample at all.
 fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>, now_ms: i64) -> Unmeasured {
-    let restarted = prev.is_some_and(|p| {
-        p.ack_last_active.is_some() && facts.ack_floor.last_active.is_none()
-            || p.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
-    });
+    let restarted = prev.is_some_and(|p| restarted_since(facts, p));
     match prev {
         None => Unmeasured::FirstSample,
         Some(p) if p.gap => Unmeasured::Gap,
         Some(_) if restarted => Unmeasured::ServerRestarted,
         Some(p) => Unmeasured::Interval(ms(now_ms - p.seen_at_ms)),
     }
+}
+
+/// The server forgot the `last_active` times it had (held in memory): it restarted since.
+fn restarted_since(facts: &ConsumerFacts, prev: &Sample) -> bool {
+    prev.ack_last_active.is_some() && facts.ack_floor.last_active.is_none()
+        || prev.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
+}
+
+/// The stall time carried across a gap of late answers only: what was seen before it, up to
+/// the window less twice the consumer's ack_wait, so the runs after the gap must still see
+/// no progress for that long. A slow answer loses nothing of the consumer's own, but a
+/// consumer whose ack went missing in the trouble waits up to an ack_wait for the
+/// redelivery and another to process it, which the runs after the gap must allow. None after
+/// any other gap (the server unreachable, its JetStream unavailable, a restart) and when the
+/// consumer was not seen waiting before it.
+fn carried(facts: &ConsumerFacts, prev: Option<&Sample>, window: &Window) -> Option<Duration> {
+    let p = prev.filter(|p| p.gap && p.gap_late && p.waiting > 0)?;
+    if restarted_since(facts, p) {
+        return None;
+    }
+    let room = window
+        .duration
+        .saturating_sub(facts.ack_wait.map_or(window.duration, |w| w * 2));
+    (!room.is_zero()).then(|| ms(p.stalled_ms).min(room))
 }
 
 /// The interval the stall clock may count: none longer than the window where the probe must
@@ -319,6 +353,7 @@ fn stall_clock(
     facts: &ConsumerFacts,
     prev: Option<&Sample>,
     interval: Option<Duration>,
+    carried: Option<Duration>,
     progress: Option<Progress>,
     deletes: Option<&Deletes>,
     unbound: bool,
@@ -338,6 +373,15 @@ fn stall_clock(
             server_clock.map_or(Duration::ZERO, |(s, _)| s.min(i)),
             Evidence::Samples,
         )),
+        // After a gap of late answers: the stall seen before it, or the server's own clock
+        // if that says longer.
+        (Some(_), None) if carried.is_some() => {
+            let carried = carried.map(|c| (c, Evidence::Samples));
+            match (carried, server_clock) {
+                (Some(c), Some(s)) if s.0 > c.0 => Some(s),
+                (c, _) => c,
+            }
+        }
         // A first sample, or one after a gap: only the server's own clock can say.
         _ => server_clock,
     }
@@ -392,6 +436,7 @@ fn next_sample(
         seen_ts: facts.ts,
         gap: false,
         progressed,
+        gap_late: false,
     }
 }
 
@@ -400,6 +445,17 @@ fn next_sample(
 pub fn gap(prev: &Sample) -> Sample {
     Sample {
         gap: true,
+        gap_late: false,
+        ..prev.clone()
+    }
+}
+
+/// The previous sample marked as a gap of late answers, unless the gap was already of
+/// another kind.
+fn late_gap(prev: &Sample) -> Sample {
+    Sample {
+        gap: true,
+        gap_late: !prev.gap || prev.gap_late,
         ..prev.clone()
     }
 }
@@ -671,6 +727,7 @@ pub(crate) mod tests {
             seen_ts: Some(TS - seen_secs_ago * S),
             gap: false,
             progressed: stalled_secs == 0 && waiting > 0,
+            gap_late: false,
         }
     }
 
@@ -842,6 +899,73 @@ pub(crate) mod tests {
             let j = judged(&Observed::NotJudged(refused), Some(&sample(40, 1, 50, 10)));
             assert_eq!(j.sample, Some(sample(40, 1, 50, 10)));
         }
+    }
+
+    /// A gap of late answers only (a slow server, a slow machine) keeps the stall time seen
+    /// before it, up to the window less twice the ack_wait; the gap itself is never counted,
+    /// and any other gap, a late one mixed with another kind, or a restart inside it starts
+    /// the clock over.
+    #[test]
+    fn a_late_answer_keeps_the_stall_seen_before_it() {
+        let mut wedged = facts(0, 1, 40);
+        // The window is 60 s; twice this ack_wait leaves 40 s that may carry.
+        wedged.ack_wait = Some(Duration::from_secs(10));
+        let late = |why: Unknown, prev: &Sample| {
+            judged(&Observed::NotJudged(why), Some(prev))
+                .sample
+                .unwrap()
+        };
+        // 30 s without progress seen 20 s ago; a look since was answered too late.
+        let before = sample(40, 1, 30, 20);
+        for why in [Unknown::Deadline, Unknown::JetStreamTimeout] {
+            let marked = late(why, &before);
+            assert!(marked.gap && marked.gap_late);
+            assert_eq!(
+                stalled(&outcome(&found(wedged.clone()), Some(&marked))),
+                Some(Duration::from_secs(30))
+            );
+        }
+        // Up to 40 s carried, never a stall by itself: the runs after the gap must see 20 s
+        // more.
+        let long = late(Unknown::Deadline, &sample(40, 1, 50, 20));
+        let j = judged(&found(wedged.clone()), Some(&long));
+        assert_eq!(stalled(&j.outcome), Some(Duration::from_secs(40)));
+        let mut next = j.sample.unwrap();
+        next.seen_at_ms = NOW_MS - 19_000;
+        assert!(matches!(
+            outcome(&found(wedged.clone()), Some(&next)),
+            Outcome::Healthy(Healthy::Waiting { .. })
+        ));
+        next.seen_at_ms = NOW_MS - 20_000;
+        assert!(matches!(
+            outcome(&found(wedged.clone()), Some(&next)),
+            Outcome::Unhealthy(Fault::Stalled { .. })
+        ));
+        // The server unreachable: over, as is a late answer mixed with it, either way round.
+        let down = late(Unknown::Unreachable("refused".into()), &before);
+        assert!(down.gap && !down.gap_late);
+        let over = Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Gap));
+        assert_eq!(outcome(&found(wedged.clone()), Some(&down)), over);
+        assert!(!late(Unknown::Deadline, &down).gap_late);
+        let late_then_down = late(Unknown::NoResponders, &late(Unknown::Deadline, &before));
+        assert!(!late_then_down.gap_late);
+        // A restart inside the gap (the server forgot its last_active times): over.
+        let mut seen = before.clone();
+        seen.delivered_last_active = ago(25.0);
+        assert_eq!(
+            outcome(
+                &found(wedged.clone()),
+                Some(&late(Unknown::Deadline, &seen))
+            ),
+            over
+        );
+        // With twice the ack_wait as long as the window, nothing carries.
+        let mut slow = wedged;
+        slow.ack_wait = Some(Duration::from_secs(30));
+        assert_eq!(
+            outcome(&found(slow), Some(&late(Unknown::Deadline, &before))),
+            over
+        );
     }
 
     /// A look that came later than the window after a calm sample (the node stalled between

@@ -1207,6 +1207,7 @@ mod tests {
             seen_ts: None,
             gap: false,
             progressed: false,
+            gap_late: false,
         };
         let healthy = Outcome::Healthy(Healthy::Idle);
         let unbound = Outcome::Unhealthy(Fault::Unbound { waiting: 1 });
