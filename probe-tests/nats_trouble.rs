@@ -361,18 +361,7 @@ fn a_stall_counts_on_across_refused_logins() {
     std::thread::sleep(PERIOD);
     let _service = Callout::start(&pods.nats, &pods.url, &issuer.seed().unwrap());
     let back = first.elapsed();
-    let failed = loop {
-        let run = check();
-        if run.code == Some(1) {
-            break run;
-        }
-        run.expect(0);
-        assert!(
-            first.elapsed() < Duration::from_secs(10),
-            "never failed: {run}"
-        );
-        std::thread::sleep(PERIOD);
-    };
+    let failed = first_failure(check, first, Duration::from_secs(10));
     let after = first.elapsed();
     show(
         &format!("a stall across refused logins (back after {back:?}, failed after {after:?})"),
@@ -384,6 +373,24 @@ fn a_stall_counts_on_across_refused_logins() {
         after < back + Duration::from_secs(4),
         "failed {after:?} after the first look, the service back after {back:?}"
     );
+}
+
+/// Runs `check` a period apart until one exits 1 (every run before exits 0), failing the test
+/// if none has by `limit` after `first`.
+fn first_failure(
+    check: impl Fn() -> Run,
+    first: std::time::Instant,
+    limit: std::time::Duration,
+) -> Run {
+    loop {
+        let run = check();
+        if run.code == Some(1) {
+            return run;
+        }
+        run.expect(0);
+        assert!(first.elapsed() < limit, "never failed: {run}");
+        std::thread::sleep(PERIOD);
+    }
 }
 
 /// A consumer's info as a 2.10 server gives it: bound, one message delivered and never
@@ -444,18 +451,7 @@ fn a_stall_counts_on_across_a_late_answer() {
     late.expect(0)
         .says(&["consumer S/D not judged: ", "answer before the deadline"]);
     let back = first.elapsed();
-    let failed = loop {
-        std::thread::sleep(PERIOD);
-        let run = check();
-        if run.code == Some(1) {
-            break run;
-        }
-        run.expect(0);
-        assert!(
-            first.elapsed() < back + Duration::from_secs(8),
-            "never failed: {run}"
-        );
-    };
+    let failed = first_failure(check, first, back + Duration::from_secs(8));
     let after = first.elapsed();
     show(
         &format!("a stall across a late answer (back after {back:?}, failed after {after:?})"),

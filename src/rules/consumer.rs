@@ -373,17 +373,13 @@ fn stall_clock(
             server_clock.map_or(Duration::ZERO, |(s, _)| s.min(i)),
             Evidence::Samples,
         )),
-        // After a gap of late answers: the stall seen before it, or the server's own clock
-        // if that says longer.
-        (Some(_), None) if carried.is_some() => {
-            let carried = carried.map(|c| (c, Evidence::Samples));
-            match (carried, server_clock) {
-                (Some(c), Some(s)) if s.0 > c.0 => Some(s),
-                (c, _) => c,
-            }
-        }
-        // A first sample, or one after a gap: only the server's own clock can say.
-        _ => server_clock,
+        // A first sample, or one after a gap: only the server's own clock can say; after a gap
+        // of late answers, the stall seen before it too, whichever says longer.
+        _ => match (carried, server_clock) {
+            (Some(c), Some(s)) if s.0 > c => Some(s),
+            (Some(c), _) => Some((c, Evidence::Samples)),
+            (None, s) => s,
+        },
     }
 }
 
