@@ -2,8 +2,9 @@
 # Regenerates probe-tests/bench/hot-path.order: the functions `natsprobe check` runs on the
 # socket path (the exact lookup after a healthy run first, then the walk; healthy, unhealthy,
 # -v, --json, --pid), which the static build's linker places first (build.rs); and
-# hot-path.ld: the read-only data a run after a healthy one reads, placed first too. Run as root after probe-tests/setup; needs valgrind. Re-run when the socket
-# path changes much, then compare `cargo bench --bench socket` before and after.
+# hot-path.ld: the read-only data a run after a healthy one reads, placed first too. Run as root after probe-tests/setup; needs valgrind. Re-run after any
+# change to src/ (the compiler numbers many symbols' suffixes across the whole crate, so a
+# change far from the socket path renames some), then compare `cargo bench --bench socket`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v valgrind >/dev/null || { echo "hot-path.sh needs valgrind (apt-get install valgrind)" >&2; exit 2; }
