@@ -13,11 +13,33 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// Three fresh nodes, once clustered JetStream places a stream on all three. A cluster
+    /// that has not formed in 60 s (seen on a loaded CI machine, never here) is started once
+    /// more from scratch; its logs are kept for the failure's message should that fail too.
     pub fn start(ns: &Arc<NetNs>, version: Version, host: &str) -> Cluster {
+        let mut before = String::new();
+        for attempt in 1..=2 {
+            let cluster = Cluster {
+                ns: Arc::clone(ns),
+                nodes: Cluster::nodes(ns, version, host),
+            };
+            match cluster.wait_for_jetstream(Duration::from_secs(60)) {
+                Ok(()) => return cluster,
+                Err(why) if attempt == 1 => {
+                    eprintln!("cluster not formed, starting it again: {why}");
+                    before = why;
+                }
+                Err(why) => panic!("{why}\n(the first attempt: {before})"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn nodes(ns: &Arc<NetNs>, version: Version, host: &str) -> Vec<NatsServer> {
         let routes: Vec<String> = (0..3)
             .map(|i| format!("nats://{host}:{}", 6222 + i))
             .collect();
-        let nodes = (0..3)
+        (0..3)
             .map(|i| {
                 let name = format!("n{}", i + 1);
                 let listen = routes[i].clone();
@@ -45,13 +67,7 @@ impl Cluster {
                     ],
                 )
             })
-            .collect();
-        let cluster = Cluster {
-            ns: Arc::clone(ns),
-            nodes,
-        };
-        cluster.wait_for_jetstream(Duration::from_secs(60));
-        cluster
+            .collect()
     }
 
     /// Every node's URL, comma-separated, as clients and the probe take them.
@@ -105,8 +121,8 @@ impl Cluster {
 
     /// Clustered JetStream answers once a meta leader is elected, and places a stream on all
     /// three nodes once every node is a current peer: a stream of three replicas made and
-    /// deleted says both.
-    fn wait_for_jetstream(&self, limit: Duration) {
+    /// deleted says both. Not within `limit`: the last answer and every node's log tail.
+    fn wait_for_jetstream(&self, limit: Duration) -> Result<(), String> {
         let started = Instant::now();
         let placed =
             r#"{"name":"PLACED","subjects":["placed.check"],"num_replicas":3,"storage":"memory"}"#;
@@ -114,12 +130,19 @@ impl Cluster {
             let answer = self.request_with("$JS.API.STREAM.CREATE.PLACED", placed);
             if answer.contains("stream_create_response") && !answer.contains("\"error\"") {
                 self.request("$JS.API.STREAM.DELETE.PLACED");
-                return;
+                return Ok(());
             }
-            assert!(
-                started.elapsed() < limit,
-                "no JetStream meta leader in {limit:?}: {answer}"
-            );
+            if started.elapsed() >= limit {
+                let logs: Vec<String> = self
+                    .nodes
+                    .iter()
+                    .map(|n| format!("--- {}:\n{}", n.url(), n.log_tail(60)))
+                    .collect();
+                return Err(format!(
+                    "no JetStream meta leader in {limit:?}: {answer}\n{}",
+                    logs.join("\n")
+                ));
+            }
             std::thread::sleep(Duration::from_millis(250));
         }
     }

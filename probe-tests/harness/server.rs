@@ -197,6 +197,13 @@ impl NatsServer {
         text
     }
 
+    /// The last `lines` lines of the server's log, for a failure's message.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = self.log();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }

@@ -5,7 +5,7 @@
 //! that namespace's loopback (leaf node and gateway ports).
 
 use super::peer::natspeer;
-use super::{link, wait_until, NatsServer, NetNs, Version};
+use super::{link, NatsServer, NetNs, Version};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -129,10 +129,29 @@ pub struct Supercluster {
 }
 
 impl Supercluster {
+    /// Both servers, once the meta group spanning both clusters has a leader. One that has not
+    /// elected one in 60 s (seen on a loaded CI machine, never here) is started once more from
+    /// scratch; its logs are kept for the failure's message should that fail too.
     pub fn start() -> Supercluster {
         let nats = Arc::new(NetNs::new());
         let app = Arc::new(NetNs::new());
         link(&nats, &app);
+        let mut before = String::new();
+        for attempt in 1..=2 {
+            let s = Supercluster::servers(&nats, &app);
+            match s.wait_for_the_meta_leader(Duration::from_secs(60)) {
+                Ok(()) => return s,
+                Err(why) if attempt == 1 => {
+                    eprintln!("supercluster not formed, starting it again: {why}");
+                    before = why;
+                }
+                Err(why) => panic!("{why}\n(the first attempt: {before})"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn servers(nats: &Arc<NetNs>, app: &Arc<NetNs>) -> Supercluster {
         let dir = tempfile::tempdir().unwrap();
         let gateways = r#"gateways: [ {name: A, url: "nats://127.0.0.1:7222"}, {name: B, url: "nats://127.0.0.1:7223"} ]"#;
         let mut servers = Vec::new();
@@ -150,7 +169,7 @@ impl Supercluster {
             .unwrap();
             let server_name = format!("s{name}");
             servers.push(NatsServer::start_with(
-                Some(&nats),
+                Some(nats),
                 Version::Pinned,
                 HOST,
                 4222 + i as u16,
@@ -159,19 +178,33 @@ impl Supercluster {
         }
         let b = servers.pop().unwrap();
         let a = servers.pop().unwrap();
-        let s = Supercluster {
-            nats,
-            app,
+        Supercluster {
+            nats: Arc::clone(nats),
+            app: Arc::clone(app),
             a,
             b,
             _config: dir,
-        };
-        // The meta group spans both clusters: JetStream answers once it has a leader.
-        wait_until("a JetStream meta leader", Duration::from_secs(30), || {
-            let answer = request(&s.nats, &s.b.url(), "$JS.API.STREAM.NAMES");
-            answer.contains("stream_names_response") && !answer.contains("\"error\"")
-        });
-        s
+        }
+    }
+
+    /// The meta group spans both clusters: JetStream answers once it has a leader. Not within
+    /// `limit`: the last answer and both servers' log tails.
+    fn wait_for_the_meta_leader(&self, limit: Duration) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            let answer = request(&self.nats, &self.b.url(), "$JS.API.STREAM.NAMES");
+            if answer.contains("stream_names_response") && !answer.contains("\"error\"") {
+                return Ok(());
+            }
+            if started.elapsed() >= limit {
+                return Err(format!(
+                    "no JetStream meta leader in {limit:?}: {answer}\n--- sA:\n{}\n--- sB:\n{}",
+                    self.a.log_tail(60),
+                    self.b.log_tail(60)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The cluster `stream` was placed in (its stream info's `cluster.name`).
