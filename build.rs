@@ -38,10 +38,12 @@ fn main() {
 
 /// Only the musl target links with rust-lld (.cargo/config.toml); other linkers do not take
 /// the option. Symbols the file names that the build lacks are ignored, so a stale file only
-/// loses some of its effect (probe-tests/bench/hot-path.sh regenerates it). With
-/// NATSPROBE_LINK_MAP the linker also writes its map there: hot-path.sh reads the shipped
-/// build's symbols from it, since an unstripped build is another build (cargo hashes the strip
-/// setting into the crate's metadata, and so into most symbols' names).
+/// loses some of its effect (probe-tests/bench/hot-path.sh regenerates it;
+/// probe-tests/hot-path-fresh.sh, which probe-tests/run calls, fails on one). The linker also
+/// writes its map, `natsprobe.map` beside the binary or where NATSPROBE_LINK_MAP says: both
+/// scripts read the shipped build's symbols from it, since an unstripped build is another
+/// build (cargo hashes the strip setting into the crate's metadata, and so into most symbols'
+/// names).
 fn order_hot_path() {
     println!("cargo:rerun-if-env-changed=NATSPROBE_LINK_MAP");
     let order = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap())
@@ -61,8 +63,15 @@ fn order_hot_path() {
             order.display()
         );
         println!("cargo:rustc-link-arg-bins=--no-warn-symbol-ordering");
-        if let Some(map) = std::env::var_os("NATSPROBE_LINK_MAP").filter(|m| !m.is_empty()) {
-            println!("cargo:rustc-link-arg-bins=-Map={}", map.to_string_lossy());
+        // OUT_DIR is <target dir>/<triple>/<profile>/build/<crate>-<hash>/out: the binary is
+        // three directories up.
+        let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+        let map = std::env::var_os("NATSPROBE_LINK_MAP")
+            .filter(|m| !m.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| out.ancestors().nth(3).map(|p| p.join("natsprobe.map")));
+        if let Some(map) = map {
+            println!("cargo:rustc-link-arg-bins=-Map={}", map.display());
             // The ordering file names symbols as the linker matches them: mangled.
             println!("cargo:rustc-link-arg-bins=--no-demangle");
         }
