@@ -3,7 +3,7 @@
 //! node can be killed (an outage of that node) and started again.
 
 use super::peer::natspeer;
-use super::{NatsServer, NetNs, Version};
+use super::{formed_within_three_starts, NatsServer, NetNs, Version};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,26 +13,17 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Three fresh nodes, once clustered JetStream places a stream on all three. A cluster
-    /// that has not formed in 60 s (seen on a loaded CI machine, never here) is started once
-    /// more from scratch; its logs are kept for the failure's message should that fail too.
+    /// Three fresh nodes, once clustered JetStream places a stream on all three (within 40 s,
+    /// else started afresh).
     pub fn start(ns: &Arc<NetNs>, version: Version, host: &str) -> Cluster {
-        let mut before = String::new();
-        for attempt in 1..=2 {
-            let cluster = Cluster {
+        formed_within_three_starts(
+            "cluster",
+            || Cluster {
                 ns: Arc::clone(ns),
                 nodes: Cluster::nodes(ns, version, host),
-            };
-            match cluster.wait_for_jetstream(Duration::from_secs(60)) {
-                Ok(()) => return cluster,
-                Err(why) if attempt == 1 => {
-                    eprintln!("cluster not formed, starting it again: {why}");
-                    before = why;
-                }
-                Err(why) => panic!("{why}\n(the first attempt: {before})"),
-            }
-        }
-        unreachable!()
+            },
+            |cluster| cluster.wait_for_jetstream(Duration::from_secs(40)),
+        )
     }
 
     fn nodes(ns: &Arc<NetNs>, version: Version, host: &str) -> Vec<NatsServer> {

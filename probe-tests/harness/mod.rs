@@ -97,6 +97,32 @@ pub fn become_user(uid: u32) -> std::io::Result<()> {
     }
 }
 
+/// Servers that must form a whole (a cluster, a supercluster): `start` makes them afresh and
+/// `formed` waits for the whole, or says why not with their logs. nats-server 2.10.26 now and
+/// then forms a 3-node cluster whose meta group cannot place a stream on all three nodes for
+/// a minute and more ("no suitable peers for placement"; 3 starts in 192 with two clusters
+/// starting at once on this machine, each after routes closed as duplicates): servers not
+/// formed are dropped (killed) and started afresh, up to three times; a third failure panics
+/// with every reason.
+pub fn formed_within_three_starts<T>(
+    what: &str,
+    mut start: impl FnMut() -> T,
+    formed: impl Fn(&T) -> Result<(), String>,
+) -> T {
+    let mut reasons = Vec::new();
+    for _ in 0..3 {
+        let servers = start();
+        match formed(&servers) {
+            Ok(()) => return servers,
+            Err(why) => {
+                eprintln!("{what} not formed, starting it afresh: {why}");
+                reasons.push(why);
+            }
+        }
+    }
+    panic!("{what} not formed in three starts:\n{}", reasons.join("\n"));
+}
+
 /// Polls `check` until it returns true, or panics naming `what`.
 #[track_caller]
 pub fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {

@@ -5,7 +5,7 @@
 //! that namespace's loopback (leaf node and gateway ports).
 
 use super::peer::natspeer;
-use super::{link, NatsServer, NetNs, Version};
+use super::{formed_within_three_starts, link, NatsServer, NetNs, Version};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -129,26 +129,17 @@ pub struct Supercluster {
 }
 
 impl Supercluster {
-    /// Both servers, once the meta group spanning both clusters has a leader. One that has not
-    /// elected one in 60 s (seen on a loaded CI machine, never here) is started once more from
-    /// scratch; its logs are kept for the failure's message should that fail too.
+    /// Both servers, once the meta group spanning both clusters has a leader (within 40 s,
+    /// else started afresh).
     pub fn start() -> Supercluster {
         let nats = Arc::new(NetNs::new());
         let app = Arc::new(NetNs::new());
         link(&nats, &app);
-        let mut before = String::new();
-        for attempt in 1..=2 {
-            let s = Supercluster::servers(&nats, &app);
-            match s.wait_for_the_meta_leader(Duration::from_secs(60)) {
-                Ok(()) => return s,
-                Err(why) if attempt == 1 => {
-                    eprintln!("supercluster not formed, starting it again: {why}");
-                    before = why;
-                }
-                Err(why) => panic!("{why}\n(the first attempt: {before})"),
-            }
-        }
-        unreachable!()
+        formed_within_three_starts(
+            "supercluster",
+            || Supercluster::servers(&nats, &app),
+            |s| s.wait_for_the_meta_leader(Duration::from_secs(40)),
+        )
     }
 
     fn servers(nats: &Arc<NetNs>, app: &Arc<NetNs>) -> Supercluster {
