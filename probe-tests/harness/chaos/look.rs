@@ -4,6 +4,7 @@
 
 use super::fleet::SYS;
 use super::world::World;
+use crate::harness::NetNs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -11,19 +12,7 @@ use std::time::{Duration, Instant};
 impl World {
     /// A GET on a node's monitoring port: the body, or why not.
     pub fn http(&self, node: usize, path: &str, timeout: Duration) -> Result<String, String> {
-        let addr: SocketAddr = format!("{}:8222", self.nodes[node].ip).parse().unwrap();
-        let path = path.to_string();
-        self.switch.run(move || {
-            let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
-            s.set_read_timeout(Some(timeout))
-                .map_err(|e| e.to_string())?;
-            write!(s, "GET {path} HTTP/1.0\r\nHost: n\r\n\r\n").map_err(|e| e.to_string())?;
-            let mut text = String::new();
-            s.read_to_string(&mut text).map_err(|e| e.to_string())?;
-            Ok(text
-                .split_once("\r\n\r\n")
-                .map_or(text.clone(), |(_, b)| b.to_string()))
-        })
+        http(&self.switch, &self.nodes[node].ip, path, timeout)
     }
 
     /// The meta leader, as a node's `/jsz` says.
@@ -163,4 +152,27 @@ impl World {
     pub fn delete_durable(&self, stream: &str, durable: &str) -> serde_json::Value {
         self.js(&format!("$JS.API.CONSUMER.DELETE.{stream}.{durable}"))
     }
+}
+
+/// A GET from the node network on the monitoring port of the server at `ip`: the body, or why
+/// not.
+pub(super) fn http(
+    switch: &NetNs,
+    ip: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<String, String> {
+    let addr: SocketAddr = format!("{ip}:8222").parse().unwrap();
+    let path = path.to_string();
+    switch.run(move || {
+        let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(timeout))
+            .map_err(|e| e.to_string())?;
+        write!(s, "GET {path} HTTP/1.0\r\nHost: n\r\n\r\n").map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        Ok(text
+            .split_once("\r\n\r\n")
+            .map_or(text.clone(), |(_, b)| b.to_string()))
+    })
 }

@@ -5,10 +5,13 @@
 
 use super::cron::{Cron, GuardRun};
 use super::fleet::{Checker, Place, Pod, PodSpec, APP, FLEET, PROBE_APP};
+use super::look::http;
 use super::{attach, humantime, Timings};
 use crate::harness::callout::{self, Callout, Login};
 use crate::harness::peer::natspeer;
-use crate::harness::{probe, wait_until, NatsServer, NetNs, Peer, Version};
+use crate::harness::{
+    formed_within_three_starts, probe, wait_until, NatsServer, NetNs, Peer, Version,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,7 +105,9 @@ impl World {
         let config = tempfile::tempdir().unwrap();
         let issuer = nkeys::KeyPair::new_account();
         let ips: Vec<String> = (1..=3).map(|i| format!("10.250.1.{i}")).collect();
-        let nodes: Vec<Node> = (0..3)
+        // Each node's namespace on the switch and its configuration, once; its server, with a
+        // fresh store, at each start of the cluster.
+        let members: Vec<(String, Arc<NetNs>, String)> = (0..3)
             .map(|i| {
                 let ns = Arc::new(NetNs::new());
                 attach(&switch, &ns, &format!("n{}", i + 1), &ips[i]);
@@ -121,23 +126,31 @@ impl World {
                     ),
                 )
                 .unwrap();
-                let name = format!("n{}", i + 1);
-                let server = NatsServer::start_with(
-                    Some(&ns),
-                    Version::Pinned,
-                    &ips[i],
-                    4222,
-                    &["-n", &name, "-c", path.to_str().unwrap()],
-                );
-                Node {
-                    name,
-                    ip: ips[i].clone(),
-                    ns,
-                    server,
-                    spent: 0,
-                }
+                (format!("n{}", i + 1), ns, path.to_str().unwrap().to_string())
             })
             .collect();
+        let start = || -> Vec<Node> {
+            members
+                .iter()
+                .zip(&ips)
+                .map(|((name, ns, conf), ip)| Node {
+                    name: name.clone(),
+                    ip: ip.clone(),
+                    ns: Arc::clone(ns),
+                    server: NatsServer::start_with(
+                        Some(ns),
+                        Version::Pinned,
+                        ip,
+                        4222,
+                        &["-n", name, "-c", conf],
+                    ),
+                    spent: 0,
+                })
+                .collect()
+        };
+        let nodes = formed_within_three_starts("the world's cluster", start, |nodes| {
+            jetstream_formed(&switch, nodes, Duration::from_secs(30))
+        });
         let seed = issuer.seed().unwrap();
         let all: Vec<String> = nodes.iter().map(Node::url).collect();
         let callout = Callout::start_in_cluster(&switch, &all.join(","), &seed);
@@ -154,7 +167,6 @@ impl World {
             _echo: None,
             _config: config,
         };
-        world.wait_for_jetstream(Duration::from_secs(30));
         world.streams(t);
         let n1_first = world.urls([0, 1, 2]);
         world._publishers = [("orders.x", "10"), ("capped.x", "10"), ("work.x", "6")]
@@ -251,23 +263,6 @@ impl World {
     pub fn js(&self, subject: &str) -> serde_json::Value {
         let answer = self.request(&self.urls([0, 1, 2]), subject, &APP, "2s");
         serde_json::from_str(&answer).unwrap_or(serde_json::json!({ "fatal": answer }))
-    }
-
-    /// A meta leader with both others current: a stream of three replicas can be placed.
-    fn wait_for_jetstream(&self, limit: Duration) {
-        wait_until("a JetStream meta leader and both followers", limit, || {
-            (0..3).any(|i| {
-                let Ok(body) = self.http(i, "/jsz", Duration::from_secs(1)) else {
-                    return false;
-                };
-                let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-                let meta = &json["meta_cluster"];
-                let current = meta["replicas"]
-                    .as_array()
-                    .map_or(0, |r| r.iter().filter(|p| p["current"] == true).count());
-                meta["leader"] == self.nodes[i].name.as_str() && current == 2
-            })
-        });
     }
 
     /// `natspeer setup ARGS` on the node, asked again (a few times) while a cluster that just
@@ -441,4 +436,45 @@ fn server_config(issuer: &nkeys::KeyPair) -> String {
             "SYS: { users: [ { user: sys, password: sys-pw } ] }",
         )
         .replace("auth_users: [ auth ]", "auth_users: [ auth, sys ]")
+}
+
+/// A meta leader with both others current, within `limit`: a stream of three replicas can be
+/// placed. Not: the last `/jsz` meta groups seen and every node's log tail.
+fn jetstream_formed(switch: &NetNs, nodes: &[Node], limit: Duration) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    loop {
+        let mut seen = Vec::new();
+        for node in nodes {
+            let body = http(switch, &node.ip, "/jsz", Duration::from_secs(1));
+            let json: serde_json::Value = body
+                .as_deref()
+                .ok()
+                .and_then(|b| serde_json::from_str(b).ok())
+                .unwrap_or_default();
+            let meta = &json["meta_cluster"];
+            let current = meta["replicas"]
+                .as_array()
+                .map_or(0, |r| r.iter().filter(|p| p["current"] == true).count());
+            if meta["leader"] == node.name.as_str() && current == 2 {
+                return Ok(());
+            }
+            seen.push(format!(
+                "{}: {}",
+                node.name,
+                body.map_or_else(|e| e, |_| meta.to_string())
+            ));
+        }
+        if started.elapsed() >= limit {
+            let logs: Vec<String> = nodes
+                .iter()
+                .map(|n| format!("--- {}:\n{}", n.name, n.server.log_tail(60)))
+                .collect();
+            return Err(format!(
+                "no JetStream meta leader with both followers current in {limit:?}: {}\n{}",
+                seen.join("; "),
+                logs.join("\n")
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
