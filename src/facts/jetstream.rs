@@ -274,15 +274,19 @@ pub struct Sample {
     pub seen_at_ms: i64,
     /// The server's clock then (`ts`, 2.10+): an ack after it is an ack since.
     pub seen_ts: Option<ServerTime>,
-    /// A run since `seen_at_ms` could not observe the consumer: the time since is a gap.
-    pub gap: bool,
-    /// Every run of the gap had an answer too late (a slow server or a slow machine), none
-    /// found the server unreachable or its JetStream unavailable: the stall time seen before
-    /// the gap may carry across it (`rules::consumer`).
-    pub gap_late: bool,
-    /// Progress was seen then (acks, or deliveries without acks): its stall clock was at zero
-    /// by evidence, not for want of any.
-    pub progressed: bool,
+    /// What the runs since `seen_at_ms` that could not look did to the clocks
+    /// (`rules::consumer::gap_for`: the one table of NATS's answers).
+    pub gap: Gap,
+}
+
+/// What the runs since a sample that could not look at the consumer did to its clocks: the
+/// time since counts (none, or only refusals), is not counted but the clocks are kept (late
+/// answers only), or the clocks start over (anything else).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gap {
+    None,
+    Pauses,
+    Resets,
 }
 
 /// What was found where a consumer's previous sample should be.

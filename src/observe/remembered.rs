@@ -11,15 +11,17 @@
 use super::state::{Key, Of, StateDir};
 use crate::facts::{ConsumerName, DiagId, Holder, KnownSocket, Remembered, ServerIdent};
 use crate::facts::{SubscriptionMemo, Unanswered, Wanted};
-use crate::rules::remembered::LastLook;
+use crate::rules::consumer::{Deletes, Evidence, Fault, RetentionSetting};
+use crate::rules::remembered::{LastLook, SeenFault};
 use serde::{Deserialize, Serialize};
 use std::fs::{self};
 use std::io;
 use std::net::SocketAddr;
+use std::time::Duration;
 
-/// 3: a subscription's file keeps its unanswered asks, with or without a connection
-/// (older files are nothing remembered: one full look or match after an upgrade).
-const VERSION: u32 = 3;
+/// 4: a look keeps the faults it saw (older files are nothing remembered: one full look or
+/// match after an upgrade).
+const VERSION: u32 = 4;
 
 #[derive(Serialize, Deserialize)]
 struct StoredWanted {
@@ -40,6 +42,159 @@ struct LookFile {
     own_subscription: bool,
     window_ms: i64,
     answered: bool,
+    faults: Vec<StoredSeenFault>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredSeenFault {
+    stream: String,
+    durable: String,
+    at_ms: i64,
+    fault: StoredFault,
+}
+
+/// The file's form of a consumer fault: the rules' `Fault` knows nothing of serialization.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum StoredFault {
+    StreamMissing,
+    ConsumerMissing,
+    Unbound {
+        waiting: u64,
+    },
+    Stalled {
+        stalled_ms: u64,
+        by_server_clock: bool,
+        floor: u64,
+        waiting: u64,
+        no_pulls: bool,
+        moved_without_ack: bool,
+    },
+    Retention {
+        stalled_ms: u64,
+        first_seq: u64,
+        behind: u64,
+        front_only: bool,
+        settings: Vec<StoredSetting>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+enum StoredSetting {
+    Retention(String),
+    MaxMsgs(u64),
+    MaxBytes(u64),
+    MaxAgeMs(u64),
+    MaxMsgsPerSubject(u64),
+    Discard(String),
+}
+
+impl From<&Fault> for StoredFault {
+    fn from(f: &Fault) -> StoredFault {
+        let ms = |d: &Duration| d.as_millis() as u64;
+        match f {
+            Fault::StreamMissing => StoredFault::StreamMissing,
+            Fault::ConsumerMissing => StoredFault::ConsumerMissing,
+            Fault::Unbound { waiting } => StoredFault::Unbound { waiting: *waiting },
+            Fault::Stalled {
+                stalled,
+                evidence,
+                floor,
+                waiting,
+                no_pulls,
+                moved_without_ack,
+            } => StoredFault::Stalled {
+                stalled_ms: ms(stalled),
+                by_server_clock: *evidence == Evidence::LastActive,
+                floor: *floor,
+                waiting: *waiting,
+                no_pulls: *no_pulls,
+                moved_without_ack: *moved_without_ack,
+            },
+            Fault::Retention {
+                stalled,
+                first_seq,
+                behind,
+                deletes,
+            } => StoredFault::Retention {
+                stalled_ms: ms(stalled),
+                first_seq: *first_seq,
+                behind: *behind,
+                front_only: deletes.front_only,
+                settings: deletes
+                    .settings
+                    .iter()
+                    .map(|s| match s {
+                        RetentionSetting::Retention(r) => StoredSetting::Retention(r.clone()),
+                        RetentionSetting::MaxMsgs(n) => StoredSetting::MaxMsgs(*n),
+                        RetentionSetting::MaxBytes(n) => StoredSetting::MaxBytes(*n),
+                        RetentionSetting::MaxAge(d) => StoredSetting::MaxAgeMs(ms(d)),
+                        RetentionSetting::MaxMsgsPerSubject(n) => {
+                            StoredSetting::MaxMsgsPerSubject(*n)
+                        }
+                        RetentionSetting::Discard(d) => StoredSetting::Discard(d.clone()),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+impl StoredFault {
+    fn fault(self) -> Fault {
+        let ms = Duration::from_millis;
+        match self {
+            StoredFault::StreamMissing => Fault::StreamMissing,
+            StoredFault::ConsumerMissing => Fault::ConsumerMissing,
+            StoredFault::Unbound { waiting } => Fault::Unbound { waiting },
+            StoredFault::Stalled {
+                stalled_ms,
+                by_server_clock,
+                floor,
+                waiting,
+                no_pulls,
+                moved_without_ack,
+            } => Fault::Stalled {
+                stalled: ms(stalled_ms),
+                evidence: match by_server_clock {
+                    true => Evidence::LastActive,
+                    false => Evidence::Samples,
+                },
+                floor,
+                waiting,
+                no_pulls,
+                moved_without_ack,
+            },
+            StoredFault::Retention {
+                stalled_ms,
+                first_seq,
+                behind,
+                front_only,
+                settings,
+            } => Fault::Retention {
+                stalled: ms(stalled_ms),
+                first_seq,
+                behind,
+                deletes: Deletes {
+                    front_only,
+                    settings: settings
+                        .into_iter()
+                        .map(|s| match s {
+                            StoredSetting::Retention(r) => RetentionSetting::Retention(r),
+                            StoredSetting::MaxMsgs(n) => RetentionSetting::MaxMsgs(n),
+                            StoredSetting::MaxBytes(n) => RetentionSetting::MaxBytes(n),
+                            StoredSetting::MaxAgeMs(n) => RetentionSetting::MaxAge(ms(n)),
+                            StoredSetting::MaxMsgsPerSubject(n) => {
+                                RetentionSetting::MaxMsgsPerSubject(n)
+                            }
+                            StoredSetting::Discard(d) => RetentionSetting::Discard(d),
+                        })
+                        .collect(),
+                },
+            },
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -174,6 +329,18 @@ pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Op
         window_ms: f.window_ms,
         answered: f.answered,
         previous_run_ms,
+        faults: f
+            .faults
+            .into_iter()
+            .map(|f| SeenFault {
+                consumer: ConsumerName {
+                    stream: f.stream,
+                    durable: f.durable,
+                },
+                at_ms: f.at_ms,
+                fault: f.fault.fault(),
+            })
+            .collect(),
     })
 }
 
@@ -206,6 +373,16 @@ pub fn store_look(
         own_subscription: look.own_subscription,
         window_ms: look.window_ms,
         answered: look.answered,
+        faults: look
+            .faults
+            .iter()
+            .map(|f| StoredSeenFault {
+                stream: f.consumer.stream.clone(),
+                durable: f.consumer.durable.clone(),
+                at_ms: f.at_ms,
+                fault: StoredFault::from(&f.fault),
+            })
+            .collect(),
     };
     let at = |text: &[u8]| {
         serde_json::from_slice::<LookFile>(text)
@@ -408,6 +585,7 @@ mod tests {
             window_ms: 60_000,
             answered: true,
             previous_run_ms: None,
+            faults: vec![],
         };
         store_look(&dir, "nats://a:4222", &[], &look).unwrap();
         assert!(!stale.exists(), "the stale file stays");
@@ -491,6 +669,7 @@ mod tests {
             window_ms: 60_000,
             answered: true,
             previous_run_ms: None,
+            faults: vec![],
         };
         store_look(&dir, "nats://a:4222", &[name("D")], &look).unwrap();
         // Each read marks the run in it: the next one learns when the one before was (the
@@ -501,6 +680,7 @@ mod tests {
         assert_eq!(
             LastLook {
                 previous_run_ms: None,
+                faults: vec![],
                 ..first
             },
             look

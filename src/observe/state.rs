@@ -7,16 +7,16 @@
 //! (and says so): the probe still answers.
 
 use crate::config::{JsApi, Owner, ServerUrl, StateDirChoice};
-use crate::facts::{ConsumerName, Loaded, Persisting, Sample, Wanted};
+use crate::facts::{ConsumerName, Gap, Loaded, Persisting, Sample, Wanted};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// 2: the stall clock's accumulated time, the gap mark and what moved (version 1 files are
-/// foreign: a first sample).
-const VERSION: u32 = 2;
+/// 3: the gap as what it does to the clocks (files of other versions are foreign: a first
+/// sample).
+const VERSION: u32 = 3;
 const MAX_FILE: u64 = 64 * 1024;
 /// Free space below which a place is full: four pages, a few state files.
 const ROOM: u64 = 16 * 1024;
@@ -152,13 +152,8 @@ struct Stored {
     pinned_ms: Option<i64>,
     seen_at_ms: i64,
     seen_ts: Option<String>,
-    gap: bool,
-    /// Absent in a file an earlier build wrote: no progress vouched for.
-    #[serde(default)]
-    progressed: bool,
-    /// Absent in a file an earlier build wrote: a gap that starts the stall clock over.
-    #[serde(default)]
-    gap_late: bool,
+    /// `none`, `pauses` or `resets`.
+    gap: String,
 }
 
 impl From<&Sample> for Stored {
@@ -175,9 +170,12 @@ impl From<&Sample> for Stored {
             pinned_ms: s.pinned_ms,
             seen_at_ms: s.seen_at_ms,
             seen_ts: s.seen_ts.map(|t| t.to_string()),
-            gap: s.gap,
-            progressed: s.progressed,
-            gap_late: s.gap_late,
+            gap: match s.gap {
+                Gap::None => "none",
+                Gap::Pauses => "pauses",
+                Gap::Resets => "resets",
+            }
+            .to_string(),
         }
     }
 }
@@ -203,9 +201,12 @@ impl Stored {
             pinned_ms: self.pinned_ms,
             seen_at_ms: self.seen_at_ms,
             seen_ts,
-            gap: self.gap,
-            progressed: self.progressed,
-            gap_late: self.gap_late,
+            gap: match self.gap.as_str() {
+                "none" => Gap::None,
+                "pauses" => Gap::Pauses,
+                "resets" => Gap::Resets,
+                _ => return None,
+            },
         })
     }
 }
@@ -662,9 +663,7 @@ mod tests {
             pinned_ms: None,
             seen_at_ms: 2,
             seen_ts: Some(1_796_112_043_000_000_000),
-            gap: false,
-            progressed: false,
-            gap_late: false,
+            gap: Gap::None,
         }
     }
 

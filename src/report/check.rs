@@ -196,6 +196,9 @@ pub struct ConsumerSection {
     pub not_judged: Option<&'static str>,
     /// Why it could not be judged or compared, and its class; null when it was.
     pub cannot_judge: Option<StandingJson>,
+    /// This run could not look, and the verdict is the fault the last look saw: why (as
+    /// `not_judged`) and how long ago that look was; null when this run looked.
+    pub carried: Option<CarriedJson>,
     pub summary: String,
     pub window_ms: Option<u64>,
     pub window_raised_for_ack_wait_ms: Option<u64>,
@@ -212,6 +215,12 @@ pub struct ConsumerSection {
     pub stream_facts: Option<StreamFactsJson>,
     pub previous_sample: Option<String>,
     pub state_problem: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CarriedJson {
+    pub could_not_look: &'static str,
+    pub last_look_ago_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -484,6 +493,10 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             _ => None,
         },
         cannot_judge: r.standing.map(standing_json),
+        carried: r.carried.as_ref().map(|c| CarriedJson {
+            could_not_look: c.why.kind(),
+            last_look_ago_ms: millis(c.ago),
+        }),
         summary: consumer_phrase(r),
         window_ms: r.window.map(|w| millis(w.duration)),
         window_raised_for_ack_wait_ms: r.window.and_then(|w| w.raised_for_ack_wait).map(millis),

@@ -149,6 +149,7 @@ pub(crate) fn with_consumers(
                 window,
                 progress: None,
                 standing: None,
+                carried: None,
             }
         })
         .collect();

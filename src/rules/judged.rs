@@ -5,7 +5,7 @@
 use super::cause::Standing;
 use super::check::ConsumerHealth;
 use super::consumer::{Outcome, Progress, Window};
-use super::remembered::Found;
+use super::remembered::{Carried, Found};
 use super::subscription::Held;
 use crate::facts::{ConsumerName, ConsumerSeen, Wanted};
 
@@ -19,6 +19,8 @@ pub struct JudgedConsumer {
     pub progress: Option<Progress>,
     /// Why it could not be judged (or compared), and for how long; None when it was.
     pub standing: Option<Standing>,
+    /// This run could not look, and reports the fault the last look saw (`outcome`).
+    pub carried: Option<Carried>,
 }
 
 impl JudgedConsumer {

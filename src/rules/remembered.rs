@@ -13,9 +13,9 @@
 //!   subscription, on the same socket since, is trusted for `--subscription-every`: given, or
 //!   `auto` (`trust_time`), which asks less often where each lookup costs the server more.
 
-use super::consumer::{Healthy, Outcome};
+use super::consumer::{gap_for, Fault, Healthy, Outcome};
 use super::subscription::{holds, Held};
-use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection};
+use crate::facts::{Connz, ConsumerName, Gap, LookedUp, Remembered, Sample, ServerConnection};
 pub use crate::facts::{Due, Sampling};
 use crate::facts::{Unanswered, Unknown, Wanted};
 use std::net::SocketAddr;
@@ -50,6 +50,92 @@ pub struct LastLook {
     /// The run before this one (any probe on this state dir, looking or not): how far apart
     /// the runs come.
     pub previous_run_ms: Option<i64>,
+    /// The faults the freshest look at each consumer saw: what a run that cannot look
+    /// reports while they are fresh (`standing_fault`).
+    pub faults: Vec<SeenFault>,
+}
+
+/// A fault a look saw, and when: the freshest evidence of that consumer until a look sees it
+/// again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenFault {
+    pub consumer: ConsumerName,
+    pub fault: Fault,
+    /// Local clock, ms since the epoch.
+    pub at_ms: i64,
+}
+
+/// The fault a run that could not look at `consumer` (`why`) reports: the one the last look
+/// at it saw, while that look is younger than the window and nothing since can have made
+/// NATS the cause. A refusal or a late answer leaves the evidence standing; an answer that
+/// resets the clocks (`consumer::gap_for`: NATS not reached, an election) voids it, and so
+/// does time. Never made by a run that could not look, never latched: the next look replaces
+/// it.
+pub fn standing_fault<'a>(
+    last: Option<&'a LastLook>,
+    consumer: &ConsumerName,
+    why: &Unknown,
+    now_ms: i64,
+) -> Option<&'a SeenFault> {
+    let last = last?;
+    if gap_for(why) == Gap::Resets {
+        return None;
+    }
+    last.faults
+        .iter()
+        .find(|f| f.consumer == *consumer && (0..=last.window_ms).contains(&(now_ms - f.at_ms)))
+}
+
+/// A fault this run reports from the last look, because it could not look itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Carried {
+    /// Why this run could not look.
+    pub why: Unknown,
+    /// How long ago the look that saw the fault was.
+    pub ago: Duration,
+}
+
+/// The outcome a run that could not look at `consumer` reports: the standing fault, and
+/// why it is this run's (None: the outcome stands as it is).
+pub fn carried(
+    last: Option<&LastLook>,
+    consumer: &ConsumerName,
+    outcome: &Outcome,
+    now_ms: i64,
+) -> Option<(Outcome, Carried)> {
+    let Outcome::NotJudged(why) = outcome else {
+        return None;
+    };
+    let seen = standing_fault(last, consumer, why, now_ms)?;
+    Some((
+        Outcome::Unhealthy(seen.fault.clone()),
+        Carried {
+            why: why.clone(),
+            ago: Duration::from_millis((now_ms - seen.at_ms) as u64),
+        },
+    ))
+}
+
+/// The faults a look keeps for the runs after it: each consumer's as this look judged it
+/// (the check's per-pod policy applied), or, where this look could not judge it, the one
+/// still standing from before (with its own time).
+pub fn faults_seen(
+    last: Option<&LastLook>,
+    judged: &[(&ConsumerName, &Outcome)],
+    now_ms: i64,
+) -> Vec<SeenFault> {
+    judged
+        .iter()
+        .filter_map(|(consumer, outcome)| match outcome {
+            Outcome::Unhealthy(fault) => Some(SeenFault {
+                consumer: (*consumer).clone(),
+                fault: fault.clone(),
+                at_ms: now_ms,
+            }),
+            Outcome::NotJudged(why) => standing_fault(last, consumer, why, now_ms).cloned(),
+            Outcome::Healthy(_) => None,
+        })
+        .collect()
 }
 
 /// How much of the window the next look may come at the latest: the rest absorbs a late run.
@@ -384,6 +470,7 @@ pub fn schedule(
                 window_ms: window.as_millis() as i64,
                 answered: true,
                 previous_run_ms: None,
+                faults: vec![],
             });
         }
         let asking = Asking {
@@ -861,6 +948,7 @@ mod tests {
             window_ms: 60_000,
             answered: true,
             previous_run_ms: None,
+            faults: vec![],
         }
     }
 
@@ -1070,6 +1158,7 @@ mod tests {
                     window_ms: cadence.window.as_millis() as i64,
                     answered: true,
                     previous_run_ms: None,
+                    faults: vec![],
                 });
             }
         }
@@ -1177,6 +1266,7 @@ mod tests {
                     window_ms: 60_000,
                     answered: true,
                     previous_run_ms: None,
+                    faults: vec![],
                 });
                 prev = j.sample;
             }
@@ -1205,9 +1295,7 @@ mod tests {
             pinned_ms,
             seen_at_ms: NOW,
             seen_ts: None,
-            gap: false,
-            progressed: false,
-            gap_late: false,
+            gap: crate::facts::Gap::None,
         };
         let healthy = Outcome::Healthy(Healthy::Idle);
         let unbound = Outcome::Unhealthy(Fault::Unbound { waiting: 1 });

@@ -167,6 +167,7 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
                 window_ms: ms(settings.cadence.window),
                 answered: true,
                 previous_run_ms: None,
+                faults: vec![],
             });
         }
         failures = if failed { failures + 1 } else { 0 };

@@ -10,7 +10,7 @@ mod subscriptions;
 
 use crate::config::{CheckConfig, ReaderChoice, Setting};
 use crate::error::Error;
-use crate::facts::{unmap, Loaded, Persisting};
+use crate::facts::{unmap, Gap, Loaded, Persisting, Sample};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
 use crate::facts::{Lookup, ServerAnswer, Walked};
 use crate::observe::state::{Of, StateDir};
@@ -233,21 +233,39 @@ fn judge_with_state(
     }
     drop(nats);
 
-    remember_look(
-        config,
-        dir,
-        &server,
-        obs,
-        &judgements,
-        inodes,
-        &subscriptions,
-    );
     let outcomes: Vec<&consumer::Outcome> = judgements.iter().map(|j| &j.outcome).collect();
     if verdict::needs_client_age(&outcomes) {
         obs.client_age = Some(client_age(&obs.pod, connections));
     }
     keep_samples(dir, &server, &mut obs.consumers, &judgements);
+    let samples: Vec<Option<Sample>> = judgements.iter().map(|j| j.sample.clone()).collect();
     let mut judged = excuse_young_client(obs, judgements);
+    let faults = {
+        let seen: Vec<_> = judged.iter().map(|j| (&j.seen.name, &j.outcome)).collect();
+        remembered::faults_seen(last.as_ref(), &seen, obs.now_ms)
+    };
+    remember_look(
+        config,
+        dir,
+        &server,
+        obs,
+        Look {
+            judged: &judged,
+            samples: &samples,
+            faults,
+            inodes,
+            subscriptions: &subscriptions,
+        },
+    );
+    // A run that could not look reports the freshest evidence.
+    for j in &mut judged {
+        if let Some((outcome, carried)) =
+            remembered::carried(last.as_ref(), &j.seen.name, &j.outcome, obs.now_ms)
+        {
+            j.outcome = outcome;
+            j.carried = Some(carried);
+        }
+    }
     let carry = Carry {
         dir,
         server: &server,
@@ -331,37 +349,48 @@ fn ask_consumers(
     Ok((judgements, wanted))
 }
 
-/// Remembers a look that asked the consumers, for `--sample-every`: after a calm one, on the
-/// same connections, the next runs need not ask.
+/// What a look saw, to remember.
+struct Look<'a> {
+    judged: &'a [JudgedConsumer],
+    samples: &'a [Option<Sample>],
+    faults: Vec<remembered::SeenFault>,
+    inodes: Vec<u64>,
+    subscriptions: &'a [JudgedSubscription],
+}
+
+/// Remembers a look that asked the consumers: for `--sample-every` (after a calm one, on the
+/// same connections, the next runs need not ask), and the faults it saw, which the runs that
+/// cannot look report while they are fresh.
 fn remember_look(
     config: &CheckConfig,
     dir: &StateDir,
     server: &str,
     obs: &Observations,
-    judgements: &[consumer::Judgement],
-    inodes: Vec<u64>,
-    subscriptions: &[JudgedSubscription],
+    look: Look,
 ) {
-    // With --sample-every 0 every run asks: nothing to remember.
-    if !matches!(obs.sampling, Some(Sampling::Ask(_))) || config.sample_every.is_zero() {
+    if !matches!(obs.sampling, Some(Sampling::Ask(_))) {
         return;
     }
-    let outcomes: Vec<_> = judgements
+    let outcomes: Vec<_> = look
+        .judged
         .iter()
-        .map(|j| (&j.outcome, j.sample.as_ref()))
+        .zip(look.samples)
+        .map(|(j, s)| (&j.outcome, s.as_ref()))
         .collect();
     // The shortest window of the consumers judged: the next look must come inside it.
-    let window = judgements
+    let window = look
+        .judged
         .iter()
         .filter_map(|j| j.window)
         .map(|w| w.duration)
         .min()
         .unwrap_or(consumer::window(&config.consumer_policy, None).duration);
-    let look = remembered::LastLook {
+    let last = remembered::LastLook {
         at_ms: obs.now_ms,
-        calm: remembered::calm(&outcomes),
-        inodes,
-        wanted: subscriptions
+        calm: look.faults.is_empty() && remembered::calm(&outcomes),
+        inodes: look.inodes,
+        wanted: look
+            .subscriptions
             .iter()
             .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
             .collect(),
@@ -371,9 +400,10 @@ fn remember_look(
             .iter()
             .any(|(o, _)| matches!(o, consumer::Outcome::NotJudged(_))),
         previous_run_ms: None,
+        faults: look.faults,
     };
     // Best effort: a look not remembered is asked again next run.
-    let _ = observe::remembered::store_look(dir, server, &config.consumers, &look);
+    let _ = observe::remembered::store_look(dir, server, &config.consumers, &last);
 }
 
 /// Keeps each consumer's new sample; one that cannot be kept says why beside its consumer.
@@ -405,6 +435,7 @@ fn excuse_young_client(
             window: j.window,
             progress: j.progress,
             standing: None,
+            carried: None,
         })
         .collect()
 }
@@ -525,8 +556,8 @@ fn mark_unobserved(config: &CheckConfig) {
     let server = observe::state::server_key(&config.servers, &config.js_api);
     for name in &config.consumers {
         if let Loaded::Sample(prev) = dir.load_sample(&server, name) {
-            if !prev.gap {
-                let _ = dir.store_sample(&server, name, &consumer::gap(&prev));
+            if prev.gap != Gap::Resets {
+                let _ = dir.store_sample(&server, name, &consumer::gapped(&prev, Gap::Resets));
             }
         }
     }

@@ -2,7 +2,7 @@
 //! its previous sample and its judgement.
 
 use super::style::{plain, Line, Style};
-use crate::facts::{ConsumerFacts, Loaded, Observed, StreamFacts};
+use crate::facts::{ConsumerFacts, Gap, Loaded, Observed, StreamFacts};
 use crate::report::human::consumer::{consumer_phrase, describe_previous};
 use crate::report::input::CheckInput;
 use crate::report::remembered::sampling_phrase;
@@ -188,8 +188,10 @@ fn previous(r: &JudgedConsumer, now_ms: i64) -> Option<Line> {
                 let stalled = Duration::from_millis(s.stalled_ms as u64);
                 let _ = write!(text, ", no progress for {} by then", display(stalled));
             }
-            if s.gap {
-                text.push_str("; a run since could not observe it (a gap)");
+            match s.gap {
+                Gap::None => {}
+                Gap::Pauses => text.push_str("; a run since had its answer too late (kept)"),
+                Gap::Resets => text.push_str("; a run since could not observe it (starts over)"),
             }
             Some(vec![(Style::Dim, text)])
         }

@@ -7,6 +7,7 @@ use crate::report::words::{display, retention};
 use crate::rules::cause::Cause;
 use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
 use crate::rules::judged::JudgedConsumer;
+use crate::rules::remembered::Carried;
 use std::fmt::Write;
 
 /// What one consumer's judgement says, without its name.
@@ -18,9 +19,22 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
             format!("not judged across runs: samples cannot be kept ({problem}){standing}")
         }
         _ => format!(
-            "{}{standing}",
-            outcome_phrase(&r.outcome, r.window, &r.seen.observed, &r.seen.name)
+            "{}{}{standing}",
+            outcome_phrase(&r.outcome, r.window, &r.seen.observed, &r.seen.name),
+            carried_phrase(r.carried.as_ref())
         ),
+    }
+}
+
+/// `; this run could not look: <why>, last look 600ms ago`: the fault is the last look's.
+fn carried_phrase(carried: Option<&Carried>) -> String {
+    match carried {
+        Some(c) => format!(
+            "; this run could not look: {}, last look {} ago",
+            c.why,
+            display(c.ago)
+        ),
+        None => String::new(),
     }
 }
 
