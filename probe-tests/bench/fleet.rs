@@ -12,7 +12,7 @@
 //! to back. A kubelet's runs are 10 s apart, so with the defaults most of them ask the server
 //! nothing: the "kubelet average" rows weigh the measured kinds of run by how often each
 //! happens at `periodSeconds: 10` with the defaults, from the probe's own schedule
-//! (`rules::remembered::schedule`: `--sample-every 45s`, 1 run in 5 asks about the
+//! (`rules::restart::schedule`: `--sample-every 45s`, 1 run in 5 asks about the
 //! consumers; `--subscription-every auto` asks for the connection by cid with each look up
 //! to 1,000 connections in the account, 1 run in 120 at 10,000; its tests pin it). On one
 //! server, the pod's server slowed against the same server well (`slow_server`): the requests
@@ -536,11 +536,12 @@ fn slow_server(
 
 /// The kubelet's average per run at `periodSeconds: 10` with the defaults, for each mode:
 /// the measured kinds of run weighed by how often each comes over a day
-/// (`rules::remembered::schedule`, the probe's own decisions). The account's connections at
+/// (`rules::restart::schedule`, the probe's own decisions). The account's connections at
 /// the server are the idle ones and the app pod's three (the consumer, the journal
 /// subscriber, the probe itself), which set `--subscription-every auto`'s trust time.
 fn averages(rows: &[(String, Cost)], size: usize) -> Vec<(&'static str, Cost, Option<Cost>)> {
-    use natsprobe::rules::remembered::{schedule, TrustSetting};
+    use natsprobe::rules::remembered::TrustSetting;
+    use natsprobe::rules::restart::schedule;
     let get = |name: &str| rows.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
     let must = |name: &str| get(name).unwrap_or_else(|| panic!("no row {name}"));
     let day = schedule(

@@ -1,4 +1,6 @@
-//! How long from a fault to the kubelet's restart, by the probe's own rules: the runs a
+//! The probe's own rules run after run, for what the documents promise: how long from a fault
+//! to the kubelet's restart, and how often each kind of run comes (`schedule`, which the fleet
+//! benchmark weighs). How long from a fault to the kubelet's restart, by the probe's own rules: the runs a
 //! kubelet makes (`periodSeconds`, `failureThreshold`), which of them ask what
 //! (`remembered::sampling` for the consumers, `remembered::plan` for the pod's connection),
 //! and when an asked check calls the fault (`consumer::judge` for a stall). Every phase of the
@@ -8,8 +10,10 @@
 
 use super::connection;
 use super::consumer::{self, Intervals, Outcome, Policy};
+use super::look;
 use super::remembered::{self, Asking, Cadence, LastLook, Plan, Sampling, Socket, TrustSetting};
-use crate::facts::{AckPolicy, ConsumerFacts, Observed, Remembered, Sample, Sequence, ServerIdent};
+use crate::facts::{AckPolicy, ConsumerFacts, ConsumerName, Observed, Remembered, Sample};
+use crate::facts::{Sequence, ServerIdent};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -117,6 +121,11 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
     let mut sample: Option<Sample> = None;
     let mut memo: Option<Remembered> = None;
     let mut failures = 0;
+    let policy = policy(settings);
+    let names = [ConsumerName {
+        stream: "S".into(),
+        durable: "D".into(),
+    }];
     for run in 0.. {
         let now = run * period - warm;
         if let Some(l) = &mut last {
@@ -127,24 +136,31 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
             remembered::sampling(last.as_ref(), &[1], every, false, now),
             Sampling::Ask(_)
         );
-        let mut calm = true;
+        // The consumer is looked at as `check` does: judged, settled against the last look.
+        let consumer_failed = match looking {
+            true => {
+                let j = consumer::judge(&consumer_at(fault, now), sample.as_ref(), &policy, now);
+                let context = look::Context {
+                    inodes: vec![1],
+                    wanted: vec![],
+                    own_subscription: true,
+                };
+                let (settled, look) =
+                    look::settle(last.as_ref(), &names, vec![j], None, &policy, context, now);
+                let [settled] = <[_; 1]>::try_from(settled).expect("one consumer");
+                sample = settled.sample.or(sample);
+                last = Some(look);
+                matches!(settled.outcome, Outcome::Unhealthy(_))
+            }
+            false => false,
+        };
         let failed = match fault {
             Fault::GaveUp => now >= 0,
             Fault::HalfOpen => {
                 let rto = Duration::from_millis(200);
                 now >= ms(connection::half_open_called(settings.half_open_after, rto))
             }
-            Fault::Unbound | Fault::Absent => {
-                calm = now < 0;
-                looking && now >= 0
-            }
-            Fault::Stalled if looking => {
-                let j = consumer::judge(&stalled(now), sample.as_ref(), &policy(settings), now);
-                calm = remembered::calm(&[(&j.outcome, j.sample.as_ref())]);
-                sample = j.sample;
-                matches!(j.outcome, Outcome::Unhealthy(_))
-            }
-            Fault::Stalled => false,
+            Fault::Unbound | Fault::Absent | Fault::Stalled => consumer_failed,
             Fault::Deaf { direct, .. } => {
                 let asking = asking(settings, direct, looking);
                 match remembered::plan(memo.as_ref(), None, &ours, asking, now) {
@@ -157,25 +173,110 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
                 }
             }
         };
-        if looking {
-            last = Some(LastLook {
-                at_ms: now,
-                calm,
-                inodes: vec![1],
-                wanted: vec![],
-                own_subscription: true,
-                window_ms: ms(settings.cadence.window),
-                answered: true,
-                previous_run_ms: None,
-                faults: vec![],
-            });
-        }
         failures = if failed { failures + 1 } else { 0 };
         if failures == settings.failure_threshold {
             return now;
         }
     }
     unreachable!("the loop returns")
+}
+
+/// How often each kind of run comes, over `runs` runs `period` apart of a pod whose client
+/// keeps its connection and whose consumers stay calm: what `sampling` and `plan` decide,
+/// run after run (the fleet benchmark weighs its measured kinds of run by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Schedule {
+    /// Runs that ask about the consumers and trust the connection.
+    pub looks: u32,
+    /// Runs that ask about the consumers and look the connection up by cid.
+    pub looks_with_lookup: u32,
+    /// Runs that look the connection up by cid alone.
+    pub lookups_alone: u32,
+    /// Runs that match the connection by address (the first).
+    pub matches: u32,
+    /// Runs that ask the server nothing.
+    pub quiet: u32,
+}
+
+pub fn schedule(
+    runs: u32,
+    cadence: Cadence,
+    trust: TrustSetting,
+    account_connections: u64,
+    direct: bool,
+) -> Schedule {
+    let Cadence {
+        period,
+        sample_every,
+        window,
+    } = cadence;
+    let policy = Policy {
+        stall_after: window,
+        intervals: Intervals::UpToWindow,
+    };
+    let names = [ConsumerName {
+        stream: "S".into(),
+        durable: "D".into(),
+    }];
+    let mut sample: Option<Sample> = None;
+    let ours = [Socket {
+        addr: SocketAddr::from(([10, 0, 0, 1], 40000)),
+        inode: 1,
+    }];
+    let mut last: Option<LastLook> = None;
+    let mut kept: Option<Remembered> = None;
+    let mut s = Schedule::default();
+    for run in 0..runs {
+        let now = run as i64 * period.as_millis() as i64;
+        if let Some(l) = &mut last {
+            l.previous_run_ms = (run > 0).then(|| now - period.as_millis() as i64);
+        }
+        let look = matches!(
+            remembered::sampling(last.as_ref(), &[1], sample_every, false, now),
+            Sampling::Ask(_)
+        );
+        if look {
+            // A consumer acking with work waiting, judged and settled as `check` does.
+            let j = consumer::judge(&acking_until(now, now), sample.as_ref(), &policy, now);
+            let context = look::Context {
+                inodes: vec![1],
+                wanted: vec![],
+                own_subscription: true,
+            };
+            let (settled, seen) =
+                look::settle(last.as_ref(), &names, vec![j], None, &policy, context, now);
+            sample = settled.into_iter().next().and_then(|s| s.sample).or(sample);
+            last = Some(seen);
+        }
+        let asking = Asking {
+            setting: trust,
+            sample_every,
+            direct,
+            looking: look,
+        };
+        let planned = remembered::plan(kept.as_ref(), None, &ours, asking, now);
+        match (planned, look) {
+            (Plan::Trust { .. } | Plan::Wait(_), true) => s.looks += 1,
+            (Plan::Trust { .. } | Plan::Wait(_), false) => s.quiet += 1,
+            (Plan::LookUp, true) => s.looks_with_lookup += 1,
+            (Plan::LookUp, false) => s.lookups_alone += 1,
+            (Plan::Match(_), _) => s.matches += 1,
+        }
+        if !matches!(planned, Plan::Trust { .. } | Plan::Wait(_)) {
+            kept = Some(Remembered {
+                server: ServerIdent {
+                    name: "n".into(),
+                    id: "N".into(),
+                },
+                cid: 1,
+                local: ours[0].addr,
+                inode: 1,
+                held_at_ms: Some(now),
+                account_connections,
+            });
+        }
+    }
+    s
 }
 
 fn policy(settings: &Settings) -> Policy {
@@ -203,13 +304,31 @@ fn remembered_at(fault: Fault, socket: Socket, held_at_ms: Option<i64>) -> Remem
     }
 }
 
-/// A push consumer with work waiting that acked once a second until 0 and never since, as
-/// a 2.10 server describes it at `now` (its clock: `ts`, `last_active`).
-fn stalled(now: i64) -> Observed {
+/// The pod's consumer at `now`, as a 2.10 server describes it: acking once a second with
+/// work waiting, until the fault (at 0) if it is the consumer's.
+fn consumer_at(fault: Fault, now: i64) -> Observed {
+    let faulty = now >= 0;
+    match fault {
+        Fault::Absent if faulty => Observed::ConsumerMissing,
+        Fault::Stalled => acking_until(0, now),
+        Fault::Unbound => match acking_until(now, now) {
+            Observed::Found { mut facts, stream } => {
+                facts.push_bound = !faulty;
+                Observed::Found { facts, stream }
+            }
+            other => other,
+        },
+        _ => acking_until(now, now),
+    }
+}
+
+/// A push consumer with work waiting that acked once a second until `until` and never since,
+/// as a 2.10 server describes it at `now` (its clock: `ts`, `last_active`).
+fn acking_until(until: i64, now: i64) -> Observed {
     const NS: i64 = 1_000_000;
     // A server clock far from zero, as a real one is.
     const EPOCH: i64 = 1_800_000_000_000;
-    let last_ack = now.min(0).div_euclid(1000) * 1000;
+    let last_ack = now.min(until).div_euclid(1000) * 1000;
     let acked = (EPOCH + last_ack) / 1000;
     let seq = |n: i64| Sequence {
         consumer_seq: n as u64,
@@ -277,6 +396,48 @@ mod tests {
         let (fastest, slowest) = deaf(30_000, false);
         assert_eq!(fastest, 20_000);
         assert!((3_618_000..=3_620_000).contains(&slowest), "{slowest}");
+    }
+
+    /// The schedule the README's fleet table and the fleet benchmark's kubelet averages rest
+    /// on: two hours of runs at `periodSeconds: 10` with the defaults. 1 run in 5 asks about
+    /// the consumers; up to 1,000 connections in the account (or at the monitoring port) each
+    /// look asks for the connection by cid too; 1 run in 30 does at 2,500, 1 in 120 at 10,000.
+    #[test]
+    fn the_default_schedule_at_period_ten_seconds() {
+        let at = |connections, direct| {
+            let s = schedule(
+                720,
+                Cadence::DEFAULT,
+                TrustSetting::Auto,
+                connections,
+                direct,
+            );
+            assert_eq!(
+                s.looks + s.looks_with_lookup + s.lookups_alone + s.matches + s.quiet,
+                720
+            );
+            (
+                s.looks + s.looks_with_lookup + s.matches,
+                s.looks_with_lookup + s.lookups_alone,
+                s.matches,
+            )
+        };
+        assert_eq!(at(100, false), (144, 143, 1));
+        assert_eq!(at(1_000, false), (144, 143, 1));
+        assert_eq!(at(2_500, false), (144, 23, 1));
+        assert_eq!(at(10_000, false), (144, 5, 1));
+        assert_eq!(at(10_003, false), (144, 5, 1));
+        assert_eq!(at(10_000, true), (144, 143, 1));
+        assert_eq!(at(100_000, false), (144, 1, 1));
+        // A lookup 126 runs apart (21 minutes) falls between looks 4 times in 5.
+        let s = schedule(
+            126 * 5 + 1,
+            Cadence::DEFAULT,
+            TrustSetting::Auto,
+            10_500,
+            false,
+        );
+        assert_eq!((s.looks_with_lookup, s.lookups_alone), (1, 4));
     }
 
     /// A window longer than the stall (2 × ack_wait) or a shorter period move the times as

@@ -10,7 +10,7 @@ mod subscriptions;
 
 use crate::config::{CheckConfig, ReaderChoice, Setting};
 use crate::error::Error;
-use crate::facts::{unmap, Gap, Loaded, Persisting, Sample};
+use crate::facts::{unmap, Gap, Loaded, Persisting};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
 use crate::facts::{Lookup, ServerAnswer, Walked};
 use crate::observe::state::{Of, StateDir};
@@ -22,6 +22,7 @@ use crate::rules::check::{self as verdict, ServerState};
 use crate::rules::connection::{self, Connections};
 use crate::rules::exact;
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
+use crate::rules::look;
 use crate::rules::remembered::{self, Sampling};
 use crate::rules::{consumer, subscription};
 use sockets::{target, Remembered};
@@ -238,34 +239,41 @@ fn judge_with_state(
         obs.client_age = Some(client_age(&obs.pod, connections));
     }
     keep_samples(dir, &server, &mut obs.consumers, &judgements);
-    let samples: Vec<Option<Sample>> = judgements.iter().map(|j| j.sample.clone()).collect();
-    let mut judged = excuse_young_client(obs, judgements);
-    let faults = {
-        let seen: Vec<_> = judged.iter().map(|j| (&j.seen.name, &j.outcome)).collect();
-        remembered::faults_seen(last.as_ref(), &seen, obs.now_ms)
+    let context = look::Context {
+        inodes,
+        wanted: subscriptions
+            .iter()
+            .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
+            .collect(),
+        own_subscription: config.own_subscription,
     };
-    remember_look(
-        config,
-        dir,
-        &server,
-        obs,
-        Look {
-            judged: &judged,
-            samples: &samples,
-            faults,
-            inodes,
-            subscriptions: &subscriptions,
-        },
+    let (settled, look) = look::settle(
+        last.as_ref(),
+        &config.consumers,
+        judgements,
+        obs.client_age,
+        &config.consumer_policy,
+        context,
+        obs.now_ms,
     );
-    // A run that could not look reports the freshest evidence.
-    for j in &mut judged {
-        if let Some((outcome, carried)) =
-            remembered::carried(last.as_ref(), &j.seen.name, &j.outcome, obs.now_ms)
-        {
-            j.outcome = outcome;
-            j.carried = Some(carried);
-        }
+    // Only a run that asked has a look to remember. Best effort: a look not remembered is
+    // asked again next run.
+    if matches!(obs.sampling, Some(Sampling::Ask(_))) {
+        let _ = observe::remembered::store_look(dir, &server, &config.consumers, &look);
     }
+    let mut judged: Vec<JudgedConsumer> = obs
+        .consumers
+        .iter()
+        .zip(settled)
+        .map(|(seen, s)| JudgedConsumer {
+            seen: seen.clone(),
+            outcome: s.outcome,
+            window: s.window,
+            progress: s.progress,
+            standing: None,
+            carried: s.carried,
+        })
+        .collect();
     let carry = Carry {
         dir,
         server: &server,
@@ -349,63 +357,6 @@ fn ask_consumers(
     Ok((judgements, wanted))
 }
 
-/// What a look saw, to remember.
-struct Look<'a> {
-    judged: &'a [JudgedConsumer],
-    samples: &'a [Option<Sample>],
-    faults: Vec<remembered::SeenFault>,
-    inodes: Vec<u64>,
-    subscriptions: &'a [JudgedSubscription],
-}
-
-/// Remembers a look that asked the consumers: for `--sample-every` (after a calm one, on the
-/// same connections, the next runs need not ask), and the faults it saw, which the runs that
-/// cannot look report while they are fresh.
-fn remember_look(
-    config: &CheckConfig,
-    dir: &StateDir,
-    server: &str,
-    obs: &Observations,
-    look: Look,
-) {
-    if !matches!(obs.sampling, Some(Sampling::Ask(_))) {
-        return;
-    }
-    let outcomes: Vec<_> = look
-        .judged
-        .iter()
-        .zip(look.samples)
-        .map(|(j, s)| (&j.outcome, s.as_ref()))
-        .collect();
-    // The shortest window of the consumers judged: the next look must come inside it.
-    let window = look
-        .judged
-        .iter()
-        .filter_map(|j| j.window)
-        .map(|w| w.duration)
-        .min()
-        .unwrap_or(consumer::window(&config.consumer_policy, None).duration);
-    let last = remembered::LastLook {
-        at_ms: obs.now_ms,
-        calm: look.faults.is_empty() && remembered::calm(&outcomes),
-        inodes: look.inodes,
-        wanted: look
-            .subscriptions
-            .iter()
-            .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
-            .collect(),
-        own_subscription: config.own_subscription,
-        window_ms: window.as_millis() as i64,
-        answered: !outcomes
-            .iter()
-            .any(|(o, _)| matches!(o, consumer::Outcome::NotJudged(_))),
-        previous_run_ms: None,
-        faults: look.faults,
-    };
-    // Best effort: a look not remembered is asked again next run.
-    let _ = observe::remembered::store_look(dir, server, &config.consumers, &last);
-}
-
 /// Keeps each consumer's new sample; one that cannot be kept says why beside its consumer.
 fn keep_samples(
     dir: &StateDir,
@@ -418,26 +369,6 @@ fn keep_samples(
             seen.state_problem = dir.store_sample(server, &seen.name, sample).err();
         }
     }
-}
-
-/// Each consumer with its judgement, the check's per-pod policy applied: a client younger
-/// than the window gets its window.
-fn excuse_young_client(
-    obs: &Observations,
-    judgements: Vec<consumer::Judgement>,
-) -> Vec<JudgedConsumer> {
-    obs.consumers
-        .iter()
-        .zip(judgements)
-        .map(|(seen, j)| JudgedConsumer {
-            seen: seen.clone(),
-            outcome: verdict::excuse_young_client(j.outcome, j.window, obs.client_age),
-            window: j.window,
-            progress: j.progress,
-            standing: None,
-            carried: None,
-        })
-        .collect()
 }
 
 /// "No place to keep samples", naming every place tried and the fix: exit 2.
