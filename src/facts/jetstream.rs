@@ -280,12 +280,11 @@ pub struct Sample {
 }
 
 /// What the runs since a sample that could not look at the consumer did to its clocks: the
-/// time since counts (none, or only refusals), is not counted but the clocks are kept (late
-/// answers only), or the clocks start over (anything else).
+/// time since counts (none, or only refusals and late answers), or the clocks start over
+/// (anything else).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gap {
     None,
-    Pauses,
     Resets,
 }
 

@@ -152,7 +152,7 @@ struct Stored {
     pinned_ms: Option<i64>,
     seen_at_ms: i64,
     seen_ts: Option<String>,
-    /// `none`, `pauses` or `resets`.
+    /// `none` or `resets`.
     gap: String,
 }
 
@@ -172,7 +172,6 @@ impl From<&Sample> for Stored {
             seen_ts: s.seen_ts.map(|t| t.to_string()),
             gap: match s.gap {
                 Gap::None => "none",
-                Gap::Pauses => "pauses",
                 Gap::Resets => "resets",
             }
             .to_string(),
@@ -203,7 +202,6 @@ impl Stored {
             seen_ts,
             gap: match self.gap.as_str() {
                 "none" => Gap::None,
-                "pauses" => Gap::Pauses,
                 "resets" => Gap::Resets,
                 _ => return None,
             },

@@ -246,9 +246,9 @@ pub fn judge(
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
     let unbound = facts.push() && !facts.push_bound;
     let unmeasured = unmeasured(facts, prev, now_ms);
-    let since = since(unmeasured, policy, &window, prev);
-    let stalled = stall_clock(facts, prev, since, progress, deletes.as_ref(), unbound);
-    let pinned = pinned(facts, stream, deletes.as_ref(), prev, since);
+    let interval = counted(unmeasured, policy, &window);
+    let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
+    let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
     let sample = next_sample(facts, unbound, stalled, pinned, now_ms);
     let outcome = verdict(Verdict {
         facts,
@@ -270,31 +270,31 @@ pub fn judge(
 }
 
 /// What a run that could not look at the consumer does to its clocks: the one table
-/// (docs/checks.md, "what each answer does to the clock"), for the stall and the pinned floor
-/// alike.
+/// (docs/checks.md, "what each answer does"), for the stall and the pinned floor alike.
 ///
-/// - A refusal (the probe's login or request refused: wrong credentials, or an auth service
-///   or resolver down) is NATS answering, and says nothing of the consumer's own connection,
-///   which is already in: the time counts, measured by the next look from the last.
-/// - An answer too late (a slow server or a starved node) pauses: the time is not counted, the
-///   clocks are kept. A slow server delays acks, it does not lose them.
+/// - NATS answered, but not with the consumer: the probe's login or request refused (wrong
+///   credentials, or an auth service or resolver down), or the answer came too late (a slow
+///   server or a starved node). Nothing of the consumer's own connection is touched: the
+///   time counts, measured by the next look from the last.
 /// - Anything else (the server not reached, JetStream unavailable, an election, an unexpected
-///   answer) resets: NATS may have lost an ack in flight, and a healthy consumer then waits up
-///   to 2 × ack_wait, which the window (never shorter) gives it from the next look on.
+///   answer) starts the clocks over: NATS may have lost an ack in flight, and a healthy
+///   consumer then waits up to 2 × ack_wait, which the window (never shorter) gives it from
+///   the next look on. So does a server that restarted (seen at the next look).
 pub fn gap_for(why: &Unknown) -> Gap {
     match why {
-        Unknown::Credentials | Unknown::NotPermitted(_) => Gap::None,
-        Unknown::Deadline | Unknown::JetStreamTimeout => Gap::Pauses,
+        Unknown::Credentials
+        | Unknown::NotPermitted(_)
+        | Unknown::Deadline
+        | Unknown::JetStreamTimeout => Gap::None,
         _ => Gap::Resets,
     }
 }
 
-/// The previous sample with this run's gap added: a reset outweighs a pause, a pause nothing.
+/// The previous sample with this run's gap added: once reset, reset.
 pub fn gapped(prev: &Sample, gap: Gap) -> Sample {
     let gap = match (prev.gap, gap) {
-        (Gap::Resets, _) | (_, Gap::Resets) => Gap::Resets,
-        (Gap::Pauses, _) | (_, Gap::Pauses) => Gap::Pauses,
         (Gap::None, Gap::None) => Gap::None,
+        _ => Gap::Resets,
     };
     Sample {
         gap,
@@ -320,26 +320,14 @@ fn restarted_since(facts: &ConsumerFacts, prev: &Sample) -> bool {
         || prev.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
 }
 
-/// How the clocks go on from the previous sample: by the interval since it, from where they
-/// were (a pause), or from nothing the samples can vouch for (only the server's own clock).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Since {
-    Interval(Duration),
-    Kept,
-    Nothing,
-}
-
-/// An interval counts when the probe can vouch for it: not longer than the window where the
-/// runs must (the in-pod check; the guard's looks are an interval apart by design). A pause
-/// keeps the clocks; anything else leaves only the server's own clock.
-fn since(unmeasured: Unmeasured, policy: &Policy, window: &Window, prev: Option<&Sample>) -> Since {
+/// The interval the clocks may count: none longer than the window where the probe must
+/// vouch for it (the in-pod check: it was not running often enough); the guard's two looks
+/// are an interval apart by design. None after a reset: only the server's own clock says.
+fn counted(unmeasured: Unmeasured, policy: &Policy, window: &Window) -> Option<Duration> {
     match (unmeasured, policy.intervals) {
-        (Unmeasured::Interval(i), Intervals::Any) => Since::Interval(i),
-        (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => {
-            Since::Interval(i)
-        }
-        (Unmeasured::Gap, _) if prev.is_some_and(|p| p.gap == Gap::Pauses) => Since::Kept,
-        _ => Since::Nothing,
+        (Unmeasured::Interval(i), Intervals::Any) => Some(i),
+        (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => Some(i),
+        _ => None,
     }
 }
 
@@ -348,7 +336,7 @@ fn since(unmeasured: Unmeasured, policy: &Policy, window: &Window, prev: Option<
 fn stall_clock(
     facts: &ConsumerFacts,
     prev: Option<&Sample>,
-    since: Since,
+    interval: Option<Duration>,
     progress: Option<Progress>,
     deletes: Option<&Deletes>,
     unbound: bool,
@@ -358,24 +346,17 @@ fn stall_clock(
     if nothing_to_count || progress.is_some_and(Progress::may_have_worked) {
         return Some((Duration::ZERO, Evidence::Samples));
     }
-    match (prev, since) {
+    match (prev, interval) {
         // Work was waiting then and now, nothing moved: the interval counts.
-        (Some(p), Since::Interval(i)) if p.waiting > 0 => {
-            Some((ms(p.stalled_ms) + i, Evidence::Samples))
-        }
+        (Some(p), Some(i)) if p.waiting > 0 => Some((ms(p.stalled_ms) + i, Evidence::Samples)),
         // Idle (or unable to work) then, work now: it was not seen waiting before now.
         // By the server's clock it has waited at most since its delivery (a quiet
         // consumer's next message), and never longer than since then.
-        (Some(_), Since::Interval(i)) => Some((
+        (Some(_), Some(i)) => Some((
             server_clock.map_or(Duration::ZERO, |(s, _)| s.min(i)),
             Evidence::Samples,
         )),
-        // Paused: the stall seen before, or the server's clock where it says longer.
-        (Some(p), Since::Kept) if p.waiting > 0 => match server_clock {
-            Some(s) if s.0 > ms(p.stalled_ms) => Some(s),
-            _ => Some((ms(p.stalled_ms), Evidence::Samples)),
-        },
-        // A first sample, or nothing to go on from: only the server's own clock can say.
+        // A first sample, or one after a reset: only the server's own clock can say.
         _ => server_clock,
     }
 }
@@ -387,7 +368,7 @@ fn pinned(
     stream: Option<&StreamFacts>,
     deletes: Option<&Deletes>,
     prev: Option<&Sample>,
-    since: Since,
+    interval: Option<Duration>,
 ) -> Option<Duration> {
     let pinned_now = match (stream, deletes) {
         (Some(s), Some(d)) => {
@@ -395,10 +376,8 @@ fn pinned(
         }
         _ => false,
     };
-    let before = prev.and_then(|p| p.pinned_ms).map(ms);
-    pinned_now.then(|| match (before, since) {
-        (Some(b), Since::Interval(i)) => b + i,
-        (Some(b), Since::Kept) => b,
+    pinned_now.then(|| match (prev.and_then(|p| p.pinned_ms), interval) {
+        (Some(before), Some(i)) => ms(before) + i,
         _ => Duration::ZERO,
     })
 }
@@ -856,12 +835,12 @@ pub(crate) mod tests {
         );
         // A run that could not observe the consumer keeps the sample, marked.
         let j = judged(
-            &Observed::NotJudged(Unknown::Deadline),
+            &Observed::NotJudged(Unknown::TemporarilyUnavailable),
             Some(&sample(40, 1, 50, 10)),
         );
         assert!(j
             .sample
-            .is_some_and(|s| s.gap == Gap::Pauses && s.stalled_ms == 50_000));
+            .is_some_and(|s| s.gap == Gap::Resets && s.stalled_ms == 50_000));
         // A refusal is NATS answering: the sample stays unmarked, and the next look measures
         // from it.
         for refused in [
@@ -873,9 +852,9 @@ pub(crate) mod tests {
         }
     }
 
-    /// The one table: a late answer pauses the clocks (kept, the time not counted), a refusal
-    /// lets the time count, anything else resets them; a reset outweighs a pause, and a
-    /// restart inside a pause (the server forgot its last_active times) resets too.
+    /// The one table: a late answer or a refusal lets the time count (the next look measures
+    /// from the last), anything else resets the clocks, for good until the next look; a
+    /// restart since (the server forgot its last_active times) resets them too.
     #[test]
     fn what_each_answer_does_to_the_clock() {
         let wedged = facts(0, 1, 40);
@@ -884,37 +863,36 @@ pub(crate) mod tests {
                 .sample
                 .unwrap()
         };
-        // 50 s without progress seen 20 s ago; a look since was answered too late.
+        // 50 s without progress seen 20 s ago; a look since was answered too late or refused.
         let before = sample(40, 1, 50, 20);
-        for why in [Unknown::Deadline, Unknown::JetStreamTimeout] {
-            let marked = after(why, &before);
-            assert_eq!(marked.gap, Gap::Pauses);
-            let j = judged(&found(wedged.clone()), Some(&marked));
-            assert_eq!(stalled(&j.outcome), Some(Duration::from_secs(50)));
-            // The next look counts on from there: 10 s more is the window.
-            let mut next = j.sample.unwrap();
-            next.seen_at_ms = NOW_MS - 10_000;
+        for why in [
+            Unknown::Deadline,
+            Unknown::JetStreamTimeout,
+            Unknown::Credentials,
+            Unknown::NotPermitted("$JS.API.>".into()),
+        ] {
+            let kept = after(why, &before);
+            assert_eq!(kept, before);
             assert!(matches!(
-                outcome(&found(wedged.clone()), Some(&next)),
+                outcome(&found(wedged.clone()), Some(&kept)),
                 Outcome::Unhealthy(Fault::Stalled { .. })
             ));
         }
-        // A refusal: the 20 s since count.
-        let refused = after(Unknown::Credentials, &before);
-        assert_eq!(refused, before);
-        assert!(matches!(
-            outcome(&found(wedged.clone()), Some(&refused)),
-            Outcome::Unhealthy(Fault::Stalled { .. })
-        ));
-        // The server unreachable: over, as is a late answer mixed with it, either way round.
+        // The server unreachable, an election, an unexpected answer: over, and a late answer
+        // after one does not undo it.
         let over = Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Gap));
-        let down = after(Unknown::Unreachable("refused".into()), &before);
-        assert_eq!(down.gap, Gap::Resets);
-        assert_eq!(outcome(&found(wedged.clone()), Some(&down)), over);
-        assert_eq!(after(Unknown::Deadline, &down).gap, Gap::Resets);
-        let late_then_down = after(Unknown::NoResponders, &after(Unknown::Deadline, &before));
-        assert_eq!(late_then_down.gap, Gap::Resets);
-        // A restart inside the pause (the server forgot its last_active times): over.
+        for why in [
+            Unknown::Unreachable("refused".into()),
+            Unknown::TemporarilyUnavailable,
+            Unknown::NoResponders,
+            Unknown::Failed("?".into()),
+        ] {
+            let down = after(why, &before);
+            assert_eq!(down.gap, Gap::Resets);
+            assert_eq!(outcome(&found(wedged.clone()), Some(&down)), over);
+            assert_eq!(after(Unknown::Deadline, &down).gap, Gap::Resets);
+        }
+        // A restart since (the server forgot its last_active times): over.
         let mut seen = before.clone();
         seen.delivered_last_active = ago(25.0);
         assert_eq!(

@@ -73,18 +73,31 @@ pub fn settle(
         .map(|w| w.duration)
         .min()
         .unwrap_or(consumer::window(policy, None).duration);
-    let look = LastLook {
-        at_ms: now_ms,
-        calm: faults.is_empty() && remembered::calm(&outcomes),
-        inodes: context.inodes,
-        wanted: context.wanted,
-        own_subscription: context.own_subscription,
-        window_ms: window.as_millis() as i64,
-        answered: !outcomes
+    // A look NATS answered for no consumer is no evidence: it refreshes nothing of the last
+    // (its time, its calm), only the faults still standing.
+    let unanswered = !settled.is_empty()
+        && settled
             .iter()
-            .any(|(o, _)| matches!(o, Outcome::NotJudged(_))),
-        previous_run_ms: None,
-        faults,
+            .all(|s| matches!(s.outcome, Outcome::NotJudged(_)));
+    let look = match last {
+        Some(last) if unanswered => LastLook {
+            faults,
+            previous_run_ms: None,
+            ..last.clone()
+        },
+        _ => LastLook {
+            at_ms: now_ms,
+            calm: faults.is_empty() && remembered::calm(&outcomes),
+            inodes: context.inodes,
+            wanted: context.wanted,
+            own_subscription: context.own_subscription,
+            window_ms: window.as_millis() as i64,
+            answered: !outcomes
+                .iter()
+                .any(|(o, _)| matches!(o, Outcome::NotJudged(_))),
+            previous_run_ms: None,
+            faults,
+        },
     };
     // A run that could not look reports the freshest evidence.
     for (name, s) in names.iter().zip(&mut settled) {

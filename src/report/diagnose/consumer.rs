@@ -190,7 +190,6 @@ fn previous(r: &JudgedConsumer, now_ms: i64) -> Option<Line> {
             }
             match s.gap {
                 Gap::None => {}
-                Gap::Pauses => text.push_str("; a run since had its answer too late (kept)"),
                 Gap::Resets => text.push_str("; a run since could not observe it (starts over)"),
             }
             Some(vec![(Style::Dim, text)])
