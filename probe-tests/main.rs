@@ -23,4 +23,5 @@ mod restart;
 mod server_aware;
 mod socket_check;
 pub(crate) mod subscription;
+mod timelines;
 mod topologies;

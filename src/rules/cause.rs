@@ -19,6 +19,7 @@
 //!
 //! Never latched: a run without the cause clears it.
 
+use super::consumer::{Healthy, Outcome, Unmeasured};
 use crate::facts::{Persisting, Unknown};
 use std::time::Duration;
 
@@ -224,6 +225,25 @@ impl Seen {
             Class::ConfigurationIfNeverJudged => !self.judged_before,
             Class::ConfigurationIfItPersists => true,
         }
+    }
+}
+
+/// The cause a consumer's outcome stands for, if it was not judged or not compared (None:
+/// judged). `state_problem`: its sample could not be kept; `judged_before`: a sample kept by
+/// an earlier run says this configuration was judged on these servers.
+pub fn of_consumer(outcome: &Outcome, state_problem: bool, judged_before: bool) -> Option<Seen> {
+    let seen = |cause| Seen::new(cause, judged_before);
+    match outcome {
+        _ if state_problem => Some(seen(Cause::NoStateDir)),
+        Outcome::NotJudged(why) => Some(seen(Cause::of(why))),
+        Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Interval(apart))) => Some(Seen {
+            apart: Some(*apart),
+            ..seen(Cause::TooFarApart)
+        }),
+        Outcome::Healthy(Healthy::ClientAgeUnknown { .. }) => {
+            Some(seen(Cause::ClientAgeUnreadable))
+        }
+        _ => None,
     }
 }
 

@@ -463,7 +463,10 @@ fn progress(
         }
         (Some(_), _) => true,
     };
-    match (acked, touched) {
+    // Without `max_deliver` nothing but acks (and retention, above) moves the floor: a floor
+    // that moved while `last_active` says nothing (a server that restarted since the acks
+    // forgot it) moved by acks.
+    match (acked || facts.max_deliver.is_none(), touched) {
         (_, true) => Progress::Unclear,
         (true, false) => Progress::Acked,
         (false, false) => Progress::WithoutAck,

@@ -349,10 +349,15 @@ mod tests {
             run(s),
             Verdict::Healthy(Note::Judged(Outcome::Healthy(Healthy::CannotTell { .. })))
         ));
-        // Drops after max_deliver with no ack in the interval.
+        // Drops after max_deliver with no ack in the interval (only a consumer with a
+        // max_deliver drops).
+        let dropping = |pending, ack_pending, floor, at_ms| ConsumerFacts {
+            max_deliver: Some(3),
+            ..info(pending, ack_pending, floor, at_ms)
+        };
         let (a, b) = (
-            found(info(0, 2, 5, T0)),
-            found(info(0, 0, 7, T0 + INTERVAL_MS)),
+            found(dropping(0, 2, 5, T0)),
+            found(dropping(0, 0, 7, T0 + INTERVAL_MS)),
         );
         let mut s = seen(Some(&a), Some(&b));
         s.losses = Some(Losses {

@@ -407,24 +407,8 @@ impl Carry<'_> {
             // A sample kept by an earlier run: this consumer was judged with this
             // configuration on these servers.
             let judged_before = matches!(r.seen.previous, Some(Loaded::Sample(_)));
-            let seen = |cause| cause::Seen::new(cause, judged_before);
-            let now = match (&r.seen.state_problem, &r.outcome) {
-                (Some(_), _) => Some(seen(Cause::NoStateDir)),
-                (None, consumer::Outcome::NotJudged(why)) => Some(seen(Cause::of(why))),
-                (
-                    None,
-                    consumer::Outcome::Healthy(consumer::Healthy::Unmeasured(
-                        consumer::Unmeasured::Interval(apart),
-                    )),
-                ) => Some(cause::Seen {
-                    apart: Some(*apart),
-                    ..seen(Cause::TooFarApart)
-                }),
-                (None, consumer::Outcome::Healthy(consumer::Healthy::ClientAgeUnknown { .. })) => {
-                    Some(seen(Cause::ClientAgeUnreadable))
-                }
-                _ => None,
-            };
+            let state_problem = r.seen.state_problem.is_some();
+            let now = cause::of_consumer(&r.outcome, state_problem, judged_before);
             let window = r.window.unwrap_or(consumer::window(self.policy, None));
             // No room for samples has no room for its cause either: it has lasted since the
             // last sample that could be kept.
