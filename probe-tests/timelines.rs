@@ -598,3 +598,54 @@ proptest! {
         prop_assert!(played.iter().all(|(_, _, e)| *e == Exit::Pass), "{:?}", played);
     }
 }
+
+/// Found by the properties in the rules as they were, shrunk, kept: a wedged consumer whose
+/// every other look NATS answers late failed one run in two (`1 0 1 0 …`), and the kubelet,
+/// counting failures in a row, never restarted it. A run that cannot look now reports the
+/// fault the last look saw.
+#[test]
+fn a_wedged_consumer_behind_late_answers_is_restarted() {
+    let t = Timeline {
+        consumer: Consumer::Wedged {
+            every: 100,
+            at: 2666,
+        },
+        stall_after: 2000,
+        ack_wait: 200,
+        period: 500,
+        jitter: vec![0],
+        stall: None,
+        second_probe: None,
+        sample_every_share: SampleEvery::EveryRun,
+        answers: vec![Answer::Late, Answer::OnTime],
+        runs: 61,
+    };
+    let played = t.play();
+    let restarted = restarted_at(&played).expect("restarted");
+    assert!(restarted - 2666 <= detection_bound(&t, 1), "{played:?}");
+}
+
+/// Found the same way: a consumer acking every 0.9 s through a server restarting at every
+/// other look was called stalled. Each restart made the server forget the acks' `last_active`,
+/// and a floor moved without one was read as drops after `max_deliver`, which this consumer
+/// does not have: its floor moves only by acks.
+#[test]
+fn acks_a_restarting_server_forgot_are_progress() {
+    let t = Timeline {
+        consumer: Consumer::Recreated {
+            every: 918,
+            at: 6250,
+        },
+        stall_after: 4500,
+        ack_wait: 900,
+        period: 500,
+        jitter: vec![0],
+        stall: None,
+        second_probe: None,
+        sample_every_share: SampleEvery::EveryRun,
+        answers: vec![Answer::OnTime, Answer::Restarted],
+        runs: 25,
+    };
+    let played = t.play();
+    assert_eq!(restarted_at(&played), None, "{played:?}");
+}
