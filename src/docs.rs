@@ -28,6 +28,16 @@ mod tests {
                 "docs/reference.md says another class for {}: {row}",
                 c.as_str()
             );
+            // And its exit: 0 for NATS's causes, 2 past the window for the others.
+            let exit = row.rsplit('|').nth(1).unwrap_or_default().trim();
+            let transient = cause::class(c) == cause::Class::Transient;
+            assert_eq!(
+                exit == "0",
+                transient,
+                "docs/reference.md says exit {exit:?} for {}",
+                c.as_str()
+            );
+            assert!(transient || exit.contains('2'), "{row}");
         }
         // Prose is wrapped: compared with its whitespace made single spaces.
         let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -50,7 +60,7 @@ mod tests {
             (
                 "SECURITY.md",
                 security.clone(),
-                "A refused request is never a fault (exit 1)",
+                "A refused request never makes a fault (exit 1)",
             ),
             (
                 "SECURITY.md",
@@ -64,6 +74,45 @@ mod tests {
                 "{document} does not say: {sentence}"
             );
         }
+    }
+
+    /// docs/checks.md's principles are the rules': the table of what each answer does is
+    /// `consumer::gap_for`'s (every kind of answer a look can get, in its row), and the
+    /// schedule's one fraction of the window and `--sample-every`'s default are the code's.
+    #[test]
+    fn the_principles_are_the_rules() {
+        use crate::facts::{Gap, Unknown};
+        use crate::rules::consumer::gap_for;
+        let checks = include_str!("../docs/checks.md");
+        let row = |starts: &str| {
+            checks
+                .lines()
+                .find(|l| l.starts_with(starts))
+                .unwrap_or_else(|| panic!("docs/checks.md has no row {starts}"))
+        };
+        let late = row("| too late");
+        let refused = row("| the probe's login or request refused");
+        let trouble = row("| not reached, JetStream unavailable");
+        for (why, row) in [
+            (Unknown::Deadline, late),
+            (Unknown::JetStreamTimeout, late),
+            (Unknown::Credentials, refused),
+            (Unknown::NotPermitted("$JS.API.>".into()), refused),
+            (Unknown::Unreachable("refused".into()), trouble),
+            (Unknown::TemporarilyUnavailable, trouble),
+            (Unknown::NoResponders, trouble),
+            (Unknown::Failed("?".into()), trouble),
+        ] {
+            let says = row.split('|').nth(2).unwrap_or_default();
+            let resets = says.contains("starts over");
+            assert_eq!(gap_for(&why) == Gap::Resets, resets, "{why:?}: {row}");
+            assert_eq!(row.contains("stands"), !resets, "{why:?}: {row}");
+        }
+        let flat = checks.split_whitespace().collect::<Vec<_>>().join(" ");
+        let (n, d) = crate::rules::remembered::WINDOW_SHARE;
+        assert!(flat.contains(&format!("would come after {n}/{d} of the window")));
+        assert_eq!(crate::rules::remembered::SAMPLE_EVERY_SHARE, (3, 4));
+        assert!(flat.contains("(default ¾ of `--stall-after`: 45s)"));
     }
 
     /// The README's times to restart are the rules': every row, computed by

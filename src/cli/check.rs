@@ -503,7 +503,10 @@ fn sampling(
             )))
         }
         Some(every) => every,
-        None => stall_after * 3 / 4,
+        None => {
+            let (n, d) = crate::rules::remembered::SAMPLE_EVERY_SHARE;
+            stall_after * n / d
+        }
     };
     Ok((sample_every, subscription_every))
 }

@@ -138,8 +138,11 @@ pub fn faults_seen(
         .collect()
 }
 
+/// `--sample-every`'s default share of `--stall-after`: a calm look is carried this long.
+pub const SAMPLE_EVERY_SHARE: (u32, u32) = (3, 4);
+
 /// How much of the window the next look may come at the latest: the rest absorbs a late run.
-const WINDOW_SHARE: (i64, i64) = (9, 10);
+pub const WINDOW_SHARE: (i64, i64) = (9, 10);
 
 /// Whether to ask about the consumers now. `own_subscription`: this run checks the deliver
 /// subscriptions, which only a look that found them gives.
