@@ -96,6 +96,18 @@ fn under_kubelet(
     state: &str,
     flags: &[&str],
 ) -> Kubelet {
+    under_kubelet_for(ns, consume, url, state, "S/D", flags)
+}
+
+/// `under_kubelet`, for the consumer `consumer` (STREAM/DURABLE).
+fn under_kubelet_for(
+    ns: &Arc<NetNs>,
+    consume: Vec<String>,
+    url: &str,
+    state: &str,
+    consumer: &str,
+    flags: &[&str],
+) -> Kubelet {
     let app = Arc::clone(ns);
     let container = Box::new(move || {
         let args: Vec<&str> = consume.iter().map(String::as_str).collect();
@@ -108,7 +120,7 @@ fn under_kubelet(
         "--server",
         url,
         "--consumer",
-        "S/D",
+        consumer,
         "--stall-after",
         STALL,
         "--state-dir",
@@ -446,4 +458,91 @@ fn a_deaf_replica_behind_the_monitoring_port_at_the_consumers_pace() {
         "the healthy replica was restarted:\n{}",
         twin.log()
     );
+}
+
+/// The probe's own login refused about 0.5 s of every 1.5 s (the answer an auth callout gives
+/// when it times out under load; the apps' connections untouched), and two push consumers
+/// wedged under their kubelets: one on a plain stream, one on a stream that deletes what is
+/// not acknowledged (max_msgs, discard old). Each is restarted within its bound: the table's
+/// slowest time, five periods more for the looks NATS refused (at least one look in three
+/// answered: 2 × 3 − 1), and for the second the time retention takes to reach its floor.
+/// Before, the runs went `1 1 0 1 1 0 …`: a run that could not look passed, and the kubelet,
+/// counting failures in a row, restarted neither.
+#[test]
+fn wedged_consumers_behind_a_flaky_auth_service_are_restarted() {
+    use crate::harness::callout::{self, Callout};
+    let _serial = timing_lock();
+    let issuer = nkeys::KeyPair::new_account();
+    let seed = issuer.seed().unwrap();
+    let pods = Pods::with_config(
+        &callout::server_config(&issuer),
+        &["-user", "app", "-password", "app-pw"],
+    );
+    let service = Callout::start(&pods.nats, &pods.url, &seed);
+    pods.push("S", "D", &[]);
+    // 200 messages at 100 a second: retention reaches a wedged floor within 2 s.
+    pods.push_with("CAP", "W", "1", &["-max-msgs", "200", "-discard", "old"]);
+    let _plain = pods.producer("s.x", 20);
+    let _capped = pods.producer("cap.x", 100);
+    let auth = ["--user", "app", "--password", "app-pw"];
+    let kubelet = |stream: &str, durable: &str, state: &tempfile::TempDir| {
+        let push = push_consumer(stream, durable);
+        let rest: Vec<&str> = push.iter().map(String::as_str).collect();
+        let args: Vec<String> = pods.args("consume", &rest).into_iter().map(String::from).collect();
+        let consumer = format!("{stream}/{durable}");
+        let state = state.path().to_string_lossy().to_string();
+        under_kubelet_for(&pods.app, args, &pods.url, &state, &consumer, &auth)
+    };
+    let (state_d, state_w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let plain = kubelet("S", "D", &state_d);
+    let capped = kubelet("CAP", "W", &state_w);
+    calm(&plain);
+    calm(&capped);
+    // The auth service answers 1 s, then is down 0.5 s, over and over.
+    let flaky = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flipping = {
+        let (flaky, nats, url) = (Arc::clone(&flaky), Arc::clone(&pods.nats), pods.url.clone());
+        std::thread::spawn(move || {
+            let mut service = Some(service);
+            while flaky.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1000));
+                if let Some(s) = service.take() {
+                    s.stop();
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                service = Some(Callout::start(&nats, &url, &seed));
+            }
+            service
+        })
+    };
+    signal_app(&plain, libc::SIGUSR1);
+    signal_app(&capped, libc::SIGUSR1);
+    let at = Instant::now();
+    let slowest = time_to_restart(Fault::Stalled, &settings()).slowest;
+    let period = Duration::from_millis(PERIOD_MS);
+    let bound = slowest + 5 * period;
+    let d = restarted(&plain, at, Duration::from_secs(30));
+    let w = restarted(&capped, at, Duration::from_secs(30));
+    flaky.store(false, std::sync::atomic::Ordering::SeqCst);
+    let _service = flipping.join().unwrap();
+    let refused = |k: &Kubelet| {
+        k.probed()
+            .iter()
+            .filter(|(_, _, line)| line.contains("this run could not look"))
+            .count()
+    };
+    println!(
+        "restart | behind a flaky auth service: S/D restarted {d:?}, CAP/W {w:?} after the wedge \
+         (bound {bound:?}, +2s for retention); {} and {} failing runs reported the last look's fault",
+        refused(&plain),
+        refused(&capped)
+    );
+    assert!(d <= bound, "S/D restarted {d:?} after the wedge\n{}", plain.log());
+    assert!(
+        w <= bound + Duration::from_secs(2),
+        "CAP/W restarted {w:?} after the wedge\n{}",
+        capped.log()
+    );
+    // The refusals took effect: some failing runs could not look.
+    assert!(refused(&plain) + refused(&capped) >= 1, "{}", plain.log());
 }
