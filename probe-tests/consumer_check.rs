@@ -905,7 +905,8 @@ fn a_creds_file_authenticates_and_its_seed_never_shows() {
 fn a_look_late_after_a_calm_one_measures_by_the_servers_clock() {
     let pods = Pods::new(Version::Pinned);
     pods.push("S", "D", &[]);
-    pods.publish_n("s.x", 5000);
+    // Work keeps coming: the wedged consumer always has some waiting.
+    let _producer = pods.producer("s.x", 100);
     let mut consumer = pods.consume("S", "D", &["-report-every", "20"]);
     consumer.wait_for("acked 20", S10);
     pods.check(&["S/D"], &[]).expect(0);
@@ -918,9 +919,8 @@ fn a_look_late_after_a_calm_one_measures_by_the_servers_clock() {
         .says(&["consumer S/D progressing"]);
     // The node stalls past the window; the next look reads the time since the last ack.
     std::thread::sleep(WINDOW + Duration::from_secs(1));
-    let late = pods.check(&["S/D"], &["--json"]);
+    let late = pods.check(&["S/D"], &[]);
     show("a look late after a calm one", &late);
     late.expect(1)
         .says(&["unhealthy: consumer S/D: no progress for 3"]);
-    assert_eq!(consumer_json(&late, 0)["evidence"], "last_active", "{late}");
 }

@@ -488,7 +488,11 @@ fn wedged_consumers_behind_a_flaky_auth_service_are_restarted() {
     let kubelet = |stream: &str, durable: &str, state: &tempfile::TempDir| {
         let push = push_consumer(stream, durable);
         let rest: Vec<&str> = push.iter().map(String::as_str).collect();
-        let args: Vec<String> = pods.args("consume", &rest).into_iter().map(String::from).collect();
+        let args: Vec<String> = pods
+            .args("consume", &rest)
+            .into_iter()
+            .map(String::from)
+            .collect();
         let consumer = format!("{stream}/{durable}");
         let state = state.path().to_string_lossy().to_string();
         under_kubelet_for(&pods.app, args, &pods.url, &state, &consumer, &auth)
@@ -537,7 +541,11 @@ fn wedged_consumers_behind_a_flaky_auth_service_are_restarted() {
         refused(&plain),
         refused(&capped)
     );
-    assert!(d <= bound, "S/D restarted {d:?} after the wedge\n{}", plain.log());
+    assert!(
+        d <= bound,
+        "S/D restarted {d:?} after the wedge\n{}",
+        plain.log()
+    );
     assert!(
         w <= bound + Duration::from_secs(2),
         "CAP/W restarted {w:?} after the wedge\n{}",

@@ -391,14 +391,24 @@ fn detection_bound(t: &Timeline, unanswered: u32) -> Ms {
     };
     // Each cadence's time once: it tries every phase of the fault against the runs.
     thread_local! {
-        static SLOWEST: std::cell::RefCell<std::collections::HashMap<(Ms, Ms, Ms), Duration>> =
+        static SLOWEST: std::cell::RefCell<std::collections::HashMap<Key, Duration>> =
             Default::default();
     }
-    let key = (t.period, t.sample_every().as_millis() as Ms, t.window());
+    type Key = (Ms, Ms, Ms, restart::Fault);
+    let fault = match t.consumer {
+        Consumer::Losing { .. } => restart::Fault::Losing,
+        _ => restart::Fault::Stalled,
+    };
+    let key = (
+        t.period,
+        t.sample_every().as_millis() as Ms,
+        t.window(),
+        fault,
+    );
     let slowest = SLOWEST.with(|m| {
         *m.borrow_mut()
             .entry(key)
-            .or_insert_with(|| restart::time_to_restart(restart::Fault::Stalled, &settings).slowest)
+            .or_insert_with(|| restart::time_to_restart(fault, &settings).slowest)
     });
     let jitter = t.jitter.iter().max().copied().unwrap_or(0);
     // A run's jitter may also move the look that sees the window out by one run.

@@ -133,9 +133,10 @@ mod tests {
             ),
             ("the consumer is unbound while work waits", Fault::Unbound),
             ("the durable or its stream is gone", Fault::Absent),
+            ("the consumer stalled (from its last ack)", Fault::Stalled),
             (
-                "the consumer stalled, or loses messages to retention (from its last ack)",
-                Fault::Stalled,
+                "the consumer loses messages to retention (from its last ack)",
+                Fault::Losing,
             ),
             (
                 "a deaf replica, with `--monitor` or up to 1,000 connections in the account",

@@ -20,6 +20,4 @@ pub struct Persisting {
     pub since_ms: i64,
     /// The last run that saw it.
     pub last_ms: i64,
-    /// Runs too far apart: how far apart the last two were (the cadence that is kept up).
-    pub apart_ms: Option<i64>,
 }

@@ -111,8 +111,6 @@ struct CauseFile {
     cause: String,
     since_ms: i64,
     last_ms: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    apart_ms: Option<i64>,
 }
 
 /// The servers part of a key: the URLs as shown, so a sample never holds a credential.
@@ -216,7 +214,6 @@ pub fn decode_cause(text: &[u8], key: &Key) -> Option<Persisting> {
             cause: f.cause,
             since_ms: f.since_ms,
             last_ms: f.last_ms,
-            apart_ms: f.apart_ms,
         }),
         _ => None,
     }
@@ -507,7 +504,6 @@ impl StateDir {
             cause: c.cause.clone(),
             since_ms: c.since_ms,
             last_ms: c.last_ms,
-            apart_ms: c.apart_ms,
         })
         .map_err(|e| e.to_string())?;
         self.replace(&target, &body)

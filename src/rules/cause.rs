@@ -19,7 +19,7 @@
 //!
 //! Never latched: a run without the cause clears it.
 
-use super::consumer::{Healthy, Outcome, Unmeasured};
+use super::consumer::{Healthy, Outcome};
 use crate::facts::{Persisting, Unknown};
 use std::time::Duration;
 
@@ -53,8 +53,6 @@ pub enum Cause {
     CannotMatch,
     /// The pod's connection is on a server the one asked cannot see (a leaf node).
     CannotSee,
-    /// Each run came longer than the window after the one before.
-    TooFarApart,
     /// A stall is due but the client's start time cannot be read (the probe may not read
     /// the app's /proc entries: another user), so it is never declared.
     ClientAgeUnreadable,
@@ -86,7 +84,7 @@ impl Class {
 }
 
 /// Every cause, in the README's order.
-pub const ALL: [Cause; 16] = [
+pub const ALL: [Cause; 15] = [
     Cause::Unreachable,
     Cause::Timeout,
     Cause::JetStreamUnavailable,
@@ -100,7 +98,6 @@ pub const ALL: [Cause; 16] = [
     Cause::NoSystemAccount,
     Cause::CannotMatch,
     Cause::CannotSee,
-    Cause::TooFarApart,
     Cause::ClientAgeUnreadable,
     Cause::NoStateDir,
 ];
@@ -121,9 +118,7 @@ pub fn class(cause: Cause) -> Class {
         | Cause::NoSystemAccount
         | Cause::CannotMatch
         | Cause::CannotSee => Class::ConfigurationIfNeverJudged,
-        Cause::TooFarApart | Cause::ClientAgeUnreadable | Cause::NoStateDir => {
-            Class::ConfigurationIfItPersists
-        }
+        Cause::ClientAgeUnreadable | Cause::NoStateDir => Class::ConfigurationIfItPersists,
     }
 }
 
@@ -162,7 +157,6 @@ impl Cause {
             Cause::NoSystemAccount => "no_system_account",
             Cause::CannotMatch => "cannot_match",
             Cause::CannotSee => "cannot_see",
-            Cause::TooFarApart => "too_far_apart",
             Cause::ClientAgeUnreadable => "client_age_unreadable",
             Cause::NoStateDir => "no_state_dir",
         }
@@ -204,8 +198,6 @@ pub struct Seen {
     /// The check was judged before, with this configuration on these servers (a sample or a
     /// remembered connection in the state dir says so).
     pub judged_before: bool,
-    /// Runs too far apart: how far apart this run is from the last look.
-    pub apart: Option<Duration>,
 }
 
 impl Seen {
@@ -213,7 +205,6 @@ impl Seen {
         Seen {
             cause,
             judged_before,
-            apart: None,
         }
     }
 
@@ -236,10 +227,6 @@ pub fn of_consumer(outcome: &Outcome, state_problem: bool, judged_before: bool) 
     match outcome {
         _ if state_problem => Some(seen(Cause::NoStateDir)),
         Outcome::NotJudged(why) => Some(seen(Cause::of(why))),
-        Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Interval(apart))) => Some(Seen {
-            apart: Some(*apart),
-            ..seen(Cause::TooFarApart)
-        }),
         Outcome::Healthy(Healthy::ClientAgeUnknown { .. }) => {
             Some(seen(Cause::ClientAgeUnreadable))
         }
@@ -253,11 +240,7 @@ pub fn of_consumer(outcome: &Outcome, state_problem: bool, judged_before: bool) 
 ///
 /// A cause is continuous while it is seen run after run, each no more than a window after
 /// the run that last saw it; else it starts again, so a cause left by a run long ago (a pod
-/// restarted, a probe killed) counts nothing. Runs too far apart are by their nature more
-/// than a window apart: they are continuous while the runs keep their cadence (each no more
-/// than twice as far from the last as the last was from the one before), so a steady
-/// `periodSeconds` longer than the window is found on its second run, and one late run after
-/// a long silence is a new start.
+/// restarted, a probe killed) counts nothing.
 pub fn carry(
     prev: Option<&Persisting>,
     now: Option<Seen>,
@@ -271,12 +254,7 @@ pub fn carry(
     let class = class(cause);
     let window_ms = window.as_millis() as i64;
     let continuous = |p: &Persisting| {
-        let since_last = now_ms - p.last_ms;
-        let cadence = match cause {
-            Cause::TooFarApart => p.apart_ms.map_or(window_ms, |a| window_ms.max(2 * a)),
-            _ => window_ms,
-        };
-        p.cause == cause.as_str() && p.since_ms <= now_ms && since_last <= cadence
+        p.cause == cause.as_str() && p.since_ms <= now_ms && now_ms - p.last_ms <= window_ms
     };
     let since_ms = match prev {
         Some(p) if continuous(p) => p.since_ms,
@@ -294,7 +272,6 @@ pub fn carry(
         cause: cause.as_str().to_string(),
         since_ms,
         last_ms: now_ms,
-        apart_ms: seen.apart.map(|a| a.as_millis() as i64),
     });
     (keep, Some(standing))
 }
@@ -323,7 +300,6 @@ mod tests {
             (Cause::NoSystemAccount, ConfigurationIfNeverJudged),
             (Cause::CannotMatch, ConfigurationIfNeverJudged),
             (Cause::CannotSee, ConfigurationIfNeverJudged),
-            (Cause::TooFarApart, ConfigurationIfItPersists),
             (Cause::ClientAgeUnreadable, ConfigurationIfItPersists),
             (Cause::NoStateDir, ConfigurationIfItPersists),
         ];
@@ -438,37 +414,6 @@ mod tests {
         // Another cause is another clock.
         let (_, s) = run(kept.as_ref(), Some(Cause::NotPermitted), 110);
         assert_eq!(s.unwrap().lasted, Duration::ZERO);
-    }
-
-    fn apart(prev: Option<&Persisting>, at_s: i64, apart_s: u64) -> (Option<Persisting>, bool) {
-        let seen = Seen {
-            apart: Some(Duration::from_secs(apart_s)),
-            ..Seen::new(Cause::TooFarApart, true)
-        };
-        let (kept, s) = carry(prev, Some(seen), at_s * 1000, W);
-        (kept, s.unwrap().is_configuration_error())
-    }
-
-    #[test]
-    fn runs_too_far_apart_count_while_they_keep_their_cadence() {
-        // Every 90 s with a 60 s window: the first late run passes, the second is an error.
-        let (kept, error) = apart(None, 90, 90);
-        assert!(!error);
-        let (_, error) = apart(kept.as_ref(), 180, 90);
-        assert!(error);
-        // Every 5 minutes: the same.
-        let (kept, _) = apart(None, 300, 300);
-        assert!(apart(kept.as_ref(), 600, 300).1);
-        // One late run among timely ones: never.
-        let (kept, _) = apart(None, 300, 90);
-        let (kept, s) = run(kept.as_ref(), None, 310);
-        assert_eq!((kept, s), (None, None));
-        // A cause left long ago (a run killed, a pod stopped for an hour): the next late run
-        // is a new start, not an error.
-        let (kept, _) = apart(None, 90, 90);
-        let (kept, error) = apart(kept.as_ref(), 90 + 3600, 3600);
-        assert!(!error);
-        assert_eq!(kept.unwrap().since_ms, (90 + 3600) * 1000);
     }
 
     #[test]

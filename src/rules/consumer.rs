@@ -128,9 +128,6 @@ pub enum Unmeasured {
     Gap,
     /// The server restarted since the previous sample: it forgot its `last_active` times.
     ServerRestarted,
-    /// The previous sample is older than the window: the probe does not run often enough to
-    /// vouch for the time between.
-    Interval(Duration),
 }
 
 /// Which clock measured the time without progress.
@@ -245,8 +242,8 @@ pub fn judge(
     let deletes = stream.and_then(deletes_unacked);
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
     let unbound = facts.push() && !facts.push_bound;
-    let unmeasured = unmeasured(facts, prev, now_ms);
-    let interval = counted(unmeasured, policy, &window);
+    let unmeasured = unmeasured(facts, prev);
+    let interval = counted(unmeasured, policy, &window, prev, now_ms);
     let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
     let sample = next_sample(facts, unbound, stalled, pinned, now_ms);
@@ -302,15 +299,15 @@ pub fn gapped(prev: &Sample, gap: Gap) -> Sample {
     }
 }
 
-/// Why this run's interval cannot be measured, or how long it was: a gap, a server that
-/// restarted since (it forgot the last_active times it had), or no previous sample at all.
-fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>, now_ms: i64) -> Unmeasured {
-    let restarted = prev.is_some_and(|p| restarted_since(facts, p));
+/// Why the samples cannot measure this run's interval: a reset since (`gap_for`), a server
+/// that restarted since (it forgot the last_active times it had), or no previous sample at
+/// all. None: the interval since the previous sample counts.
+fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>) -> Option<Unmeasured> {
     match prev {
-        None => Unmeasured::FirstSample,
-        Some(_) if restarted => Unmeasured::ServerRestarted,
-        Some(p) if p.gap != Gap::None => Unmeasured::Gap,
-        Some(p) => Unmeasured::Interval(ms(now_ms - p.seen_at_ms)),
+        None => Some(Unmeasured::FirstSample),
+        Some(p) if restarted_since(facts, p) => Some(Unmeasured::ServerRestarted),
+        Some(p) if p.gap != Gap::None => Some(Unmeasured::Gap),
+        Some(_) => None,
     }
 }
 
@@ -320,14 +317,22 @@ fn restarted_since(facts: &ConsumerFacts, prev: &Sample) -> bool {
         || prev.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
 }
 
-/// The interval the clocks may count: none longer than the window where the probe must
-/// vouch for it (the in-pod check: it was not running often enough); the guard's two looks
-/// are an interval apart by design. None after a reset: only the server's own clock says.
-fn counted(unmeasured: Unmeasured, policy: &Policy, window: &Window) -> Option<Duration> {
+/// The interval the clocks count: as long as it was, up to the window where the runs should
+/// have come within one (the in-pod check: runs or a node that stalled hide nothing longer
+/// than a window, and one interval never counts more); the guard's two looks are an interval
+/// apart by design and count in full. None when the samples cannot measure it.
+fn counted(
+    unmeasured: Option<Unmeasured>,
+    policy: &Policy,
+    window: &Window,
+    prev: Option<&Sample>,
+    now_ms: i64,
+) -> Option<Duration> {
+    let interval = ms(now_ms - prev?.seen_at_ms);
     match (unmeasured, policy.intervals) {
-        (Unmeasured::Interval(i), Intervals::Any) => Some(i),
-        (Unmeasured::Interval(i), Intervals::UpToWindow) if i <= window.duration => Some(i),
-        _ => None,
+        (Some(_), _) => None,
+        (None, Intervals::Any) => Some(interval),
+        (None, Intervals::UpToWindow) => Some(interval.min(window.duration)),
     }
 }
 
@@ -498,7 +503,7 @@ struct Verdict<'a> {
     stalled: Option<(Duration, Evidence)>,
     pinned: Option<Duration>,
     window: &'a Window,
-    unmeasured: Unmeasured,
+    unmeasured: Option<Unmeasured>,
 }
 
 fn verdict(v: Verdict) -> Outcome {
@@ -548,12 +553,14 @@ fn verdict(v: Verdict) -> Outcome {
         _ => {}
     }
     let Some((stalled, evidence)) = v.stalled else {
-        return Outcome::Healthy(Healthy::Unmeasured(v.unmeasured));
+        // Neither the samples (`unmeasured` says why) nor the server's clock measured it.
+        let why = v.unmeasured.unwrap_or(Unmeasured::FirstSample);
+        return Outcome::Healthy(Healthy::Unmeasured(why));
     };
     let moved_without_ack = v.progress == Some(Progress::WithoutAck);
     if stalled < v.window.duration {
         // One sample whose last ack is recent: progressing, by the server's clock.
-        if v.unmeasured == Unmeasured::FirstSample && evidence == Evidence::LastActive {
+        if v.unmeasured == Some(Unmeasured::FirstSample) && evidence == Evidence::LastActive {
             if let Some(since) = f.age(f.ack_floor.last_active) {
                 if since < v.window.duration {
                     return Outcome::Healthy(Healthy::Progressing(Moved::LastAck(since)));
@@ -829,12 +836,10 @@ pub(crate) mod tests {
             outcome(&found(after.clone()), Some(&seen)),
             Outcome::Healthy(Healthy::Unmeasured(Unmeasured::ServerRestarted))
         );
-        // Without a mark, an interval longer than the window does not count either.
+        // Without a mark, an interval longer than the window counts one window.
         assert_eq!(
-            outcome(&found(after), Some(&sample(40, 1, 50, 70))),
-            Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Interval(
-                Duration::from_secs(70)
-            )))
+            stalled(&outcome(&found(after), Some(&sample(40, 1, 10, 70)))),
+            Some(Duration::from_secs(70))
         );
         // A run that could not observe the consumer keeps the sample, marked.
         let j = judged(
@@ -908,34 +913,29 @@ pub(crate) mod tests {
     }
 
     /// A look later than the window after the last (the node or the kubelet stalled between
-    /// the runs): the samples cannot vouch for the interval, so only the server's own clock
-    /// measures, whatever the sample before it said.
+    /// the runs): the interval counts as long as it was, up to the window, whatever the
+    /// sample before it said: nothing acknowledged across more than a window with work waiting
+    /// at both ends is a stall.
     #[test]
-    fn a_look_later_than_the_window_has_only_the_servers_clock() {
+    fn a_look_later_than_the_window_counts_one_window() {
         // Progressing when last seen, 70 s ago (the window is 60 s); nothing acked since.
-        let mut wedged = facts(5, 1, 40);
+        let wedged = facts(5, 1, 40);
         let calm = sample(40, 1, 0, 70);
-        let unmeasured = Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Interval(
-            Duration::from_secs(70),
-        )));
-        assert_eq!(outcome(&found(wedged.clone()), Some(&calm)), unmeasured);
-        assert_eq!(
-            outcome(&found(wedged.clone()), Some(&sample(40, 1, 20, 70))),
-            unmeasured
-        );
-        // The server's clock says its last ack was 75 s ago: a stall, by that clock.
-        wedged.ack_floor.last_active = ago(75.0);
-        wedged.delivered.last_active = ago(75.0);
-        let mut seen = calm.clone();
-        seen.ack_last_active = ago(75.0);
-        seen.delivered_last_active = ago(75.0);
         assert!(matches!(
-            outcome(&found(wedged.clone()), Some(&seen)),
-            Outcome::Unhealthy(Fault::Stalled {
-                evidence: Evidence::LastActive,
-                ..
-            })
+            outcome(&found(wedged.clone()), Some(&calm)),
+            Outcome::Unhealthy(Fault::Stalled { stalled, .. }) if stalled == Duration::from_secs(60)
         ));
+        // Idle when last seen: only since the work's delivery.
+        let mut delivered = wedged.clone();
+        delivered.delivered.last_active = ago(3.0);
+        delivered.ack_floor.last_active = ago(80.0);
+        let mut idle = sample(40, 0, 0, 70);
+        idle.ack_last_active = ago(80.0);
+        assert_eq!(
+            stalled(&outcome(&found(delivered), Some(&idle))),
+            Some(Duration::from_secs(3))
+        );
+        let seen = calm;
         // An ack since the calm sample: progress, however late the look.
         let mut acked = wedged.clone();
         acked.ack_floor.consumer_seq = 41;

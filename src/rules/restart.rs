@@ -13,12 +13,12 @@ use super::consumer::{self, Intervals, Outcome, Policy};
 use super::look;
 use super::remembered::{self, Asking, Cadence, LastLook, Plan, Sampling, Socket, TrustSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, ConsumerName, Observed, Remembered, Sample};
-use crate::facts::{Sequence, ServerIdent};
+use crate::facts::{Sequence, ServerIdent, StreamFacts};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 /// A fault, from the moment it happens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fault {
     /// The client gave up its connection while NATS answers (`--server`).
     GaveUp,
@@ -29,9 +29,13 @@ pub enum Fault {
     Unbound,
     /// The durable, or its stream, deleted.
     Absent,
-    /// Work waiting and no ack since: from the last ack. Retention deleting a wedged
-    /// consumer's messages (held at the front of the stream) is judged over the same window.
+    /// Work waiting and no ack since: from the last ack.
     Stalled,
+    /// No ack since, on a stream whose retention deletes what is not acknowledged (max_msgs,
+    /// discard old), ten messages a second: its floor held at the front of the stream, moved
+    /// by the deletions. From the last ack; the floor's clock starts at the first look that
+    /// sees it held.
+    Losing,
     /// This pod's connection lost the subscription (a deaf replica), in an account of this
     /// many connections; `direct`: `--monitor` finds the connection at the monitoring port.
     Deaf { connections: u64, direct: bool },
@@ -70,7 +74,9 @@ pub fn time_to_restart(fault: Fault, settings: &Settings) -> Span {
     // the looks and lookups, whose cycle is at most the window or the trust time.
     let cycle = match fault {
         Fault::GaveUp | Fault::HalfOpen => period,
-        Fault::Unbound | Fault::Absent | Fault::Stalled => ms(settings.cadence.window) + period,
+        Fault::Unbound | Fault::Absent | Fault::Stalled | Fault::Losing => {
+            ms(settings.cadence.window) + period
+        }
         Fault::Deaf {
             connections,
             direct,
@@ -160,7 +166,7 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
                 let rto = Duration::from_millis(200);
                 now >= ms(connection::half_open_called(settings.half_open_after, rto))
             }
-            Fault::Unbound | Fault::Absent | Fault::Stalled => consumer_failed,
+            Fault::Unbound | Fault::Absent | Fault::Stalled | Fault::Losing => consumer_failed,
             Fault::Deaf { direct, .. } => {
                 let asking = asking(settings, direct, looking);
                 match remembered::plan(memo.as_ref(), None, &ours, asking, now) {
@@ -311,6 +317,7 @@ fn consumer_at(fault: Fault, now: i64) -> Observed {
     match fault {
         Fault::Absent if faulty => Observed::ConsumerMissing,
         Fault::Stalled => acking_until(0, now),
+        Fault::Losing => losing_from(acking_until(0, now), now),
         Fault::Unbound => match acking_until(now, now) {
             Observed::Found { mut facts, stream } => {
                 facts.push_bound = !faulty;
@@ -360,6 +367,40 @@ fn acking_until(until: i64, now: i64) -> Observed {
     }
 }
 
+/// `consumer` on a stream that deletes from the front, 1,000 messages long: before 0 its floor
+/// is inside the stream; from 0 on retention deletes ten messages a second past the floor,
+/// which moves with them (each deletion moves `last_active` as an ack would).
+fn losing_from(consumer: Observed, now: i64) -> Observed {
+    let Observed::Found { mut facts, .. } = consumer else {
+        return consumer;
+    };
+    let deleted = (now.max(0) / 100) as u64;
+    let first_seq = match deleted {
+        0 => facts.ack_floor.stream_seq.saturating_sub(499) + 1,
+        _ => {
+            facts.ack_floor.consumer_seq += deleted;
+            facts.ack_floor.stream_seq += deleted;
+            facts.ack_floor.last_active = facts.ts;
+            facts.ack_floor.stream_seq + 1
+        }
+    };
+    let stream = StreamFacts {
+        retention: "limits".into(),
+        discard: "old".into(),
+        max_msgs: Some(1000),
+        max_bytes: None,
+        max_age: None,
+        max_msgs_per_subject: None,
+        discard_new_per_subject: false,
+        first_seq,
+        last_seq: first_seq + 999,
+    };
+    Observed::Found {
+        facts,
+        stream: Some(stream),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,6 +422,7 @@ mod tests {
         assert_eq!(span(Fault::Unbound), (20_000, 69_500));
         assert_eq!(span(Fault::Absent), (20_000, 69_500));
         assert_eq!(span(Fault::Stalled), (80_000, 129_500));
+        assert_eq!(span(Fault::Losing), (80_500, 130_000));
         let deaf = |connections, direct| {
             span(Fault::Deaf {
                 connections,

@@ -448,7 +448,6 @@ impl Carry<'_> {
                     cause: seen.cause.as_str().to_string(),
                     since_ms,
                     last_ms: self.now_ms,
-                    apart_ms: None,
                 })
             })
         });

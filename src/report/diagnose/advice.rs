@@ -90,7 +90,7 @@ pub fn words(a: &Advice, input: &CheckInput) -> String {
                 true => Checked::Consumer,
                 false => Checked::Subscription,
             };
-            let todo = fix(Cause::of(why), checked, None);
+            let todo = fix(Cause::of(why), checked);
             format!("The probe could not judge {what} ({why}): {todo}.")
         }
     }

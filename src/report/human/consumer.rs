@@ -110,10 +110,6 @@ fn healthy_phrase(h: &Healthy, w: &str, observed: &Observed) -> String {
     Healthy::Unmeasured(Unmeasured::ServerRestarted) => format!(
         "not measured: the server restarted since the last run (progress is judged from the next run; {w})"
     ),
-    Healthy::Unmeasured(Unmeasured::Interval(i)) => format!(
-        "not measured: the last run was {} ago, longer than the window: run the probe more often ({w})",
-        display(*i)
-    ),
     Healthy::YoungClient { stalled, client_age } => format!(
         "no progress for {}, but the client started {} ago ({w})",
         display(*stalled),

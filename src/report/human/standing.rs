@@ -3,7 +3,6 @@
 
 use crate::report::words::{display, display_step};
 use crate::rules::cause::{Cause, Class, Standing};
-use std::time::Duration;
 
 /// Which kind of check a cause kept from running.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -19,7 +18,7 @@ pub fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
     let Some(s) = standing else {
         return String::new();
     };
-    let fix = || fix(s.cause, checked, Some(s.window));
+    let fix = || fix(s.cause, checked);
     if s.is_configuration_error() {
         // Rounded up: "for 2s, longer than the window 2s" would read as a contradiction.
         let never = match s.class {
@@ -55,7 +54,7 @@ pub fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
 
 /// What to do about a cause (the README's table of causes): the fix of a configuration, or
 /// for a transient cause what it waits for. `window`: the check's, where the fix names it.
-pub fn fix(cause: Cause, checked: Checked, window: Option<Duration>) -> String {
+pub fn fix(cause: Cause, checked: Checked) -> String {
     match (cause, checked) {
         (Cause::Credentials, _) => "give the probe credentials the server accepts (--creds, --user and --password, --token or --nkey, or their NATS_* variables); if they worked before, the server's auth service (auth callout, account resolver) may be down".into(),
         (Cause::NotPermitted, Checked::Consumer) => "allow the probe's user to publish to $JS.API.CONSUMER.INFO.> and $JS.API.STREAM.INFO.> (in its domain's API)".into(),
@@ -66,13 +65,6 @@ pub fn fix(cause: Cause, checked: Checked, window: Option<Duration>) -> String {
         (Cause::NoSystemAccount, _) => "give the servers a system account (system_account), or pass --monitor with the monitoring URL of the server the pod connects to".into(),
         (Cause::CannotSee, _) => "point --server (or --monitor) at the leaf node the pod connects to".into(),
         (Cause::CannotMatch, _) => "drop --own-subscription and --subscription for this pod (the guard still watches its consumers)".into(),
-        (Cause::TooFarApart, _) => match window {
-            Some(w) => format!(
-                "run the probe at least once a window (periodSeconds below {}), or raise --stall-after",
-                display(w)
-            ),
-            None => "run the probe at least once a window, or raise --stall-after".into(),
-        },
         (Cause::NoStateDir, _) => "give --state-dir a writable volume with room (an emptyDir)".into(),
         (Cause::ClientAgeUnreadable, _) => "run the probe as the app's user (it reads /proc/PID/fd to find the process holding the connection), or give --pid".into(),
         (Cause::Unreachable, _) => "nothing, if NATS is down: it passes; else check --server and the network path to it".into(),
