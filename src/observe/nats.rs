@@ -428,7 +428,11 @@ fn connect_error(kind: ConnectErrorKind, text: &str) -> Unknown {
         ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
             Unknown::Credentials
         }
-        ConnectErrorKind::TimedOut => Unknown::Unreachable("connect timed out".into()),
+        // The consumers are asked only while the pod holds a live connection to NATS: a
+        // connect that timed out is NATS slow to let the probe in (an auth callout timing
+        // out under load answers only after its own timeout), a late answer, not a server
+        // gone. A refused or unresolvable one is.
+        ConnectErrorKind::TimedOut => Unknown::Deadline,
         _ => Unknown::Unreachable(text.to_string()),
     }
 }
