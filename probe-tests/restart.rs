@@ -568,3 +568,82 @@ fn wedged_consumers_behind_a_flaky_auth_service_are_restarted() {
     // The refusals took effect: some failing runs could not look.
     assert!(refused(&plain) + refused(&capped) >= 1, "{}", plain.log());
 }
+
+/// The chaos drill's late call, alone. A consumer losing messages to retention is seen at
+/// fault; then its probe's logins are refused (the auth service down for a moment) and its
+/// looks answered late (the server stopped 900 ms of every second). Each such run reports the
+/// fault the last look saw, so from the first failure every run fails until the kubelet's
+/// restart, within the calm bound. Before, the refused runs passed, the late one started the
+/// floor's clock over, and the restart came a window later.
+#[test]
+fn a_fault_once_seen_is_reported_through_refusals_and_late_answers() {
+    use crate::harness::callout::{self, Callout};
+    use crate::harness::load::Starved;
+    let _serial = timing_lock();
+    let issuer = nkeys::KeyPair::new_account();
+    let seed = issuer.seed().unwrap();
+    let pods = Pods::with_config(
+        &callout::server_config(&issuer),
+        &["-user", "app", "-password", "app-pw"],
+    );
+    let service = Callout::start(&pods.nats, &pods.url, &seed);
+    pods.push_with("CAP", "W", "10", &["-max-msgs", "200", "-discard", "old"]);
+    let _capped = pods.producer("cap.x", 400);
+    let push = push_consumer("CAP", "W");
+    let rest: Vec<&str> = push.iter().map(String::as_str).collect();
+    let args: Vec<String> = pods
+        .args("consume", &rest)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let state = pods.state.path().to_string_lossy().to_string();
+    let auth = ["--user", "app", "--password", "app-pw"];
+    let kubelet = under_kubelet_for(&pods.app, args, &pods.url, &state, "CAP/W", &auth);
+    calm(&kubelet);
+    signal_app(&kubelet, libc::SIGUSR1);
+    let at = Instant::now();
+    wait_until("the first failing run", Duration::from_secs(20), || {
+        kubelet
+            .probed()
+            .iter()
+            .any(|(ended, passed, _)| *ended > at && !passed)
+    });
+    // The auth service down for 0.6 s, then the server answering late for 1.2 s.
+    service.stop();
+    std::thread::sleep(Duration::from_millis(600));
+    let _service = Callout::start(&pods.nats, &pods.url, &seed);
+    {
+        let pid = pods.server.pid().expect("the server's pid");
+        let _starved = Starved::new(pid, Duration::from_millis(900), Duration::from_secs(1));
+        std::thread::sleep(Duration::from_millis(1200));
+    }
+    let killed = {
+        wait_until("the restart", Duration::from_secs(20), || {
+            kubelet.first_kill_after(at).is_some()
+        });
+        kubelet.first_kill_after(at).unwrap()
+    };
+    let runs: Vec<(Instant, bool, String)> = kubelet
+        .probed()
+        .into_iter()
+        .filter(|(ended, _, _)| *ended > at && *ended <= killed)
+        .collect();
+    let first_failure = runs.iter().position(|(_, passed, _)| !passed).unwrap();
+    let after: Vec<&(Instant, bool, String)> = runs[first_failure..].iter().collect();
+    println!(
+        "restart | a fault reported through refusals and late answers: restarted {:?} after the \
+         wedge, {} failing runs from the first: {:#?}",
+        killed - at,
+        after.len(),
+        after.iter().map(|(_, _, line)| line).collect::<Vec<_>>()
+    );
+    assert!(
+        after.iter().all(|(_, passed, _)| !passed),
+        "a run passed after the first failure:\n{}",
+        kubelet.log()
+    );
+    let bound = time_to_restart(Fault::Losing, &settings()).slowest
+        + 5 * Duration::from_millis(PERIOD_MS)
+        + Duration::from_secs(1);
+    assert!(killed - at <= bound, "restarted {:?}", killed - at);
+}
