@@ -282,6 +282,18 @@ pub fn measure_launched(
     rows
 }
 
+/// Drops `path`'s pages from the page cache (written back first), so that its next run reads
+/// it afresh, as a pod's first run reads its binary from the image. How the page cache holds
+/// a binary decides the folios a run maps: builds compared must be held the same way.
+pub fn evict(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    file.sync_all().unwrap();
+    // SAFETY: advice on a descriptor this function holds open; it reads no memory of ours.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0, "posix_fadvise {}: {rc}", path.display());
+}
+
 /// The launcher, compiled.
 pub fn launcher() -> std::path::PathBuf {
     compile_c("launch", LAUNCH_C)
