@@ -23,8 +23,9 @@ pub fn run_once(ns: &NetNs, argv: &[String]) -> Sample {
     let started = Instant::now();
     let child = cmd.spawn().unwrap_or_else(|e| panic!("{argv:?}: {e}"));
     let mut status = 0;
-    // SAFETY: wait4 on our own child; rusage is a plain struct.
+    // SAFETY: rusage is a plain struct of integers, valid all zeroes.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child, into pointers to our own locals.
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     let wall = started.elapsed();
     assert_eq!(pid, child.id() as i32);
