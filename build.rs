@@ -1,6 +1,5 @@
 //! Stamps the git revision into `--version` (a build outside a checkout, such as a Docker
-//! context without .git, can pass NATSPROBE_GIT_REV instead), and gives the static musl
-//! build's linker the order of the socket check's functions (.cargo/config.toml says why).
+//! context without .git, can pass NATSPROBE_GIT_REV instead).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -13,7 +12,6 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    order_hot_path();
     println!("cargo:rerun-if-env-changed=NATSPROBE_GIT_REV");
     let rev = std::env::var("NATSPROBE_GIT_REV")
         .ok()
@@ -32,48 +30,6 @@ fn main() {
             if path.exists() {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
-        }
-    }
-}
-
-/// Only the musl target links with rust-lld (.cargo/config.toml); other linkers do not take
-/// the option. Symbols the file names that the build lacks are ignored, so a stale file only
-/// loses some of its effect (probe-tests/bench/hot-path.sh regenerates it;
-/// probe-tests/hot-path-fresh.sh, which probe-tests/run calls, fails on one). The linker also
-/// writes its map, `natsprobe.map` beside the binary or where NATSPROBE_LINK_MAP says: both
-/// scripts read the shipped build's symbols from it, since an unstripped build is another
-/// build (cargo hashes the strip setting into the crate's metadata, and so into most symbols'
-/// names).
-fn order_hot_path() {
-    println!("cargo:rerun-if-env-changed=NATSPROBE_LINK_MAP");
-    let order = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap())
-        .join("probe-tests/bench/hot-path.order");
-    println!("cargo:rerun-if-changed={}", order.display());
-    // Its read-only data too: constants have no symbols to order by, so a linker script moves
-    // the hot ones, by section name, before the rest (`INSERT`: the default layout otherwise).
-    let data = order.with_extension("ld");
-    println!("cargo:rerun-if-changed={}", data.display());
-    let musl = std::env::var("TARGET").as_deref() == Ok("x86_64-unknown-linux-musl");
-    if musl && data.exists() {
-        println!("cargo:rustc-link-arg-bins=--script={}", data.display());
-    }
-    if musl && order.exists() {
-        println!(
-            "cargo:rustc-link-arg-bins=--symbol-ordering-file={}",
-            order.display()
-        );
-        println!("cargo:rustc-link-arg-bins=--no-warn-symbol-ordering");
-        // OUT_DIR is <target dir>/<triple>/<profile>/build/<crate>-<hash>/out: the binary is
-        // three directories up.
-        let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-        let map = std::env::var_os("NATSPROBE_LINK_MAP")
-            .filter(|m| !m.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| out.ancestors().nth(3).map(|p| p.join("natsprobe.map")));
-        if let Some(map) = map {
-            println!("cargo:rustc-link-arg-bins=-Map={}", map.display());
-            // The ordering file names symbols as the linker matches them: mangled.
-            println!("cargo:rustc-link-arg-bins=--no-demangle");
         }
     }
 }

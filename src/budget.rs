@@ -229,6 +229,9 @@ mod tests {
     fn the_arena_hands_out_blocks_and_takes_back_the_last() {
         let _serial = SERIAL.lock().unwrap();
         let b = Budget;
+        // SAFETY: every layout has a non-zero size and a power-of-two alignment; every pointer
+        // read, written, resized or freed is a block the allocator handed out (checked
+        // non-null), used within the size it was last given and freed once, with that size.
         unsafe {
             let a = b.alloc(layout(24, 8));
             let c = b.alloc(layout(100, 64));
@@ -251,7 +254,7 @@ mod tests {
             assert_eq!(shrunk, grown);
             // One that is not the last moves, with its bytes; the old place is left.
             let moved = b.realloc(a, layout(24, 8), 48);
-            assert_ne!(moved, a);
+            assert!(!moved.is_null() && moved != a);
             assert!(std::slice::from_raw_parts(moved, 24)
                 .iter()
                 .all(|&x| x == 0xaa));
@@ -265,6 +268,8 @@ mod tests {
     fn past_the_arena_the_system_allocates() {
         let _serial = SERIAL.lock().unwrap();
         let b = Budget;
+        // SAFETY: as in the test above: valid layouts; every block used (checked non-null)
+        // within the size it was last given, and freed once with that size.
         unsafe {
             let big = b.alloc(layout(ARENA_SIZE + 1, 8));
             assert!(!big.is_null() && !Arena::holds(big));
@@ -278,7 +283,7 @@ mod tests {
             assert!(Arena::holds(small));
             *small = 7;
             let out = b.realloc(small, layout(16, 8), ARENA_SIZE + 1);
-            assert!(!Arena::holds(out));
+            assert!(!out.is_null() && !Arena::holds(out));
             assert_eq!(*out, 7);
             b.dealloc(out, layout(ARENA_SIZE + 1, 8));
         }
@@ -290,12 +295,16 @@ mod tests {
         let _serial = SERIAL.lock().unwrap();
         let threads: Vec<_> = (1..=4u8)
             .map(|id| {
+                // SAFETY: each thread writes, reads and frees only the blocks it was handed
+                // (checked non-null), within their layouts' sizes, each freed once with its
+                // layout; the test is that no other thread's block overlaps them.
                 std::thread::spawn(move || unsafe {
                     let b = Budget;
                     let mut held = Vec::new();
                     for i in 0..200usize {
                         let l = layout(8 + i % 50, 8);
                         let p = b.alloc(l);
+                        assert!(!p.is_null());
                         std::ptr::write_bytes(p, id, l.size());
                         held.push((p as usize, l));
                         if i % 3 == 0 {

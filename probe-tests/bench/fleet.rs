@@ -769,9 +769,10 @@ fn raise_fd_limit() {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit/setrlimit with a plain struct.
+    // SAFETY: getrlimit into a plain struct of ours.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
     limit.rlim_cur = limit.rlim_max;
+    // SAFETY: setrlimit from the same struct.
     let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0;
     assert!(
         ok && limit.rlim_max >= 12_000,

@@ -23,8 +23,9 @@ pub fn run_once(ns: &NetNs, argv: &[String]) -> Sample {
     let started = Instant::now();
     let child = cmd.spawn().unwrap_or_else(|e| panic!("{argv:?}: {e}"));
     let mut status = 0;
-    // SAFETY: wait4 on our own child; rusage is a plain struct.
+    // SAFETY: rusage is a plain struct of integers, valid all zeroes.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child, into pointers to our own locals.
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     let wall = started.elapsed();
     assert_eq!(pid, child.id() as i32);
@@ -280,6 +281,18 @@ pub fn measure_launched(
         rows.push(row);
     }
     rows
+}
+
+/// Drops `path`'s pages from the page cache (written back first), so that its next run reads
+/// it afresh, as a pod's first run reads its binary from the image. How the page cache holds
+/// a binary decides the folios a run maps: builds compared must be held the same way.
+pub fn evict(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    file.sync_all().unwrap();
+    // SAFETY: advice on a descriptor this function holds open; it reads no memory of ours.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0, "posix_fadvise {}: {rc}", path.display());
 }
 
 /// The launcher, compiled.

@@ -24,6 +24,7 @@ impl Starved {
                 // SAFETY: plain kill(2) on a child of this test.
                 unsafe { libc::kill(pid, libc::SIGSTOP) };
                 std::thread::sleep(stopped);
+                // SAFETY: as above.
                 unsafe { libc::kill(pid, libc::SIGCONT) };
                 std::thread::sleep(every.saturating_sub(stopped));
             }

@@ -243,6 +243,7 @@ impl<'a> Probe<'a> {
                 // SAFETY: kill(2) on our own child, not yet reaped (wait4 below).
                 unsafe { libc::kill(pid, libc::SIGSTOP) };
                 std::thread::sleep(span);
+                // SAFETY: as above.
                 unsafe { libc::kill(pid, libc::SIGCONT) };
             });
         }
@@ -250,8 +251,9 @@ impl<'a> Probe<'a> {
         let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
         // wait4, for the child's own peak RSS (getrusage would mix parallel tests' children).
         let mut status = 0;
-        // SAFETY: wait4 on our own child; rusage is a plain struct.
+        // SAFETY: rusage is a plain struct of integers, valid all zeroes.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 on our own child, into pointers to our own locals.
         let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
         assert_eq!(pid, child.id() as i32, "wait4");
         std::mem::forget(child); // reaped above

@@ -3,9 +3,7 @@
 //! unacknowledged data as `ss` sees it, a durable's info.
 
 use super::fleet::SYS;
-use super::world::World;
-use crate::harness::NetNs;
-use std::io::{Read, Write};
+use super::world::{http, World};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -152,27 +150,4 @@ impl World {
     pub fn delete_durable(&self, stream: &str, durable: &str) -> serde_json::Value {
         self.js(&format!("$JS.API.CONSUMER.DELETE.{stream}.{durable}"))
     }
-}
-
-/// A GET from the node network on the monitoring port of the server at `ip`: the body, or why
-/// not.
-pub(super) fn http(
-    switch: &NetNs,
-    ip: &str,
-    path: &str,
-    timeout: Duration,
-) -> Result<String, String> {
-    let addr: SocketAddr = format!("{ip}:8222").parse().unwrap();
-    let path = path.to_string();
-    switch.run(move || {
-        let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
-        s.set_read_timeout(Some(timeout))
-            .map_err(|e| e.to_string())?;
-        write!(s, "GET {path} HTTP/1.0\r\nHost: n\r\n\r\n").map_err(|e| e.to_string())?;
-        let mut text = String::new();
-        s.read_to_string(&mut text).map_err(|e| e.to_string())?;
-        Ok(text
-            .split_once("\r\n\r\n")
-            .map_or(text.clone(), |(_, b)| b.to_string()))
-    })
 }

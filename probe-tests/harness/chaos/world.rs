@@ -5,13 +5,14 @@
 
 use super::cron::{Cron, GuardRun};
 use super::fleet::{Checker, Place, Pod, PodSpec, APP, FLEET, PROBE_APP};
-use super::look::http;
 use super::{attach, humantime, Timings};
 use crate::harness::callout::{self, Callout, Login};
 use crate::harness::peer::natspeer;
 use crate::harness::{
     formed_within_three_starts, probe, wait_until, NatsServer, NetNs, Peer, Version,
 };
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -477,4 +478,27 @@ fn jetstream_formed(switch: &NetNs, nodes: &[Node], limit: Duration) -> Result<(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A GET from the node network on the monitoring port of the server at `ip`: the body, or why
+/// not.
+pub(super) fn http(
+    switch: &NetNs,
+    ip: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<String, String> {
+    let addr: SocketAddr = format!("{ip}:8222").parse().unwrap();
+    let path = path.to_string();
+    switch.run(move || {
+        let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(timeout))
+            .map_err(|e| e.to_string())?;
+        write!(s, "GET {path} HTTP/1.0\r\nHost: n\r\n\r\n").map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        Ok(text
+            .split_once("\r\n\r\n")
+            .map_or(text.clone(), |(_, b)| b.to_string()))
+    })
 }
