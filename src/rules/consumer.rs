@@ -15,11 +15,11 @@
 //!   can move while `last_active` stays where it was. That is not progress.
 //! - `last_active` is held in memory: absent before the first ack since the server started.
 //!
-//! The stall clock counts only time during which work was seen waiting with no progress, in
-//! intervals between observations no longer than the window; a gap in observation (the probe
-//! not run, the consumer not observable, the server down) is never counted. A gap of late
-//! answers only (a slow server or machine) keeps the stall time seen before it, up to what
-//! leaves twice the consumer's ack_wait to be seen after it; any other gap restarts it.
+//! One clock for the stall and the floor pinned by retention: the time during which work was
+//! seen waiting with no progress, each interval between looks counted up to the window. What
+//! a run that could not look does to it is one table (`gap_for`): a refusal or a late answer
+//! lets the time count, anything else (NATS unreachable, an election) starts it over, as does
+//! a server restart.
 
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, Gap, Observed, Sample, StreamFacts, Unknown};
@@ -285,6 +285,13 @@ pub fn gap_for(why: &Unknown) -> Gap {
         | Unknown::JetStreamTimeout => Gap::None,
         _ => Gap::Resets,
     }
+}
+
+/// The previous sample as a run that did not look at the consumer at all keeps it (the pod
+/// held no connection to judge it by: NATS may have dropped it): the clocks start over. None
+/// when it is already so marked.
+pub fn unobserved(prev: &Sample) -> Option<Sample> {
+    (prev.gap != Gap::Resets).then(|| gapped(prev, Gap::Resets))
 }
 
 /// The previous sample with this run's gap added: once reset, reset.

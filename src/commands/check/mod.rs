@@ -10,7 +10,7 @@ mod subscriptions;
 
 use crate::config::{CheckConfig, ReaderChoice, Setting};
 use crate::error::Error;
-use crate::facts::{unmap, Gap, Loaded, Persisting};
+use crate::facts::{unmap, Loaded, Persisting};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
 use crate::facts::{Lookup, ServerAnswer, Walked};
 use crate::observe::state::{Of, StateDir};
@@ -459,9 +459,9 @@ impl Carry<'_> {
     }
 }
 
-/// The consumers were not asked (no connection to judge them by): for each, the time until
-/// the next observation is a gap, never stall time. Best effort: a state dir that cannot be
-/// used only loses the mark.
+/// The consumers were not asked (no connection to judge them by): each sample kept as the
+/// rules say (`consumer::unobserved`). Best effort: a state dir that cannot be used only loses
+/// the mark.
 fn mark_unobserved(config: &CheckConfig) {
     let Ok(opened) = observe::state::open(&config.state_dir) else {
         return;
@@ -470,8 +470,8 @@ fn mark_unobserved(config: &CheckConfig) {
     let server = observe::state::server_key(&config.servers, &config.js_api);
     for name in &config.consumers {
         if let Loaded::Sample(prev) = dir.load_sample(&server, name) {
-            if prev.gap != Gap::Resets {
-                let _ = dir.store_sample(&server, name, &consumer::gapped(&prev, Gap::Resets));
+            if let Some(marked) = consumer::unobserved(&prev) {
+                let _ = dir.store_sample(&server, name, &marked);
             }
         }
     }
