@@ -344,6 +344,17 @@ pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Op
     })
 }
 
+/// Forgets the look at `consumers` through `server` (nothing of it is worth keeping).
+pub fn forget_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Result<(), String> {
+    let path = dir.named("look", &Of::Look(consumers).key(server));
+    match fs::remove_file(&path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Remembers a look, unless another probe on this state dir remembered a newer one
 /// meanwhile.
 pub fn store_look(

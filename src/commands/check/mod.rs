@@ -256,10 +256,14 @@ fn judge_with_state(
         context,
         obs.now_ms,
     );
-    // Only a run that asked has a look to remember. Best effort: a look not remembered is
-    // asked again next run.
+    // Only a run that asked has a look to remember; with --sample-every 0 only its faults are
+    // worth it (every run asks). Best effort: a look not remembered is asked again next run,
+    // and one not forgotten is replaced by the next.
     if matches!(obs.sampling, Some(Sampling::Ask(_))) {
-        let _ = observe::remembered::store_look(dir, &server, &config.consumers, &look);
+        let _ = match config.sample_every.is_zero() && look.faults.is_empty() {
+            true => observe::remembered::forget_look(dir, &server, &config.consumers),
+            false => observe::remembered::store_look(dir, &server, &config.consumers, &look),
+        };
     }
     let mut judged: Vec<JudgedConsumer> = obs
         .consumers
