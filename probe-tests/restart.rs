@@ -460,6 +460,44 @@ fn a_deaf_replica_behind_the_monitoring_port_at_the_consumers_pace() {
     );
 }
 
+/// Pods behind an auth callout service (running, returned with the issuer's seed to start
+/// it again), with `CAP` a stream that deletes what is not acknowledged (max_msgs 200,
+/// discard old: at 400 messages a second retention reaches a wedged floor within a second)
+/// and its push consumer `CAP/W`, work coming in.
+fn behind_a_callout_losing() -> (Pods, crate::harness::callout::Callout, String, Peer) {
+    use crate::harness::callout::{self, Callout};
+    let issuer = nkeys::KeyPair::new_account();
+    let seed = issuer.seed().unwrap();
+    let pods = Pods::with_config(
+        &callout::server_config(&issuer),
+        &["-user", "app", "-password", "app-pw"],
+    );
+    let service = Callout::start(&pods.nats, &pods.url, &seed);
+    pods.push_with("CAP", "W", "10", &["-max-msgs", "200", "-discard", "old"]);
+    let producer = pods.producer("cap.x", 400);
+    (pods, service, seed, producer)
+}
+
+/// `STREAM/DURABLE`'s consumer as a pod under a kubelet, logging in through the callout, its
+/// samples in `state`.
+fn callout_consumer_under_kubelet(
+    pods: &Pods,
+    stream: &str,
+    durable: &str,
+    state: &str,
+) -> Kubelet {
+    let push = push_consumer(stream, durable);
+    let rest: Vec<&str> = push.iter().map(String::as_str).collect();
+    let args: Vec<String> = pods
+        .args("consume", &rest)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let consumer = format!("{stream}/{durable}");
+    let auth = ["--user", "app", "--password", "app-pw"];
+    under_kubelet_for(&pods.app, args, &pods.url, state, &consumer, &auth)
+}
+
 /// The probe's own login refused about 0.5 s of every 1.5 s (the answer an auth callout gives
 /// when it times out under load; the apps' connections untouched), and two push consumers
 /// wedged under their kubelets: one on a plain stream, one on a stream that deletes what is
@@ -470,32 +508,14 @@ fn a_deaf_replica_behind_the_monitoring_port_at_the_consumers_pace() {
 /// counting failures in a row, restarted neither.
 #[test]
 fn wedged_consumers_behind_a_flaky_auth_service_are_restarted() {
-    use crate::harness::callout::{self, Callout};
+    use crate::harness::callout::Callout;
     let _serial = timing_lock();
-    let issuer = nkeys::KeyPair::new_account();
-    let seed = issuer.seed().unwrap();
-    let pods = Pods::with_config(
-        &callout::server_config(&issuer),
-        &["-user", "app", "-password", "app-pw"],
-    );
-    let service = Callout::start(&pods.nats, &pods.url, &seed);
+    let (pods, service, seed, _capped) = behind_a_callout_losing();
     pods.push("S", "D", &[]);
-    // 200 messages at 400 a second: retention reaches a wedged floor within a second.
-    pods.push_with("CAP", "W", "10", &["-max-msgs", "200", "-discard", "old"]);
     let _plain = pods.producer("s.x", 20);
-    let _capped = pods.producer("cap.x", 400);
-    let auth = ["--user", "app", "--password", "app-pw"];
     let kubelet = |stream: &str, durable: &str, state: &tempfile::TempDir| {
-        let push = push_consumer(stream, durable);
-        let rest: Vec<&str> = push.iter().map(String::as_str).collect();
-        let args: Vec<String> = pods
-            .args("consume", &rest)
-            .into_iter()
-            .map(String::from)
-            .collect();
-        let consumer = format!("{stream}/{durable}");
         let state = state.path().to_string_lossy().to_string();
-        under_kubelet_for(&pods.app, args, &pods.url, &state, &consumer, &auth)
+        callout_consumer_under_kubelet(&pods, stream, durable, &state)
     };
     let (state_d, state_w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let plain = kubelet("S", "D", &state_d);
@@ -577,28 +597,12 @@ fn wedged_consumers_behind_a_flaky_auth_service_are_restarted() {
 /// floor's clock over, and the restart came a window later.
 #[test]
 fn a_fault_once_seen_is_reported_through_refusals_and_late_answers() {
-    use crate::harness::callout::{self, Callout};
+    use crate::harness::callout::Callout;
     use crate::harness::load::Starved;
     let _serial = timing_lock();
-    let issuer = nkeys::KeyPair::new_account();
-    let seed = issuer.seed().unwrap();
-    let pods = Pods::with_config(
-        &callout::server_config(&issuer),
-        &["-user", "app", "-password", "app-pw"],
-    );
-    let service = Callout::start(&pods.nats, &pods.url, &seed);
-    pods.push_with("CAP", "W", "10", &["-max-msgs", "200", "-discard", "old"]);
-    let _capped = pods.producer("cap.x", 400);
-    let push = push_consumer("CAP", "W");
-    let rest: Vec<&str> = push.iter().map(String::as_str).collect();
-    let args: Vec<String> = pods
-        .args("consume", &rest)
-        .into_iter()
-        .map(String::from)
-        .collect();
+    let (pods, service, seed, _capped) = behind_a_callout_losing();
     let state = pods.state.path().to_string_lossy().to_string();
-    let auth = ["--user", "app", "--password", "app-pw"];
-    let kubelet = under_kubelet_for(&pods.app, args, &pods.url, &state, "CAP/W", &auth);
+    let kubelet = callout_consumer_under_kubelet(&pods, "CAP", "W", &state);
     calm(&kubelet);
     signal_app(&kubelet, libc::SIGUSR1);
     let at = Instant::now();
