@@ -128,10 +128,6 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
     let mut memo: Option<Remembered> = None;
     let mut failures = 0;
     let policy = policy(settings);
-    let names = [ConsumerName {
-        stream: "S".into(),
-        durable: "D".into(),
-    }];
     for run in 0.. {
         let now = run * period - warm;
         if let Some(l) = &mut last {
@@ -145,18 +141,9 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
         // The consumer is looked at as `check` does: judged, settled against the last look.
         let consumer_failed = match looking {
             true => {
-                let j = consumer::judge(&consumer_at(fault, now), sample.as_ref(), &policy, now);
-                let context = look::Context {
-                    inodes: vec![1],
-                    wanted: vec![],
-                    own_subscription: true,
-                };
-                let (settled, look) =
-                    look::settle(last.as_ref(), &names, vec![j], None, &policy, context, now);
-                let [settled] = <[_; 1]>::try_from(settled).expect("one consumer");
-                sample = settled.sample.or(sample);
-                last = Some(look);
-                matches!(settled.outcome, Outcome::Unhealthy(_))
+                let observed = consumer_at(fault, now);
+                let outcome = look_at(&observed, &mut last, &mut sample, &policy, now);
+                matches!(outcome, Outcome::Unhealthy(_))
             }
             false => false,
         };
@@ -220,10 +207,6 @@ pub fn schedule(
         stall_after: window,
         intervals: Intervals::UpToWindow,
     };
-    let names = [ConsumerName {
-        stream: "S".into(),
-        durable: "D".into(),
-    }];
     let mut sample: Option<Sample> = None;
     let ours = [Socket {
         addr: SocketAddr::from(([10, 0, 0, 1], 40000)),
@@ -243,16 +226,13 @@ pub fn schedule(
         );
         if look {
             // A consumer acking with work waiting, judged and settled as `check` does.
-            let j = consumer::judge(&acking_until(now, now), sample.as_ref(), &policy, now);
-            let context = look::Context {
-                inodes: vec![1],
-                wanted: vec![],
-                own_subscription: true,
-            };
-            let (settled, seen) =
-                look::settle(last.as_ref(), &names, vec![j], None, &policy, context, now);
-            sample = settled.into_iter().next().and_then(|s| s.sample).or(sample);
-            last = Some(seen);
+            look_at(
+                &acking_until(now, now),
+                &mut last,
+                &mut sample,
+                &policy,
+                now,
+            );
         }
         let asking = Asking {
             setting: trust,
@@ -365,6 +345,32 @@ fn acking_until(until: i64, now: i64) -> Observed {
         },
         stream: None,
     }
+}
+
+/// One look at the pod's consumer `S/D`, as `check` makes it: judged against its sample,
+/// settled against the last look, both kept for the next; its outcome.
+fn look_at(
+    observed: &Observed,
+    last: &mut Option<LastLook>,
+    sample: &mut Option<Sample>,
+    policy: &Policy,
+    now: i64,
+) -> Outcome {
+    let names = [ConsumerName {
+        stream: "S".into(),
+        durable: "D".into(),
+    }];
+    let j = consumer::judge(observed, sample.as_ref(), policy, now);
+    let context = look::Context {
+        inodes: vec![1],
+        wanted: vec![],
+        own_subscription: true,
+    };
+    let (settled, look) = look::settle(last.as_ref(), &names, vec![j], None, policy, context, now);
+    let [settled] = <[_; 1]>::try_from(settled).expect("one consumer");
+    *sample = settled.sample.or(sample.take());
+    *last = Some(look);
+    settled.outcome
 }
 
 /// `consumer` on a stream that deletes from the front, 1,000 messages long: before 0 its floor
