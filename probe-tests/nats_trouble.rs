@@ -464,3 +464,40 @@ fn a_stall_counts_on_across_a_late_answer() {
         "failed {after:?} after the first look, JetStream on time again after {back:?}"
     );
 }
+
+/// With work waiting, a consumer is judged only with its stream's retention known: a moving
+/// floor is acks only where retention deletes nothing unacknowledged. A stream that cannot be
+/// read leaves the consumer not judged, for the stream's reason; before, it was judged
+/// without it, and a wedged consumer on a stream that deletes from the front could pass as
+/// "progressing" on a loaded node, its floor's clock started over.
+#[test]
+fn a_consumer_whose_stream_cannot_be_read_is_not_judged() {
+    use crate::harness::responder::Late;
+    use std::time::Duration;
+    let pods = Pods::bare();
+    // The consumer's info is answered (work waiting); its stream's is not.
+    let _consumers = Late::start(
+        &pods.nats,
+        &pods.url,
+        &["$JS.API.CONSUMER.INFO.>"],
+        WEDGED_INFO,
+        Duration::ZERO,
+    );
+    let _app = pods.client("conn", &["-subscribe", "deliver.D"]);
+    let state = pods.state.path().to_string_lossy().to_string();
+    let run = probe(&[
+        "check",
+        "--server",
+        &pods.url,
+        "--stall-after",
+        "4s",
+        "--state-dir",
+        &state,
+        "--consumer",
+        "S/D",
+    ])
+    .ns(&pods.app)
+    .run();
+    show("a consumer whose stream cannot be read", &run);
+    run.expect(0).says(&["consumer S/D not judged: "]);
+}

@@ -156,8 +156,10 @@ impl Session {
             })
             .collect();
 
-        // What a stream's retention can do to the work matters only where work waits. A
-        // stream that cannot be read leaves its consumers judged without it.
+        // What a stream's retention can do to the work matters only where work waits, and
+        // there a consumer cannot be judged without it (a moving floor is acks only where
+        // retention deletes nothing unacknowledged): a stream that cannot be read leaves its
+        // consumers not judged, for the stream's own reason (late, refused, gone).
         let mut wanted: Vec<String> = observed
             .iter()
             .filter_map(|o| match o {
@@ -171,19 +173,26 @@ impl Session {
             .iter()
             .map(|s| (self.api(&format!("STREAM.INFO.{s}")), String::new()))
             .collect();
-        let streams: HashMap<String, StreamFacts> = wanted
+        let streams: HashMap<String, Result<StreamFacts, Observed>> = wanted
             .into_iter()
             .zip(self.ask_all(requests, deadline).await)
-            .filter_map(|(name, answer)| {
-                let facts = jetstream::parse_stream_info(&answer.ok()?).ok()?;
-                Some((name, facts))
+            .map(|(name, answer)| {
+                let facts = match answer {
+                    Err(why) => Err(Observed::NotJudged(why)),
+                    Ok(body) => jetstream::parse_stream_info(&body).map_err(classify),
+                };
+                (name, facts)
             })
             .collect();
         for o in &mut observed {
-            if let Observed::Found { facts, stream } = o {
-                if needs_stream(facts) {
-                    *stream = streams.get(&facts.stream).cloned();
-                }
+            let read = match o {
+                Observed::Found { facts, .. } if needs_stream(facts) => streams.get(&facts.stream),
+                _ => None,
+            };
+            match (read, &mut *o) {
+                (Some(Ok(read)), Observed::Found { stream, .. }) => *stream = Some(read.clone()),
+                (Some(Err(why)), _) => *o = why.clone(),
+                _ => {}
             }
         }
         observed
