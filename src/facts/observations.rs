@@ -97,8 +97,5 @@ pub enum Sampling {
     /// Between looks: the sockets only.
     Skip {
         asked_ago: Duration,
-        /// The last look's consumers all answered (else one did not answer in time, and
-        /// the next look asks again: a late server is asked less often, not more).
-        answered: bool,
     },
 }

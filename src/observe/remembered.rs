@@ -41,7 +41,6 @@ struct LookFile {
     wanted: Vec<StoredWanted>,
     own_subscription: bool,
     window_ms: i64,
-    answered: bool,
     faults: Vec<StoredSeenFault>,
 }
 
@@ -327,7 +326,6 @@ pub fn load_look(dir: &StateDir, server: &str, consumers: &[ConsumerName]) -> Op
             .collect(),
         own_subscription: f.own_subscription,
         window_ms: f.window_ms,
-        answered: f.answered,
         previous_run_ms,
         faults: f
             .faults
@@ -383,7 +381,6 @@ pub fn store_look(
             .collect(),
         own_subscription: look.own_subscription,
         window_ms: look.window_ms,
-        answered: look.answered,
         faults: look
             .faults
             .iter()
@@ -594,7 +591,6 @@ mod tests {
             wanted: vec![],
             own_subscription: false,
             window_ms: 60_000,
-            answered: true,
             previous_run_ms: None,
             faults: vec![],
         };
@@ -678,7 +674,6 @@ mod tests {
             wanted: vec![(wanted("deliver.D"), name("D"))],
             own_subscription: true,
             window_ms: 60_000,
-            answered: true,
             previous_run_ms: None,
             faults: vec![],
         };

@@ -8,18 +8,8 @@ use crate::rules::remembered::{Found, Rematch, Trust};
 /// The `-v` line about the consumers' look, and the JSON word.
 pub fn sampling_phrase(s: Sampling) -> String {
     match s {
-        Sampling::Skip {
-            asked_ago,
-            answered: true,
-        } => format!(
+        Sampling::Skip { asked_ago } => format!(
             "not asked this run: all healthy when asked {} ago, on the same connections (--sample-every)",
-            display(asked_ago)
-        ),
-        Sampling::Skip {
-            asked_ago,
-            answered: false,
-        } => format!(
-            "not asked this run: the server did not answer in time when asked {} ago; asked again at the next look (--sample-every)",
             display(asked_ago)
         ),
         Sampling::Ask(due) => format!("asked: {}", due_phrase(due)),
@@ -134,7 +124,6 @@ mod tests {
         );
         assert_eq!(
             sampling_phrase(Sampling::Skip {
-                answered: true,
                 asked_ago: Duration::from_secs(20)
             }),
             "not asked this run: all healthy when asked 20s ago, on the same connections (--sample-every)"

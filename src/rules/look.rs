@@ -92,9 +92,6 @@ pub fn settle(
             wanted: context.wanted,
             own_subscription: context.own_subscription,
             window_ms: window.as_millis() as i64,
-            answered: !outcomes
-                .iter()
-                .any(|(o, _)| matches!(o, Outcome::NotJudged(_))),
             previous_run_ms: None,
             faults,
         },

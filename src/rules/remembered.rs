@@ -45,8 +45,6 @@ pub struct LastLook {
     pub own_subscription: bool,
     /// The shortest window of the consumers then: no two looks may be further apart.
     pub window_ms: i64,
-    /// Every consumer answered (calm may also be a look the server did not answer in time).
-    pub answered: bool,
     /// The run before this one (any probe on this state dir, looking or not): how far apart
     /// the runs come.
     pub previous_run_ms: Option<i64>,
@@ -189,7 +187,6 @@ pub fn sampling(
     }
     Sampling::Skip {
         asked_ago: Duration::from_millis(age as u64),
-        answered: last.answered,
     }
 }
 
@@ -858,7 +855,6 @@ mod tests {
             wanted: vec![],
             own_subscription: false,
             window_ms: 60_000,
-            answered: true,
             previous_run_ms: None,
             faults: vec![],
         }
@@ -871,7 +867,6 @@ mod tests {
             sampling(Some(&look(true, 10)), &[1], every, false, NOW),
             Sampling::Skip {
                 asked_ago: Duration::from_secs(10),
-                answered: true,
             }
         );
         assert_eq!(
@@ -1026,7 +1021,6 @@ mod tests {
                     wanted: vec![],
                     own_subscription: false,
                     window_ms: cadence.window.as_millis() as i64,
-                    answered: true,
                     previous_run_ms: None,
                     faults: vec![],
                 });
@@ -1134,7 +1128,6 @@ mod tests {
                     wanted: vec![],
                     own_subscription: false,
                     window_ms: 60_000,
-                    answered: true,
                     previous_run_ms: None,
                     faults: vec![],
                 });

@@ -65,28 +65,12 @@ fn connected(report: &CheckInput) -> String {
     for r in report.consumers {
         let _ = write!(text, "; consumer {} {}", r.seen.name, consumer_phrase(r));
     }
-    match report.observations.sampling {
-        Some(Sampling::Skip {
-            asked_ago,
-            answered: true,
-        }) => {
-            let _ = write!(
-                text,
-                "; consumers healthy when asked {} ago",
-                display(asked_ago)
-            );
-        }
-        Some(Sampling::Skip {
-            asked_ago,
-            answered: false,
-        }) => {
-            let _ = write!(
-                text,
-                "; consumers not judged: no answer in time when asked {} ago",
-                display(asked_ago)
-            );
-        }
-        _ => {}
+    if let Some(Sampling::Skip { asked_ago }) = report.observations.sampling {
+        let _ = write!(
+            text,
+            "; consumers healthy when asked {} ago",
+            display(asked_ago)
+        );
     }
     for s in report.subscriptions {
         let _ = write!(
