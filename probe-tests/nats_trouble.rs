@@ -397,11 +397,15 @@ fn first_failure(
 /// acknowledged, 14 more waiting; ack_wait 1 s.
 const WEDGED_INFO: &str = r#"{"type":"io.nats.jetstream.api.v1.consumer_info_response","stream_name":"S","name":"D","created":"2026-12-01T08:00:37.196393002Z","config":{"durable_name":"D","name":"D","deliver_policy":"all","ack_policy":"explicit","ack_wait":1000000000,"max_deliver":-1,"replay_policy":"instant","max_ack_pending":1,"deliver_subject":"deliver.D","deliver_group":"D","num_replicas":0},"delivered":{"consumer_seq":6,"stream_seq":6},"ack_floor":{"consumer_seq":5,"stream_seq":5},"num_ack_pending":1,"num_redelivered":0,"num_waiting":0,"num_pending":14,"push_bound":true,"ts":"2026-12-01T08:00:42.536597137Z"}"#;
 
+/// Stream S's info as a 2.10 server gives it: limits, no limit set (retention deletes
+/// nothing unacknowledged), messages 1 to 20.
+const PLAIN_STREAM_INFO: &str = r#"{"type":"io.nats.jetstream.api.v1.stream_info_response","config":{"name":"S","subjects":["s.>"],"retention":"limits","max_consumers":-1,"max_msgs":-1,"max_bytes":-1,"max_age":0,"max_msgs_per_subject":-1,"discard":"old","storage":"file","num_replicas":1},"created":"2026-12-01T08:00:37.196393002Z","state":{"messages":20,"bytes":900,"first_seq":1,"last_seq":20,"consumer_count":1}}"#;
+
 /// A look answered too late (JetStream slow for one run, as under a slow server or a starved
-/// node) is a gap: never counted, but the stall seen before it carries across, up to the
-/// window less twice the ack_wait. A consumer that stopped acking is called that much sooner
-/// than a window after the late answer; under a server often slow, every late answer put
-/// the call off by a window.
+/// node) leaves the clock counting: the next look measures from the last one answered. A
+/// consumer that stopped acking is called a window after its stall began, not a window after
+/// the late answer; under a server often slow, every late answer put the call off by a
+/// window.
 #[test]
 fn a_stall_counts_on_across_a_late_answer() {
     use crate::harness::responder::Late;
@@ -416,6 +420,14 @@ fn a_stall_counts_on_across_a_late_answer() {
             Duration::from_millis(delay),
         )
     };
+    // Its stream, on time throughout: work waits, and the consumer is judged with it.
+    let _stream = Late::start(
+        &pods.nats,
+        &pods.url,
+        &["$JS.API.STREAM.INFO.>"],
+        PLAIN_STREAM_INFO,
+        Duration::ZERO,
+    );
     let _app = pods.client("conn", &["-subscribe", "deliver.D"]);
     let state = pods.state.path().to_string_lossy().to_string();
     // A 4 s window; ack_wait is 1 s: up to 2 s carry across a gap of late answers.
