@@ -913,6 +913,8 @@ fn a_look_late_after_a_calm_one_counts_one_window() {
     std::thread::sleep(PERIOD);
     consumer.signal(libc::SIGUSR1);
     consumer.wait_for("wedged", S10);
+    // The next message delivered and left unacknowledged: work waits.
+    std::thread::sleep(Duration::from_millis(200));
     // Acks since the first look: progressing, the stall clock at zero (a calm look).
     pods.check(&["S/D"], &[])
         .expect(0)

@@ -206,6 +206,15 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
     let mut deleted = Injected::new(Fault::DurableDeleted, Instant::now());
     let answer = w.delete_durable("ORDERS", "bento-d");
     deleted.hit = vec![(pod("bento-d"), Need::Restart)];
+    // Seen gone at once: its pod, restarted for it (as soon as 1.5 s later), creates it again.
+    let info = w.consumer("ORDERS", "bento-d");
+    deleted.shown = match info["error"]["err_code"].as_u64() {
+        Some(10014) => Ok(format!(
+            "CONSUMER.DELETE answered {}; its info: consumer not found",
+            answer["success"]
+        )),
+        _ => Err(format!("still there: {info}")),
+    };
     sleep_until(t0 + step * 3);
     let mut deaf = Vec::new();
     for (name, fault) in [("a1", Fault::Deaf), ("m1", Fault::DeafMonitor)] {
@@ -242,14 +251,6 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
             "ack floor {a} → {b} with no ack: retention deleted them unacknowledged"
         )),
         other => Err(format!("no loss seen (floors, an ack since): {other:?}")),
-    };
-    let info = w.consumer("ORDERS", "bento-d");
-    deleted.shown = match info["error"]["err_code"].as_u64() {
-        Some(10014) => Ok(format!(
-            "CONSUMER.DELETE answered {}; its info: consumer not found",
-            answer["success"]
-        )),
-        _ => Err(format!("still there: {info}")),
     };
     let mut done = vec![wedged, capped, deleted];
     for (mut f, i, before) in deaf {
