@@ -332,23 +332,8 @@ fn a_stall_counts_on_across_refused_logins() {
     use std::time::{Duration, Instant};
     let (pods, service, issuer, _wedged) = behind_a_callout_consuming(&["-ack", "never"]);
     pods.publish_n("s.x", 20);
-    let state = pods.state.path().to_string_lossy().to_string();
     // A 4 s window (ack_wait is 1 s): room for a refusal inside it.
-    let check = || {
-        let mut args = vec![
-            "check",
-            "--server",
-            &pods.url,
-            "--stall-after",
-            "4s",
-            "--state-dir",
-            &state,
-            "--consumer",
-            "S/D",
-        ];
-        args.extend(APP);
-        probe(&args).ns(&pods.app).run()
-    };
+    let check = || window_of_four_seconds(&pods, &APP);
     check().expect(0).says(&["consumer S/D first sample"]);
     let first = Instant::now();
     std::thread::sleep(PERIOD);
@@ -373,6 +358,25 @@ fn a_stall_counts_on_across_refused_logins() {
         after < back + Duration::from_secs(4),
         "failed {after:?} after the first look, the service back after {back:?}"
     );
+}
+
+/// `check --consumer S/D` in the app pod, with a 4 s window and the pods' state dir, plus
+/// `extra`.
+fn window_of_four_seconds(pods: &Pods, extra: &[&str]) -> Run {
+    let state = pods.state.path().to_string_lossy().to_string();
+    let mut args = vec![
+        "check",
+        "--server",
+        &pods.url,
+        "--stall-after",
+        "4s",
+        "--state-dir",
+        &state,
+        "--consumer",
+        "S/D",
+    ];
+    args.extend_from_slice(extra);
+    probe(&args).ns(&pods.app).run()
 }
 
 /// Runs `check` a period apart until one exits 1 (every run before exits 0), failing the test
@@ -429,25 +433,8 @@ fn a_stall_counts_on_across_a_late_answer() {
         Duration::ZERO,
     );
     let _app = pods.client("conn", &["-subscribe", "deliver.D"]);
-    let state = pods.state.path().to_string_lossy().to_string();
-    // A 4 s window; ack_wait is 1 s: up to 2 s carry across a gap of late answers.
-    let check = || {
-        probe(&[
-            "check",
-            "--server",
-            &pods.url,
-            "--stall-after",
-            "4s",
-            "--sample-every",
-            "0",
-            "--state-dir",
-            &state,
-            "--consumer",
-            "S/D",
-        ])
-        .ns(&pods.app)
-        .run()
-    };
+    // A 4 s window; ack_wait is 1 s.
+    let check = || window_of_four_seconds(&pods, &["--sample-every", "0"]);
     let on_time = answering(0);
     check().expect(0).says(&["consumer S/D first sample"]);
     let first = Instant::now();
@@ -496,20 +483,7 @@ fn a_consumer_whose_stream_cannot_be_read_is_not_judged() {
         Duration::ZERO,
     );
     let _app = pods.client("conn", &["-subscribe", "deliver.D"]);
-    let state = pods.state.path().to_string_lossy().to_string();
-    let run = probe(&[
-        "check",
-        "--server",
-        &pods.url,
-        "--stall-after",
-        "4s",
-        "--state-dir",
-        &state,
-        "--consumer",
-        "S/D",
-    ])
-    .ns(&pods.app)
-    .run();
+    let run = window_of_four_seconds(&pods, &[]);
     show("a consumer whose stream cannot be read", &run);
     run.expect(0).says(&["consumer S/D not judged: "]);
 }
