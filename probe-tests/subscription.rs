@@ -157,6 +157,86 @@ fn the_deaf_replica_of_a_deliver_group() {
         .expect(0);
 }
 
+/// A deaf replica seen, then a server that answers no run in time (stopped): each run that
+/// cannot look reports the fault the last look saw, while that look is younger than the
+/// window; past it, not judged; and the next look sees the fault again. Before, the runs that
+/// could not look passed, and so started the kubelet's count over.
+#[test]
+fn a_deaf_replica_once_seen_is_reported_while_the_server_is_late() {
+    let _serial = timing_lock();
+    let r = Replicas::new();
+    let server = NatsServer::start(Some(&r.nats), Version::Pinned, "0.0.0.0", 4222);
+    let url = format!("nats://{}:4222", r.gateways[0]);
+    r.deliver_group(&url, "1");
+    let mut deaf = consume(&r.pods[0], &url);
+    let _live = consume(&r.pods[1], &format!("nats://{}:4222", r.gateways[1]));
+    let check = || {
+        r.check(
+            0,
+            &[
+                "--server",
+                &url,
+                "--consumer",
+                "S/D",
+                "--own-subscription",
+                "--stall-after",
+                "4s",
+                "--timeout",
+                "800ms",
+            ],
+        )
+    };
+    check().expect(0);
+    deaf.signal(libc::SIGHUP);
+    deaf.wait_for("unsubscribed", S10);
+    check().expect(1).says(&[
+        "this pod's connection 10.201.0.2:",
+        "holds no such subscription",
+    ]);
+    let seen = std::time::Instant::now();
+    let pid = server.pid().expect("the server's pid") as i32;
+    // SAFETY: kill(2) on this test's own child; continued below, and by the guard on a panic.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    struct Continue(i32);
+    impl Drop for Continue {
+        fn drop(&mut self) {
+            // SAFETY: as above.
+            unsafe { libc::kill(self.0, libc::SIGCONT) };
+        }
+    }
+    let resumed = Continue(pid);
+    let late = check();
+    late.expect(1).says(&[
+        "holds no such subscription; this run could not look: ",
+        ", last look ",
+    ]);
+    let json = r.check(
+        0,
+        &[
+            "--server",
+            &url,
+            "--consumer",
+            "S/D",
+            "--own-subscription",
+            "--stall-after",
+            "4s",
+            "--timeout",
+            "800ms",
+            "--json",
+        ],
+    );
+    json.expect(1);
+    let carried = &json.json()["subscriptions"][0]["carried"];
+    assert!(carried["last_look_ago_ms"].as_u64().is_some(), "{json}");
+    // Past the window: the look is stale, and a run that cannot look makes no fault.
+    std::thread::sleep(
+        Duration::from_secs(4).saturating_sub(seen.elapsed()) + Duration::from_millis(300),
+    );
+    check().expect(0).says(&["not judged"]);
+    drop(resumed);
+    check().expect(1).says(&["holds no such subscription"]);
+}
+
 /// A process pinned to one CPU and kept busy there: whatever shares that CPU at a lower
 /// priority runs slowly. Stopped when dropped.
 struct BusyCpu(std::process::Child);

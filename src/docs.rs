@@ -96,6 +96,8 @@ mod tests {
         for (why, row) in [
             (Unknown::Deadline, late),
             (Unknown::JetStreamTimeout, late),
+            (Unknown::NotListed("n1 did not answer".into()), late),
+            (Unknown::Waiting(std::time::Duration::from_secs(5)), late),
             (Unknown::Credentials, refused),
             (Unknown::NotPermitted("$JS.API.>".into()), refused),
             (Unknown::Unreachable("refused".into()), trouble),

@@ -409,6 +409,9 @@ pub struct Unanswered {
 pub struct SubscriptionMemo {
     pub connection: Option<Remembered>,
     pub unanswered: Option<Unanswered>,
+    /// Local clock, ms since the epoch: when an answer last showed that connection without
+    /// the subscription, while that evidence stands (`rules::remembered::settle_held`).
+    pub missing_at_ms: Option<i64>,
 }
 
 /// One server's answer to a lookup by cid: the connection with that cid, if any.

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 /// 4: a look keeps the faults it saw (older files are nothing remembered: one full look or
 /// match after an upgrade).
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 
 #[derive(Serialize, Deserialize)]
 struct StoredWanted {
@@ -203,6 +203,8 @@ struct SubscriptionFile {
     connection: Option<StoredConnection>,
     /// Asks that went unanswered in a row, and when the last was.
     unanswered: Option<(u32, i64)>,
+    /// When an answer last showed the connection without the subscription.
+    missing_at_ms: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -432,6 +434,7 @@ pub fn load_subscription(dir: &StateDir, server: &str, wanted: &Wanted) -> Subsc
         unanswered: f
             .unanswered
             .map(|(count, last_ms)| Unanswered { count, last_ms }),
+        missing_at_ms: f.missing_at_ms,
     }
 }
 
@@ -466,6 +469,7 @@ pub fn store_subscription(
             account_connections: m.account_connections,
         }),
         unanswered: memo.unanswered.map(|u| (u.count, u.last_ms)),
+        missing_at_ms: memo.missing_at_ms,
     };
     dir.replace(
         &path,
@@ -508,6 +512,7 @@ mod tests {
         let memo = SubscriptionMemo {
             connection: Some(memo),
             unanswered: None,
+            missing_at_ms: Some(3),
         };
         assert_eq!(load_subscription(&dir, "nats://a:4222", &wanted("x")), none);
         store_subscription(&dir, "nats://a:4222", &wanted("x"), &memo).unwrap();
@@ -519,6 +524,7 @@ mod tests {
                 count: 2,
                 last_ms: 7,
             }),
+            missing_at_ms: None,
         };
         store_subscription(&dir, "nats://a:4222", &wanted("w"), &waiting).unwrap();
         assert_eq!(

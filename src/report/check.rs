@@ -12,6 +12,7 @@ use crate::rules::check::Health;
 use crate::rules::connection::{live, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress};
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
+use crate::rules::remembered::Carried;
 use crate::rules::subscription::Held;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -83,6 +84,9 @@ pub struct SubscriptionSection {
     pub verdict: &'static str,
     /// Why it could not be judged, and its class; null when it was.
     pub cannot_judge: Option<StandingJson>,
+    /// This run could not look, and the outcome is what the last look saw (as for a
+    /// consumer); null when this run looked.
+    pub carried: Option<CarriedJson>,
     /// `held`, `not_by_this_connection`, or the not-judged kind.
     pub outcome: &'static str,
     /// This pod's connection that holds it, or that is listed without it.
@@ -493,10 +497,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             _ => None,
         },
         cannot_judge: r.standing.map(standing_json),
-        carried: r.carried.as_ref().map(|c| CarriedJson {
-            could_not_look: c.why.kind(),
-            last_look_ago_ms: millis(c.ago),
-        }),
+        carried: r.carried.as_ref().map(carried_json),
         summary: consumer_phrase(r),
         window_ms: r.window.map(|w| millis(w.duration)),
         window_raised_for_ack_wait_ms: r.window.and_then(|w| w.raised_for_ack_wait).map(millis),
@@ -519,6 +520,13 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
     }
 }
 
+fn carried_json(c: &Carried) -> CarriedJson {
+    CarriedJson {
+        could_not_look: c.why.kind(),
+        last_look_ago_ms: millis(c.ago),
+    }
+}
+
 fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> SubscriptionSection {
     let (outcome, connection) = match &s.held {
         Held::Yes { by } => ("held", Some(by.to_string())),
@@ -533,6 +541,7 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         consumer: s.consumer.as_ref().map(ToString::to_string),
         verdict: s.health().as_str(),
         cannot_judge: s.standing.map(standing_json),
+        carried: s.carried.as_ref().map(carried_json),
         outcome,
         connection,
         summary: subscription_phrase(s),

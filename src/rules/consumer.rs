@@ -282,7 +282,9 @@ pub fn gap_for(why: &Unknown) -> Gap {
         Unknown::Credentials
         | Unknown::NotPermitted(_)
         | Unknown::Deadline
-        | Unknown::JetStreamTimeout => Gap::None,
+        | Unknown::JetStreamTimeout
+        | Unknown::NotListed(_)
+        | Unknown::Waiting(_) => Gap::None,
         _ => Gap::Resets,
     }
 }

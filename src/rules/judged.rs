@@ -50,6 +50,8 @@ pub struct JudgedSubscription {
     /// The consumer whose deliver subscription it is (`--own-subscription`).
     pub consumer: Option<ConsumerName>,
     pub held: Held,
+    /// This run could not look, and reports what the last look saw.
+    pub carried: Option<Carried>,
     /// Why it could not be judged, and for how long; None when it was.
     pub standing: Option<Standing>,
     /// How this run found the pod's connection at the server; None when it never got that far.

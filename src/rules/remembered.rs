@@ -76,12 +76,74 @@ pub fn standing_fault<'a>(
     now_ms: i64,
 ) -> Option<&'a SeenFault> {
     let last = last?;
-    if gap_for(why) == Gap::Resets {
-        return None;
-    }
     last.faults
         .iter()
-        .find(|f| f.consumer == *consumer && (0..=last.window_ms).contains(&(now_ms - f.at_ms)))
+        .find(|f| f.consumer == *consumer && stands(f.at_ms, why, last.window_ms, now_ms))
+}
+
+/// Whether a fault a look saw at `at_ms` is still the verdict of a run that could not look
+/// (`why`): the look no older than the window, and no answer since that voids it
+/// (`consumer::gap_for`). The one test for consumers and subscriptions alike.
+pub fn stands(at_ms: i64, why: &Unknown, window_ms: i64, now_ms: i64) -> bool {
+    gap_for(why) != Gap::Resets && (0..=window_ms).contains(&(now_ms - at_ms))
+}
+
+/// A subscription after this run, as the verdict takes it and the state dir keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldSettled {
+    pub held: Held,
+    /// This run could not look, and reports what the last look saw.
+    pub carried: Option<Carried>,
+    /// When an answer last showed the pod's connection without the subscription, while that
+    /// still stands (`SubscriptionMemo::missing_at_ms`).
+    pub missing_at_ms: Option<i64>,
+}
+
+/// A subscription judged (`held`) against what the runs before kept (`memo`), with the
+/// consumers' principle: a run that cannot look reports the freshest evidence. The pod's
+/// connection seen without the subscription stays this run's verdict while that look
+/// `stands` and the connection is still one of the pod's live sockets (`live`: a new
+/// connection may hold it); a look that sees it held clears it.
+pub fn settle_held(
+    memo: &crate::facts::SubscriptionMemo,
+    held: Held,
+    live: &[Socket],
+    window_ms: i64,
+    now_ms: i64,
+) -> HeldSettled {
+    let standing = |why: &Unknown| {
+        let at = memo.missing_at_ms?;
+        let c = memo.connection.as_ref()?;
+        (stands(at, why, window_ms, now_ms) && live.iter().any(|s| s.inode == c.inode))
+            .then_some((at, c.local))
+    };
+    match held {
+        Held::NotByThisConnection { .. } => HeldSettled {
+            held,
+            carried: None,
+            missing_at_ms: Some(now_ms),
+        },
+        Held::NotJudged(why) => match standing(&why) {
+            Some((at, connection)) => HeldSettled {
+                held: Held::NotByThisConnection { connection },
+                carried: Some(Carried {
+                    why,
+                    ago: Duration::from_millis((now_ms - at) as u64),
+                }),
+                missing_at_ms: Some(at),
+            },
+            None => HeldSettled {
+                held: Held::NotJudged(why),
+                carried: None,
+                missing_at_ms: None,
+            },
+        },
+        Held::Yes { .. } => HeldSettled {
+            held,
+            carried: None,
+            missing_at_ms: None,
+        },
+    }
 }
 
 /// A fault this run reports from the last look, because it could not look itself.
@@ -557,6 +619,71 @@ mod tests {
             held_at_ms: held_secs_ago.map(|s| NOW - s * 1000),
             account_connections: 0,
         }
+    }
+
+    /// The pod's connection seen without its subscription stays the verdict of the runs that
+    /// cannot look, while the look is younger than the window, the answers leave it standing,
+    /// and the socket is the same; a look that sees it held clears it, and nothing is made by a
+    /// run that could not look.
+    #[test]
+    fn a_missing_subscription_once_seen_is_reported_while_fresh() {
+        use crate::facts::SubscriptionMemo;
+        let live = [socket("10.200.0.2:51828", 4242)];
+        let window = 15_000;
+        let deaf = Held::NotByThisConnection {
+            connection: "10.200.0.2:51828".parse().unwrap(),
+        };
+        let seen = |secs_ago: i64| SubscriptionMemo {
+            connection: Some(memo(None)),
+            unanswered: None,
+            missing_at_ms: Some(NOW - secs_ago * 1000),
+        };
+        // Seen without it: kept from now.
+        let now = settle_held(&seen(3), deaf.clone(), &live, window, NOW);
+        assert_eq!(
+            (now.held.clone(), now.carried, now.missing_at_ms),
+            (deaf.clone(), None, Some(NOW))
+        );
+        // Late, refused, not asked yet: the fault stands, with why and how long ago.
+        for why in [
+            Unknown::Deadline,
+            Unknown::Credentials,
+            Unknown::NotListed("n1 did not answer in time".into()),
+            Unknown::Waiting(Duration::from_secs(2)),
+        ] {
+            let s = settle_held(&seen(3), Held::NotJudged(why.clone()), &live, window, NOW);
+            assert_eq!(s.held, deaf, "{why:?}");
+            assert_eq!(
+                s.carried,
+                Some(Carried {
+                    why: why.clone(),
+                    ago: Duration::from_secs(3)
+                })
+            );
+            assert_eq!(s.missing_at_ms, Some(NOW - 3000), "the look's own time");
+        }
+        let not_judged = |memo: &SubscriptionMemo, why: Unknown, live: &[Socket]| {
+            let s = settle_held(memo, Held::NotJudged(why.clone()), live, window, NOW);
+            assert_eq!(s.held, Held::NotJudged(why), "{memo:?}");
+            assert_eq!((s.carried, s.missing_at_ms), (None, None));
+        };
+        // Past the window; NATS's own trouble; another socket; never seen: not judged.
+        not_judged(&seen(16), Unknown::Deadline, &live);
+        not_judged(&seen(3), Unknown::Unreachable("refused".into()), &live);
+        not_judged(&seen(3), Unknown::TemporarilyUnavailable, &live);
+        not_judged(
+            &seen(3),
+            Unknown::Deadline,
+            &[socket("10.200.0.2:51900", 4343)],
+        );
+        not_judged(&SubscriptionMemo::default(), Unknown::Deadline, &live);
+        // Held: cleared.
+        let by = "10.200.0.2:51828".parse().unwrap();
+        let held = settle_held(&seen(3), Held::Yes { by }, &live, window, NOW);
+        assert_eq!(
+            (held.held, held.carried, held.missing_at_ms),
+            (Held::Yes { by }, None, None)
+        );
     }
 
     const TRUST: TrustSetting = TrustSetting::Fixed(Duration::from_secs(300));

@@ -257,10 +257,14 @@ fn judge_with_state(
         obs.now_ms,
     );
     // Only a run that asked has a look to remember; with --sample-every 0 only its faults are
-    // worth it (every run asks). Best effort: a look not remembered is asked again next run,
-    // and one not forgotten is replaced by the next.
+    // worth it (every run asks): a consumer's, or a deliver subscription missing (the next run
+    // that cannot look takes the subscriptions from it). Best effort: a look not remembered is
+    // asked again next run, and one not forgotten is replaced by the next.
+    let missing = subscriptions
+        .iter()
+        .any(|s| matches!(s.held, subscription::Held::NotByThisConnection { .. }));
     if matches!(obs.sampling, Some(Sampling::Ask(_))) {
-        let _ = match config.sample_every.is_zero() && look.faults.is_empty() {
+        let _ = match config.sample_every.is_zero() && look.faults.is_empty() && !missing {
             true => observe::remembered::forget_look(dir, &server, &config.consumers),
             false => observe::remembered::store_look(dir, &server, &config.consumers, &look),
         };
@@ -349,7 +353,7 @@ fn ask_consumers(
                 })
                 .collect();
             if config.own_subscription {
-                wanted = deliver_subscriptions(&obs.consumers)?;
+                wanted = deliver_subscriptions(&obs.consumers, last)?;
             }
         }
         Some(Sampling::Skip { .. }) if config.own_subscription => {

@@ -36,10 +36,21 @@ pub fn open<'a>(
     Ok(slot.as_ref().expect("opened above"))
 }
 
-/// Each push consumer's deliver subject (and group); a pull consumer has none to match.
-pub fn deliver_subscriptions(consumers: &[ConsumerSeen]) -> Result<Vec<WantedFor>, Error> {
+/// Each push consumer's deliver subject (and group); a pull consumer has none to match. One
+/// NATS did not answer for keeps the one the last look found: the freshest evidence.
+pub fn deliver_subscriptions(
+    consumers: &[ConsumerSeen],
+    last: Option<&remembered::LastLook>,
+) -> Result<Vec<WantedFor>, Error> {
     let mut wanted = Vec::new();
     for seen in consumers {
+        if let Observed::NotJudged(_) = &seen.observed {
+            let kept = last.into_iter().flat_map(|l| &l.wanted);
+            wanted.extend(
+                kept.filter(|(_, c)| *c == seen.name)
+                    .map(|(w, c)| (w.clone(), Some(c.clone()))),
+            );
+        }
         if let Observed::Found { facts, .. } = &seen.observed {
             let Some(subject) = &facts.deliver_subject else {
                 return Err(Error::Setting {
@@ -251,20 +262,27 @@ impl Subscriptions<'_> {
         results: Vec<Option<Judged>>,
         memos: Vec<SubscriptionMemo>,
     ) -> Vec<JudgedSubscription> {
+        let window_ms = crate::rules::consumer::window(&self.config.consumer_policy, None)
+            .duration
+            .as_millis() as i64;
         wanted
             .into_iter()
             .zip(results)
             .zip(memos)
             .map(|(((w, consumer), result), before)| {
                 let j = result.expect("every subscription judged above");
+                let unanswered = remembered::count_unanswered(
+                    before.unanswered.as_ref(),
+                    &j.held,
+                    j.asked,
+                    self.now_ms,
+                );
+                let settled =
+                    remembered::settle_held(&before, j.held, self.live, window_ms, self.now_ms);
                 let memo = SubscriptionMemo {
-                    unanswered: remembered::count_unanswered(
-                        before.unanswered.as_ref(),
-                        &j.held,
-                        j.asked,
-                        self.now_ms,
-                    ),
+                    unanswered,
                     connection: j.connection,
+                    missing_at_ms: settled.missing_at_ms,
                 };
                 if memo != before {
                     // Best effort: a connection not remembered is matched by address next run.
@@ -272,7 +290,8 @@ impl Subscriptions<'_> {
                         observe::remembered::store_subscription(self.dir, self.server, &w, &memo);
                 }
                 JudgedSubscription {
-                    held: j.held,
+                    held: settled.held,
+                    carried: settled.carried,
                     found: Some(j.found),
                     wanted: w,
                     consumer,

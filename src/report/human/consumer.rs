@@ -27,7 +27,7 @@ pub fn consumer_phrase(r: &JudgedConsumer) -> String {
 }
 
 /// `; this run could not look: <why>, last look 600ms ago`: the fault is the last look's.
-fn carried_phrase(carried: Option<&Carried>) -> String {
+pub fn carried_phrase(carried: Option<&Carried>) -> String {
     match carried {
         Some(c) => format!(
             "; this run could not look: {}, last look {} ago",

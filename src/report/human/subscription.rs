@@ -1,6 +1,7 @@
 //! What the own-subscription check says about each subscription this pod's connection must
 //! hold.
 
+use super::consumer::carried_phrase;
 use super::standing::{standing_phrase, Checked};
 use crate::rules::judged::JudgedSubscription;
 use crate::rules::subscription::Held;
@@ -22,9 +23,10 @@ pub fn subscription_subject(s: &JudgedSubscription) -> String {
 pub fn subscription_phrase(s: &JudgedSubscription) -> String {
     match &s.held {
         Held::Yes { by } => format!("held ({by})"),
-        Held::NotByThisConnection { connection } => {
-            format!("this pod's connection {connection} holds no such subscription")
-        }
+        Held::NotByThisConnection { connection } => format!(
+            "this pod's connection {connection} holds no such subscription{}",
+            carried_phrase(s.carried.as_ref())
+        ),
         Held::NotJudged(why) => format!(
             "not judged: {why}{}",
             standing_phrase(s.standing, Checked::Subscription)
