@@ -44,6 +44,7 @@ pub struct Callout {
     pub answered: Arc<std::sync::atomic::AtomicUsize>,
     /// Each login answered: when, the connection's name, and the client's address.
     pub logins: Arc<Mutex<Vec<Login>>>,
+    flaky: Arc<Mutex<Option<Turns>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +52,48 @@ pub struct Login {
     pub at: Instant,
     pub name: String,
     pub host: String,
+    /// How the service chose to answer it (`Callout::flaky`).
+    pub answer: Answer,
+}
+
+/// A service under load, as seen by one kind of login: each client (by address) whose
+/// logins are named with `prefix` (and not `except`) gets the answers of `pattern` in turn,
+/// its first login the first; every other login is answered as usual.
+#[derive(Debug, Clone)]
+pub struct Flaky {
+    pub prefix: &'static str,
+    pub except: &'static str,
+    pub pattern: Vec<Answer>,
+}
+
+/// How the service answers one login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// As usual: granted when the credentials are good.
+    AsUsual,
+    /// Refused, the credentials good (a callout that timed out under load).
+    Refused,
+    /// As usual, this much later (a callout slow under load).
+    Late(Duration),
+}
+
+/// A `Flaky` at work: how many logins each client had.
+struct Turns {
+    flaky: Flaky,
+    had: std::collections::HashMap<String, usize>,
+}
+
+impl Turns {
+    fn answer(&mut self, name: &str, host: &str) -> Answer {
+        let f = &self.flaky;
+        if !name.starts_with(f.prefix) || name == f.except || f.pattern.is_empty() {
+            return Answer::AsUsual;
+        }
+        let n = self.had.entry(host.to_string()).or_default();
+        let answer = f.pattern[*n % f.pattern.len()];
+        *n += 1;
+        answer
+    }
 }
 
 impl Callout {
@@ -76,6 +119,8 @@ impl Callout {
         let (url, seed) = (url.to_string(), issuer_seed.to_string());
         let (stop2, answered2) = (Arc::clone(&stop), Arc::clone(&answered));
         let logins2 = Arc::clone(&logins);
+        let flaky: Arc<Mutex<Option<Turns>>> = Arc::default();
+        let flaky2 = Arc::clone(&flaky);
         let thread = ns.spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -84,6 +129,7 @@ impl Callout {
             let counted = Counted {
                 answered: answered2,
                 logins: logins2,
+                flaky: flaky2,
             };
             rt.block_on(serve(url, seed, quick, stop2, counted, ready_tx));
         });
@@ -95,7 +141,17 @@ impl Callout {
             thread: Some(thread),
             answered,
             logins,
+            flaky,
         }
+    }
+
+    /// From now on answers the logins `flaky` names by its pattern, each client's turns
+    /// counted from here (None: every login as usual again).
+    pub fn flaky(&self, flaky: Option<Flaky>) {
+        *self.flaky.lock().unwrap() = flaky.map(|flaky| Turns {
+            flaky,
+            had: Default::default(),
+        });
     }
 
     /// The auth service goes down: its connection closes, and logins wait for it in vain.
@@ -121,6 +177,7 @@ impl Drop for Callout {
 struct Counted {
     answered: Arc<std::sync::atomic::AtomicUsize>,
     logins: Arc<Mutex<Vec<Login>>>,
+    flaky: Arc<Mutex<Option<Turns>>>,
 }
 
 async fn serve(
@@ -158,19 +215,38 @@ async fn serve(
             continue;
         };
         let claims = claims(&request.payload);
-        let response = answer(&issuer, &claims);
-        // A flush waits for a connection: never longer than a stop may wait.
-        let sent = async {
-            let _ = client.publish(reply, response.into()).await;
-            let _ = client.flush().await;
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(1), sent).await;
-        counted.answered.fetch_add(1, Ordering::SeqCst);
         let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        let name = text(&claims["nats"]["connect_opts"]["name"]);
+        let host = text(&claims["nats"]["client_info"]["host"]);
+        let chosen = match counted.flaky.lock().unwrap().as_mut() {
+            Some(turns) => turns.answer(&name, &host),
+            None => Answer::AsUsual,
+        };
+        let response = answer(&issuer, &claims, chosen == Answer::Refused);
+        // A flush waits for a connection: never longer than a stop may wait. A late answer
+        // is sent from a task of its own: the logins after it are answered meanwhile.
+        let publisher = client.clone();
+        let sent = async move {
+            let _ = publisher.publish(reply, response.into()).await;
+            let _ = publisher.flush().await;
+        };
+        match chosen {
+            Answer::Late(by) => {
+                tokio::spawn(async move {
+                    tokio::time::sleep(by).await;
+                    let _ = tokio::time::timeout(Duration::from_secs(1), sent).await;
+                });
+            }
+            _ => {
+                let _ = tokio::time::timeout(Duration::from_secs(1), sent).await;
+            }
+        }
+        counted.answered.fetch_add(1, Ordering::SeqCst);
         counted.logins.lock().unwrap().push(Login {
             at: Instant::now(),
-            name: text(&claims["nats"]["connect_opts"]["name"]),
-            host: text(&claims["nats"]["client_info"]["host"]),
+            name,
+            host,
+            answer: chosen,
         });
     }
     drop(requests);
@@ -188,13 +264,13 @@ fn claims(request: &[u8]) -> serde_json::Value {
 }
 
 /// The authorization response to one request's claims: the user JWT for `APP` when the
-/// login is `app`/`app-pw`, else a refusal.
-fn answer(issuer: &nkeys::KeyPair, claims: &serde_json::Value) -> String {
+/// login is `app`/`app-pw` and not `refused` (by the service's choice), else a refusal.
+fn answer(issuer: &nkeys::KeyPair, claims: &serde_json::Value, refused: bool) -> String {
     let nats = &claims["nats"];
     let user_nkey = nats["user_nkey"].as_str().unwrap_or_default();
     let server_id = nats["server_id"]["id"].as_str().unwrap_or_default();
     let login = &nats["connect_opts"];
-    let granted = login["user"] == "app" && login["pass"] == "app-pw";
+    let granted = !refused && login["user"] == "app" && login["pass"] == "app-pw";
     let mut response = serde_json::json!({"type": "authorization_response", "version": 2});
     if granted {
         response["jwt"] = jwt_for(

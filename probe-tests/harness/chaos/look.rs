@@ -68,7 +68,13 @@ impl World {
     /// A request to the echo service on n1 as the app, through `node` alone (no server it
     /// learns of is tried): the answer, or why not.
     pub fn echo_via(&self, node: usize, timeout: Duration) -> Result<String, String> {
+        self.echo_as(node, "chaos-drill", timeout)
+    }
+
+    /// The same, the connection named `name`.
+    pub fn echo_as(&self, node: usize, name: &str, timeout: Duration) -> Result<String, String> {
         let url = self.nodes[node].url();
+        let name = name.to_string();
         self.switch.run(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -77,6 +83,7 @@ impl World {
             rt.block_on(async move {
                 let client = async_nats::ConnectOptions::new()
                     .user_and_password("app".into(), "app-pw".into())
+                    .name(name)
                     .ignore_discovered_servers()
                     .connection_timeout(timeout)
                     .request_timeout(Some(timeout))

@@ -26,6 +26,7 @@ pub use script::Fault;
 pub use tally::Tally;
 pub use world::World;
 
+use crate::harness::callout::Answer;
 use crate::harness::NetNs;
 use std::time::{Duration, Instant};
 
@@ -160,10 +161,23 @@ impl Timings {
         total
     }
 
+    /// What the auth service answers each probe's logins while the pods' faults show: refused,
+    /// late (after natsprobe's own `--timeout`, 800 ms, before the server's 1.5 s), as usual;
+    /// one look in three answered.
+    pub fn flaky(&self) -> [Answer; 3] {
+        [Answer::Refused, Answer::Late(self.timeout), Answer::AsUsual]
+    }
+
+    /// What the flaky auth service adds to a bound (docs/checks.md's bounds): with one look in
+    /// k answered, at most 2k runs more, each a period apart or as long as it ran.
+    pub fn flaky_extra(&self) -> Duration {
+        self.period.max(self.timeout) * 2 * self.flaky().len() as u32
+    }
+
     /// The slowest time from `fault` to the kubelet's restart of a pod of this `kind`, from
     /// the probe's own settings: when the fault first shows to a run, then
-    /// `failure_threshold` runs a period apart, the last one as long as it may take.
-    /// (docs/chaos-drill.md derives each.)
+    /// `failure_threshold` runs a period apart, the last one as long as it may take; the pods'
+    /// own faults show while the auth service is flaky. (docs/chaos-drill.md derives each.)
     pub fn bound(&self, fault: Fault, kind: fleet::Kind) -> Option<Duration> {
         // The first failing run starts within a period of the fault showing; the kubelet
         // starts each next run a period after the last began, or when it ended if it ran
@@ -174,10 +188,10 @@ impl Timings {
         let look = self.sample_every() + runs;
         Some(match fault {
             // The next look comes at the first run a look's age past --sample-every.
-            Fault::DurableDeleted | Fault::Deaf | Fault::DeafMonitor => look,
+            Fault::DurableDeleted | Fault::Deaf | Fault::DeafMonitor => look + self.flaky_extra(),
             // That look starts the stall clock (it still saw acks before the fault); a run
             // a window later calls it.
-            Fault::Wedged | Fault::Retention => look + self.window() + p,
+            Fault::Wedged | Fault::Retention => look + self.window() + p + self.flaky_extra(),
             // From the first run after NATS is back.
             Fault::ClusterDown => runs,
             // From the client's first send after the loss: at once for the producer, at its

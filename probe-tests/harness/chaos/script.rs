@@ -6,6 +6,7 @@
 use super::fleet::{Kind, FLEET};
 use super::world::World;
 use super::Timings;
+use crate::harness::callout::Answer;
 use crate::harness::load::Starved;
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,9 @@ pub enum Fault {
     Lost,
     /// Every node down for longer than the clients' reconnect budget: they give up.
     ClusterDown,
+    /// While the pods' own faults show: the auth service refuses one of each probe's logins
+    /// in three and answers another after the probe's deadline.
+    Flaky,
 }
 
 impl Fault {
@@ -53,6 +57,7 @@ impl Fault {
             Fault::AuthDown => "auth callout service down",
             Fault::Lost => "node n2 lost without a word (half-open)",
             Fault::ClusterDown => "whole cluster down, clients give up",
+            Fault::Flaky => "auth service flaky: each probe's logins refused, late, answered",
         }
     }
 
@@ -140,6 +145,9 @@ pub fn run(w: &mut World, t: &Timings, t0: Instant) -> Ran {
     sleep_until(t0);
     let cpu_at_start = w.cpu_ticks();
     let mut done = pod_faults(w, t, t0);
+    // The pods' faults show to the probes (a look comes, the stall clock runs) while the auth
+    // service is flaky.
+    let mut flaky = flaky_on(w, t);
     // NATS's faults, once the pods' own must all have been restarted (by their bounds).
     let slowest = [Fault::Wedged, Fault::Retention]
         .iter()
@@ -147,6 +155,8 @@ pub fn run(w: &mut World, t: &Timings, t0: Instant) -> Ran {
         .max()
         .unwrap();
     sleep_until(t0 + t.step * 6 + slowest);
+    flaky_off(w, &mut flaky);
+    done.push(flaky);
     let pause = |steps: u32| std::thread::sleep(t.step * steps);
     let mut nats = Vec::new();
     nats.push(partition(w, t));
@@ -272,6 +282,63 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
     done
 }
 
+/// The auth service turns flaky for the probes' logins: shown by three logins named as a
+/// probe's, from the node.
+fn flaky_on(w: &World, t: &Timings) -> Injected {
+    let mut f = Injected::new(Fault::Flaky, Instant::now());
+    f.hit = (0..w.pods.len()).map(|i| (i, Need::None)).collect();
+    let pattern = t.flaky();
+    w.flaky(Some(&pattern));
+    f.at = Instant::now();
+    let logins: Vec<Result<String, String>> = pattern
+        .iter()
+        .map(|_| w.echo_as(0, "natsprobe-drill", Duration::from_millis(800)))
+        .collect();
+    f.shown = match &logins[..] {
+        [Err(refused), Err(late), Ok(_)]
+            if refused.contains("authorization") && !late.contains("authorization") =>
+        {
+            Ok(format!(
+                "three logins named as a probe's: refused ({refused}), no answer in 800ms ({late}), answered"
+            ))
+        }
+        other => Err(format!("three logins named as a probe's: {other:?}")),
+    };
+    f
+}
+
+/// The auth service answers every login as usual again; what the probes made of it.
+fn flaky_off(w: &World, f: &mut Injected) {
+    w.flaky(None);
+    f.until = Instant::now();
+    let (refused, late) = w
+        .logins()
+        .iter()
+        .filter(|l| l.at >= f.at && l.at <= f.until && l.name != "natsprobe-drill")
+        .fold((0, 0), |(r, l), login| match login.answer {
+            Answer::Refused => (r + 1, l),
+            Answer::Late(_) => (r, l + 1),
+            Answer::AsUsual => (r, l),
+        });
+    let carried = (0..w.pods.len())
+        .map(|i| {
+            w.pods[i]
+                .kubelet
+                .probed()
+                .iter()
+                .filter(|(at, ok, line)| {
+                    *at >= f.at && *at <= f.until && !ok && line.contains("this run could not look")
+                })
+                .count()
+        })
+        .sum::<usize>();
+    if let Ok(shown) = &f.shown {
+        f.shown = Ok(format!(
+            "{shown}; the probes' logins: {refused} refused, {late} late; {carried} runs reported the fault their last look saw"
+        ));
+    }
+}
+
 const N2: usize = 1;
 const N3: usize = 2;
 
@@ -378,7 +445,7 @@ fn starved_and_auth_down(w: &mut World, t: &Timings) -> [Injected; 2] {
     auth.hit = (0..w.pods.len()).map(|i| (i, Need::None)).collect();
     w.stop_callout();
     auth.at = Instant::now();
-    let refused = w.echo_via(0, Duration::from_secs(2));
+    let refused = w.echo_via(0, Duration::from_secs(3));
     sleep_until(starve.at + t.starve);
     drop(starved);
     starve.until = Instant::now();

@@ -367,6 +367,18 @@ impl World {
         }
     }
 
+    /// The auth service answers the probes' logins by `pattern`, each pod's in turn (None:
+    /// as usual again). The guard's are answered as usual.
+    pub fn flaky(&self, pattern: Option<&[callout::Answer]>) {
+        if let Some(c) = &self.callout {
+            c.flaky(pattern.map(|p| callout::Flaky {
+                prefix: "natsprobe-",
+                except: "natsprobe-guard",
+                pattern: p.to_vec(),
+            }));
+        }
+    }
+
     /// Every login the callout services answered so far.
     pub fn logins(&self) -> Vec<Login> {
         let mut all = self.logins.clone();
@@ -432,6 +444,8 @@ impl World {
 /// account (with a user, for the meta leader's stepdown), and logins through the callout.
 fn server_config(issuer: &nkeys::KeyPair) -> String {
     callout::server_config(issuer)
+        // Time for a late answer of the auth service to be one, rather than a refusal.
+        .replace("timeout: 0.5", "timeout: 1.5")
         .replace(
             "SYS: {}",
             "SYS: { users: [ { user: sys, password: sys-pw } ] }",

@@ -87,7 +87,8 @@ pub struct Subscriptions<'a> {
 }
 
 /// A subscription judged: whether it is held, how that was found, the connection to
-/// remember for the next run, and whether the server was asked.
+/// remember for the next run, and whether the server was asked (the probe's login went
+/// through, or its monitoring port was asked).
 struct Judged {
     held: Held,
     found: Found,
@@ -168,6 +169,9 @@ impl Subscriptions<'_> {
                 }
                 (Plan::LookUp, Some(m)) => {
                     let key = (m.server.clone(), m.cid);
+                    // Only an ask the server got counts as one it left unanswered: a login
+                    // refused or late says nothing of its load.
+                    let reached = direct || open(nats, config, deadline)?.reached();
                     if !lookups.contains_key(&key) {
                         let answer = open(nats, config, deadline)?.lookup(
                             &m.server,
@@ -208,7 +212,7 @@ impl Subscriptions<'_> {
                         held,
                         found: Found::LookedUp { cid: m.cid },
                         connection: Some(connection),
-                        asked: true,
+                        asked: reached,
                     });
                 }
                 (Plan::Match(why), _) => rematch[i] = why,
@@ -233,8 +237,9 @@ impl Subscriptions<'_> {
         let (config, deadline) = (self.config, self.deadline);
         let ours: Vec<SocketAddr> = self.sockets.iter().map(|s| s.addr).collect();
         let list: Vec<Wanted> = rest.iter().map(|&i| wanted[i].0.clone()).collect();
-        let connz =
-            open(nats, config, deadline)?.connz(&list, &ours, config.monitor.as_ref(), deadline);
+        let session = open(nats, config, deadline)?;
+        let reached = config.monitor.is_some() || session.reached();
+        let connz = session.connz(&list, &ours, config.monitor.as_ref(), deadline);
         for &i in rest {
             let w = &wanted[i].0;
             let held = subscription::judge(w, &ours, &connz);
@@ -249,7 +254,7 @@ impl Subscriptions<'_> {
                 held,
                 found: Found::Matched(rematch[i]),
                 connection,
-                asked: true,
+                asked: reached,
             });
         }
         Ok(connz)
