@@ -552,9 +552,11 @@ fn cluster_down(w: &mut World, t: &Timings) -> Injected {
 }
 
 /// Until every pod works again after the outage, or could have been restarted and be working
-/// had its check restarted it.
+/// had its check restarted it: a consumer works at its first ack, once JetStream, started
+/// again whole, has elected its streams' leaders (an election of 4 to 9 s each, which no
+/// setting scales): up to a window more.
 fn settle(w: &World, t: &Timings, cluster: &Injected) {
-    let settle = t.bound(Fault::ClusterDown, Kind::Producer).unwrap() + t.step * 8;
+    let settle = t.bound(Fault::ClusterDown, Kind::Producer).unwrap() + t.window() + t.step * 8;
     let limit = cluster.from + settle;
     while Instant::now() < limit {
         let working = (0..w.pods.len()).all(|i| {
