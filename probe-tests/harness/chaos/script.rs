@@ -230,12 +230,18 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
     for (name, fault) in [("a1", Fault::Deaf), ("m1", Fault::DeafMonitor)] {
         let i = pod(name);
         let mut f = Injected::new(fault, Instant::now());
-        let before = w.pods[i]
-            .server()
-            .and_then(|s| w.subscriptions_of(node_index(&s), FLEET[i].name));
+        let server = w.pods[i].server().unwrap_or_default();
+        let before = w.subscriptions_of(node_index(&server), FLEET[i].name);
         w.pods[i].signal(libc::SIGHUP);
         f.hit = vec![(i, Need::Restart)];
-        deaf.push((f, i, before));
+        // Seen at once, once the client says it dropped it: a look due now may restart the
+        // pod a second later, and its new container holds the subscription again.
+        let limit = Instant::now() + Duration::from_secs(1);
+        while w.pods[i].line_after("unsubscribed", f.at).is_none() && Instant::now() < limit {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let now = w.subscriptions_of(node_index(&server), FLEET[i].name);
+        deaf.push((f, i, server, before, now));
         std::thread::sleep(step);
     }
 
@@ -263,14 +269,12 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
         other => Err(format!("no loss seen (floors, an ack since): {other:?}")),
     };
     let mut done = vec![wedged, capped, deleted];
-    for (mut f, i, before) in deaf {
+    for (mut f, i, server, before, now) in deaf {
         let name = FLEET[i].name;
         let Kind::Replica { group, .. } = FLEET[i].kind else {
             unreachable!("only replicas go deaf")
         };
         let subject = format!("deliver.{group}");
-        let server = w.pods[i].server().unwrap_or_default();
-        let now = w.subscriptions_of(node_index(&server), name);
         f.shown = match (before, now) {
             (Some(b), Some(n)) if b.contains(&subject) && !n.contains(&subject) => Ok(format!(
                 "{server}'s /connz: {name}'s connection held {subject}, now holds {n:?}"
