@@ -170,22 +170,22 @@ fn a_deaf_replica_once_seen_is_reported_while_the_server_is_late() {
     r.deliver_group(&url, "1");
     let mut deaf = consume(&r.pods[0], &url);
     let _live = consume(&r.pods[1], &format!("nats://{}:4222", r.gateways[1]));
-    let check = || {
-        r.check(
-            0,
-            &[
-                "--server",
-                &url,
-                "--consumer",
-                "S/D",
-                "--own-subscription",
-                "--stall-after",
-                "4s",
-                "--timeout",
-                "800ms",
-            ],
-        )
+    let check_with = |extra: &[&str]| {
+        let mut args = vec![
+            "--server",
+            url.as_str(),
+            "--consumer",
+            "S/D",
+            "--own-subscription",
+            "--stall-after",
+            "4s",
+            "--timeout",
+            "800ms",
+        ];
+        args.extend_from_slice(extra);
+        r.check(0, &args)
     };
+    let check = || check_with(&[]);
     check().expect(0);
     deaf.signal(libc::SIGHUP);
     deaf.wait_for("unsubscribed", S10);
@@ -210,21 +210,7 @@ fn a_deaf_replica_once_seen_is_reported_while_the_server_is_late() {
         "holds no such subscription; this run could not look: ",
         ", last look ",
     ]);
-    let json = r.check(
-        0,
-        &[
-            "--server",
-            &url,
-            "--consumer",
-            "S/D",
-            "--own-subscription",
-            "--stall-after",
-            "4s",
-            "--timeout",
-            "800ms",
-            "--json",
-        ],
-    );
+    let json = check_with(&["--json"]);
     json.expect(1);
     let carried = &json.json()["subscriptions"][0]["carried"];
     assert!(carried["last_look_ago_ms"].as_u64().is_some(), "{json}");

@@ -277,14 +277,14 @@ impl Nats {
         monitor.is_some_and(|u| u.to_string() == at.name)
     }
 
-    /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
-    /// when it was matched there, else from the account's connection report.
     /// Whether the probe's login went through: an ask over a session that never opened (the
     /// login refused, or late) never reached the server.
     pub fn reached(&self) -> bool {
         self.session.is_ok()
     }
 
+    /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
+    /// when it was matched there, else from the account's connection report.
     pub fn lookup(
         &self,
         at: &crate::facts::ServerIdent,

@@ -44,30 +44,33 @@ pub fn deliver_subscriptions(
 ) -> Result<Vec<WantedFor>, Error> {
     let mut wanted = Vec::new();
     for seen in consumers {
-        if let Observed::NotJudged(_) = &seen.observed {
-            let kept = last.into_iter().flat_map(|l| &l.wanted);
-            wanted.extend(
-                kept.filter(|(_, c)| *c == seen.name)
-                    .map(|(w, c)| (w.clone(), Some(c.clone()))),
-            );
-        }
-        if let Observed::Found { facts, .. } = &seen.observed {
-            let Some(subject) = &facts.deliver_subject else {
-                return Err(Error::Setting {
-                    setting: Setting::OwnSubscription,
-                    path: None,
-                    problem: format!(
-                        "{} is a pull consumer: it has no subscription to match (drop --own-subscription, or name push consumers only)",
-                        seen.name
-                    ),
-                });
-            };
-            let w = Wanted {
-                subject: subject.clone(),
-                queue: facts.deliver_group.clone(),
-            };
-            wanted.push((w, Some(seen.name.clone())));
-        }
+        let facts = match &seen.observed {
+            Observed::Found { facts, .. } => facts,
+            Observed::NotJudged(_) => {
+                let kept = last.into_iter().flat_map(|l| &l.wanted);
+                wanted.extend(
+                    kept.filter(|(_, c)| *c == seen.name)
+                        .map(|(w, c)| (w.clone(), Some(c.clone()))),
+                );
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(subject) = &facts.deliver_subject else {
+            return Err(Error::Setting {
+                setting: Setting::OwnSubscription,
+                path: None,
+                problem: format!(
+                    "{} is a pull consumer: it has no subscription to match (drop --own-subscription, or name push consumers only)",
+                    seen.name
+                ),
+            });
+        };
+        let w = Wanted {
+            subject: subject.clone(),
+            queue: facts.deliver_group.clone(),
+        };
+        wanted.push((w, Some(seen.name.clone())));
     }
     Ok(wanted)
 }
@@ -171,14 +174,11 @@ impl Subscriptions<'_> {
                     let key = (m.server.clone(), m.cid);
                     // Only an ask the server got counts as one it left unanswered: a login
                     // refused or late says nothing of its load.
-                    let reached = direct || open(nats, config, deadline)?.reached();
+                    let session = open(nats, config, deadline)?;
+                    let reached = direct || session.reached();
                     if !lookups.contains_key(&key) {
-                        let answer = open(nats, config, deadline)?.lookup(
-                            &m.server,
-                            m.cid,
-                            config.monitor.as_ref(),
-                            deadline,
-                        );
+                        let answer =
+                            session.lookup(&m.server, m.cid, config.monitor.as_ref(), deadline);
                         lookups.insert(key.clone(), answer);
                     }
                     // The same connection, asked again: when it was last seen holding the
