@@ -4,6 +4,11 @@
 //! SIGKILL) and starts it again under the kubelet's restart back-off, logging events the
 //! way `kubectl describe pod` shows them.
 //!
+//! With a startupProbe, each container started runs it every its own period until it passes
+//! once, and only then the livenessProbe (the kubelet's prober holds the other probes until
+//! the container has started); `failure_threshold` failures of it in a row restart the
+//! container the same way.
+//!
 //! The back-off is the kubelet's (pkg/kubelet/kuberuntime `doBackOff` with
 //! `flowcontrol.Backoff`): the first restart is immediate, the next waits 10 s, then 20 s,
 //! doubling to 300 s; a container that ran 10 minutes (2 × the maximum) without dying
@@ -83,6 +88,14 @@ impl Shared {
 pub type ProbeCommand = Box<dyn Fn() -> Command + Send>;
 pub type Container = Box<dyn FnMut() -> Peer + Send>;
 
+/// A startupProbe: its periodSeconds, failureThreshold and command (its timeout is the
+/// liveness probe's).
+pub struct Startup {
+    pub period: Duration,
+    pub failure_threshold: u32,
+    pub probe: ProbeCommand,
+}
+
 pub struct Kubelet {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -90,6 +103,16 @@ pub struct Kubelet {
 
 impl Kubelet {
     pub fn start(spec: Spec, probe: ProbeCommand, container: Container) -> Kubelet {
+        Kubelet::start_with(spec, None, probe, container)
+    }
+
+    /// As `start`, with a startupProbe before the livenessProbe in each container.
+    pub fn start_with(
+        spec: Spec,
+        startup: Option<Startup>,
+        probe: ProbeCommand,
+        container: Container,
+    ) -> Kubelet {
         let shared = Arc::new(Shared {
             started: Instant::now(),
             stop: AtomicBool::new(false),
@@ -99,7 +122,7 @@ impl Kubelet {
         });
         let thread = {
             let (shared, spec) = (Arc::clone(&shared), spec.clone());
-            std::thread::spawn(move || run(&shared, &spec, probe, container))
+            std::thread::spawn(move || run(&shared, &spec, startup, probe, container))
         };
         Kubelet {
             shared,
@@ -107,7 +130,8 @@ impl Kubelet {
         }
     }
 
-    /// Every probe run so far: when it ended, whether it passed, its first line.
+    /// Every probe run so far: when it ended, whether it passed, its first line (a startup
+    /// probe's prefixed `startup probe: `).
     pub fn probed(&self) -> Vec<(Instant, bool, String)> {
         self.shared.probed.lock().unwrap().clone()
     }
@@ -192,7 +216,13 @@ impl Backoff {
     }
 }
 
-fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Container) {
+fn run(
+    shared: &Shared,
+    spec: &Spec,
+    startup: Option<Startup>,
+    probe: ProbeCommand,
+    mut container: Container,
+) {
     let mut backoff = Backoff {
         entry: None,
         initial: spec.backoff_initial,
@@ -200,7 +230,13 @@ fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Contain
     };
     start(shared, &mut container);
     let mut failures = 0;
-    let mut next_probe = Instant::now() + spec.period;
+    // Until the container's startupProbe passes once, it runs instead of the liveness probe.
+    let mut starting = startup.is_some();
+    let period = |starting: bool| match (&startup, starting) {
+        (Some(s), true) => s.period,
+        _ => spec.period,
+    };
+    let mut next_probe = Instant::now() + period(starting);
     loop {
         if shared.sleep_until(next_probe) {
             return;
@@ -209,20 +245,35 @@ fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Contain
             let mut runs = shared.runs.lock().unwrap();
             !runs.last_mut().unwrap().is_alive()
         };
+        let (which, threshold) = match (&startup, starting) {
+            (Some(s), true) => ("Startup", s.failure_threshold),
+            _ => ("Liveness", spec.failure_threshold),
+        };
         let restart = if died_on_its_own {
             shared.event("Warning", "BackOff", "container exited; restarting".into());
             true
         } else {
-            next_probe = (next_probe + spec.period).max(Instant::now());
-            let ran = probe_once(&probe, spec.timeout);
+            next_probe = (next_probe + period(starting)).max(Instant::now());
+            let ran = match (&startup, starting) {
+                (Some(s), true) => probe_once(&s.probe, spec.timeout),
+                _ => probe_once(&probe, spec.timeout),
+            };
+            let line = ran.clone().unwrap_or_else(|e| e);
             shared.probed.lock().unwrap().push((
                 Instant::now(),
                 ran.is_ok(),
-                ran.clone().unwrap_or_else(|e| e),
+                match starting {
+                    true => format!("startup probe: {line}"),
+                    false => line,
+                },
             ));
             match ran {
                 Ok(_) => {
                     failures = 0;
+                    if starting {
+                        starting = false;
+                        next_probe = Instant::now() + spec.period;
+                    }
                     false
                 }
                 Err(output) => {
@@ -230,9 +281,9 @@ fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Contain
                     shared.event(
                         "Warning",
                         "Unhealthy",
-                        format!("Liveness probe failed: {output}"),
+                        format!("{which} probe failed: {output}"),
                     );
-                    failures >= spec.failure_threshold
+                    failures >= threshold
                 }
             }
         };
@@ -243,7 +294,10 @@ fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Contain
             shared.event(
                 "Normal",
                 "Killing",
-                "Container client failed liveness probe, will be restarted".into(),
+                format!(
+                    "Container client failed {} probe, will be restarted",
+                    which.to_lowercase()
+                ),
             );
             kill(shared, spec.grace);
         }
@@ -261,7 +315,8 @@ fn run(shared: &Shared, spec: &Spec, probe: ProbeCommand, mut container: Contain
         }
         start(shared, &mut container);
         failures = 0;
-        next_probe = Instant::now() + spec.period;
+        starting = startup.is_some();
+        next_probe = Instant::now() + period(starting);
     }
 }
 

@@ -87,11 +87,12 @@ impl Figures<'_> {
     pub fn settings(&self) -> String {
         let t = self.1;
         format!(
-            "{} timings: periodSeconds {}, failureThreshold {}, timeoutSeconds {}; --stall-after {} (--sample-every {}), --half-open-after {} (called at {}), ack_wait {}; nats.go: {} reconnects {} apart, PingInterval {}; the kubelet's back-off at {}×",
+            "{} timings: periodSeconds {}, failureThreshold {}, timeoutSeconds {}; a startupProbe of the same command (natsprobe's with --startup) every {}, failureThreshold 60; --stall-after {} (--sample-every {}), --half-open-after {} (called at {}), ack_wait {}; nats.go: {} reconnects {} apart, PingInterval {}; the kubelet's back-off at {}×",
             t.name,
             secs(t.period),
             t.failure_threshold,
             secs(t.timeout),
+            secs(t.period / 2),
             secs(t.stall_after),
             secs(t.sample_every()),
             secs(t.half_open_after),

@@ -3,7 +3,7 @@
 //! the grep one-liner), and a pod under its kubelet.
 
 use super::{attach, humantime, Timings};
-use crate::harness::kubelet::{Kubelet, Spec};
+use crate::harness::kubelet::{Kubelet, ProbeCommand, Spec, Startup};
 use crate::harness::{probe, NetNs, Peer};
 use std::process::Command;
 use std::sync::Arc;
@@ -297,47 +297,61 @@ impl Pod {
                 Peer::spawn(Some(&ns), &args)
             })
         };
-        let probe_command: Box<dyn Fn() -> Command + Send> = match checker {
-            Checker::Natsprobe => {
-                let ns = Arc::clone(&ns);
-                let mut args = check.clone();
-                args.extend(["--state-dir".into(), state.path().to_string_lossy().into()]);
-                Box::new(move || {
-                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                    probe(&args).ns(&ns).sampling_defaults().command()
-                })
-            }
-            Checker::TcpSocket => {
-                let (node, target) = (place.node.name.clone(), format!("{ip}/8080"));
-                Box::new(move || {
-                    let mut cmd = Command::new("nsenter");
-                    cmd.arg(format!("--net=/run/netns/{node}")).args([
-                        "--",
-                        "bash",
-                        "-c",
-                        &format!("exec 3<>/dev/tcp/{target}"),
-                    ]);
-                    cmd
-                })
-            }
-            Checker::Grep => {
-                let pod = ns.name.clone();
-                Box::new(move || {
-                    let mut cmd = Command::new("nsenter");
-                    cmd.arg(format!("--net=/run/netns/{pod}")).args([
-                        "--",
-                        "/bin/grep",
-                        "-qE",
-                        crate::harness::GREP_ONE_LINER,
-                        "/proc/net/tcp",
-                        "/proc/net/tcp6",
-                    ]);
-                    cmd
-                })
+        // The liveness probe's command, or (`startup`) the startupProbe's: natsprobe's with
+        // `--startup` on the same state dir, the others' the same command.
+        let probe_command = |startup: bool| -> ProbeCommand {
+            match checker {
+                Checker::Natsprobe => {
+                    let ns = Arc::clone(&ns);
+                    let mut args = check.clone();
+                    args.extend(["--state-dir".into(), state.path().to_string_lossy().into()]);
+                    if startup {
+                        args.push("--startup".into());
+                    }
+                    Box::new(move || {
+                        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                        probe(&args).ns(&ns).sampling_defaults().command()
+                    })
+                }
+                Checker::TcpSocket => {
+                    let (node, target) = (place.node.name.clone(), format!("{ip}/8080"));
+                    Box::new(move || {
+                        let mut cmd = Command::new("nsenter");
+                        cmd.arg(format!("--net=/run/netns/{node}")).args([
+                            "--",
+                            "bash",
+                            "-c",
+                            &format!("exec 3<>/dev/tcp/{target}"),
+                        ]);
+                        cmd
+                    })
+                }
+                Checker::Grep => {
+                    let pod = ns.name.clone();
+                    Box::new(move || {
+                        let mut cmd = Command::new("nsenter");
+                        cmd.arg(format!("--net=/run/netns/{pod}")).args([
+                            "--",
+                            "/bin/grep",
+                            "-qE",
+                            crate::harness::GREP_ONE_LINER,
+                            "/proc/net/tcp",
+                            "/proc/net/tcp6",
+                        ]);
+                        cmd
+                    })
+                }
             }
         };
         let spec_k = Spec::scaled(t.period, t.timeout, t.failure_threshold, t.backoff_scale);
-        let kubelet = Kubelet::start(spec_k, probe_command, container);
+        // As the README's manifests: a startupProbe twice as often as the liveness probe,
+        // 60 failures before a restart, so a container still connecting is not restarted.
+        let startup = Startup {
+            period: t.period / 2,
+            failure_threshold: 60,
+            probe: probe_command(true),
+        };
+        let kubelet = Kubelet::start_with(spec_k, Some(startup), probe_command(false), container);
         Pod {
             spec,
             ip,
