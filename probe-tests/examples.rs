@@ -88,6 +88,18 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A container's environment as the manifest gives it (`value`s only).
+fn env_of(container: &Value) -> Vec<(String, String)> {
+    container["env"]
+        .as_array()
+        .map(|e| {
+            e.iter()
+                .filter_map(|v| Some((v["name"].as_str()?.into(), v["value"].as_str()?.into())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn is_probe(argv: &[String]) -> bool {
     argv.first()
         .is_some_and(|a| Path::new(a).file_name().is_some_and(|n| n == "natsprobe"))
@@ -178,19 +190,7 @@ fn pods() -> Vec<Pod> {
             };
             for (list, init) in [("initContainers", true), ("containers", false)] {
                 for c in spec[list].as_array().cloned().unwrap_or_default() {
-                    let env: Vec<(String, String)> = c["env"]
-                        .as_array()
-                        .map(|e| {
-                            e.iter()
-                                .filter_map(|v| {
-                                    Some((
-                                        v["name"].as_str()?.to_string(),
-                                        v["value"].as_str()?.to_string(),
-                                    ))
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let env = env_of(&c);
                     let uid = c["securityContext"]["runAsUser"]
                         .as_u64()
                         .or(pod_uid)
@@ -325,6 +325,46 @@ fn the_examples_validate_and_size_their_probes_by_the_rules() {
                 inv.container,
                 period * threshold
             );
+        }
+    }
+    // Every exec probe keeps its state in memory: on the node's disk a state write can wait
+    // in the kernel past timeoutSeconds (README, the Bento recipe's "State").
+    for file in manifests() {
+        for doc in documents(&file) {
+            let spec = pod_spec(&doc);
+            for c in spec["containers"].as_array().cloned().unwrap_or_default() {
+                for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                    let argv = strings(&c[key]["exec"]["command"]);
+                    if !is_probe(&argv) {
+                        continue;
+                    }
+                    let env = env_of(&c);
+                    let env = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+                    let flag = argv.iter().position(|a| a == "--state-dir");
+                    let dir = flag
+                        .and_then(|i| argv.get(i + 1))
+                        .or(env("NATSPROBE_STATE_DIR"))
+                        .or(env("TMPDIR"))
+                        .map_or("/tmp", String::as_str);
+                    let mounts = c["volumeMounts"].as_array().cloned().unwrap_or_default();
+                    let Some(mount) = mounts.iter().find(|m| m["mountPath"] == dir) else {
+                        // Nothing mounted there: a read-only root sends it to /dev/shm.
+                        continue;
+                    };
+                    let volume = spec["volumes"]
+                        .as_array()
+                        .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
+                        .expect("a mounted volume is declared");
+                    assert_eq!(
+                        volume["emptyDir"]["medium"],
+                        "Memory",
+                        "{}: {} keeps the probe's state in {dir}, on volume {}: not in memory",
+                        file.display(),
+                        c["name"],
+                        volume["name"]
+                    );
+                }
+            }
         }
     }
     // The guard CronJob's Job outlives the guard's own deadline.

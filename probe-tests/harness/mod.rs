@@ -34,6 +34,17 @@ use std::time::{Duration, Instant};
 pub const GREP_ONE_LINER: &str = "^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:107E 01 ";
 
 /// Where probe-tests/setup puts the servers and the built peers.
+/// A state dir as the README's manifests mount it: an `emptyDir` with `medium: Memory`, here a
+/// directory on the host's tmpfs. On a disk, a run's state write can wait on the disk (ext4
+/// freeing a replaced file's blocks waits for their writeback and a synchronous discard), in
+/// a state no signal ends, past the kubelet's timeoutSeconds.
+pub fn memory_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("natsprobe-state")
+        .tempdir_in("/dev/shm")
+        .expect("a directory on /dev/shm (tmpfs)")
+}
+
 pub fn deps_dir() -> PathBuf {
     match std::env::var_os("NATSPROBE_DEPS") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),

@@ -201,7 +201,7 @@ impl Pod {
         let ns = Arc::new(NetNs::new());
         let ip = format!("10.250.2.{}", index + 1);
         attach(place.node, &ns, &format!("p{index}"), &ip);
-        let state = tempfile::tempdir().unwrap();
+        let state = crate::harness::memory_dir();
         let urls = place.urls;
         let mut client: Vec<String> = [
             "-url",
@@ -368,7 +368,7 @@ impl Pod {
     /// kubelets stopped: the servers' CPU (`cpu_ticks`) over the runs, less their rate just
     /// before over as long.
     pub fn session_cost(&self, cpu_ticks: impl Fn() -> u64, runs: u32) -> Duration {
-        let state = tempfile::tempdir().unwrap();
+        let state = crate::harness::memory_dir();
         let mut args = self.check.clone();
         args.extend(
             [
