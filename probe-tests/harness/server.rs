@@ -1,6 +1,6 @@
-//! A real nats-server with JetStream: ephemeral store, bounded readiness wait, killed and
-//! cleaned up on drop. It can be stopped and started again on the same address and store,
-//! which is how the tests reproduce an outage.
+//! A real nats-server with JetStream: an ephemeral store in memory, a bounded readiness wait,
+//! killed and cleaned up on drop. It can be stopped and started again on the same address and
+//! store, which is how the tests reproduce an outage.
 
 use super::{deps_dir, NetNs};
 use std::io::{BufRead, BufReader, Read};
@@ -67,9 +67,13 @@ impl NatsServer {
             host: host.to_string(),
             port,
             ns: ns.cloned(),
+            // In memory (tmpfs): the test machine's disk, shared by every server, probe and
+            // build here, would stall a server's store writes (ext4 freeing a replaced file's
+            // blocks waits for writeback and a discard) and cost it its JetStream leaderships,
+            // a NATS fault no test scripts.
             store: tempfile::Builder::new()
                 .prefix("natsprobe-js")
-                .tempdir()
+                .tempdir_in("/dev/shm")
                 .unwrap(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
