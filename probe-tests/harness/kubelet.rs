@@ -232,11 +232,12 @@ fn run(
     let mut failures = 0;
     // Until the container's startupProbe passes once, it runs instead of the liveness probe.
     let mut starting = startup.is_some();
-    let period = |starting: bool| match (&startup, starting) {
-        (Some(s), true) => s.period,
-        _ => spec.period,
+    // The probe that runs now: its name in events, command, period and failureThreshold.
+    let current = |starting: bool| match (&startup, starting) {
+        (Some(s), true) => ("Startup", &s.probe, s.period, s.failure_threshold),
+        _ => ("Liveness", &probe, spec.period, spec.failure_threshold),
     };
-    let mut next_probe = Instant::now() + period(starting);
+    let mut next_probe = Instant::now() + current(starting).2;
     loop {
         if shared.sleep_until(next_probe) {
             return;
@@ -245,19 +246,13 @@ fn run(
             let mut runs = shared.runs.lock().unwrap();
             !runs.last_mut().unwrap().is_alive()
         };
-        let (which, threshold) = match (&startup, starting) {
-            (Some(s), true) => ("Startup", s.failure_threshold),
-            _ => ("Liveness", spec.failure_threshold),
-        };
+        let (which, command, period, threshold) = current(starting);
         let restart = if died_on_its_own {
             shared.event("Warning", "BackOff", "container exited; restarting".into());
             true
         } else {
-            next_probe = (next_probe + period(starting)).max(Instant::now());
-            let ran = match (&startup, starting) {
-                (Some(s), true) => probe_once(&s.probe, spec.timeout),
-                _ => probe_once(&probe, spec.timeout),
-            };
+            next_probe = (next_probe + period).max(Instant::now());
+            let ran = probe_once(command, spec.timeout);
             let line = ran.clone().unwrap_or_else(|e| e);
             shared.probed.lock().unwrap().push((
                 Instant::now(),
@@ -316,7 +311,7 @@ fn run(
         start(shared, &mut container);
         failures = 0;
         starting = startup.is_some();
-        next_probe = Instant::now() + period(starting);
+        next_probe = Instant::now() + current(starting).2;
     }
 }
 
