@@ -111,7 +111,7 @@ impl Kubelet {
         spec: Spec,
         startup: Option<Startup>,
         probe: ProbeCommand,
-        container: Container,
+        mut container: Container,
     ) -> Kubelet {
         let shared = Arc::new(Shared {
             started: Instant::now(),
@@ -120,6 +120,8 @@ impl Kubelet {
             runs: Mutex::default(),
             probed: Mutex::default(),
         });
+        // The first container is started before this returns: its run is there to look at.
+        start(&shared, &mut container);
         let thread = {
             let (shared, spec) = (Arc::clone(&shared), spec.clone());
             std::thread::spawn(move || run(&shared, &spec, startup, probe, container))
@@ -228,7 +230,6 @@ fn run(
         initial: spec.backoff_initial,
         max: spec.backoff_max,
     };
-    start(shared, &mut container);
     let mut failures = 0;
     // Until the container's startupProbe passes once, it runs instead of the liveness probe.
     let mut starting = startup.is_some();
