@@ -33,18 +33,20 @@ use std::time::{Duration, Instant};
 /// any ESTABLISHED socket (state 01) to remote port 4222 (0x107E).
 pub const GREP_ONE_LINER: &str = "^ *[0-9]+: [0-9A-F]+:[0-9A-F]{4} [0-9A-F]+:107E 01 ";
 
-/// Where probe-tests/setup puts the servers and the built peers.
-/// A state dir as the README's manifests mount it: an `emptyDir` with `medium: Memory`, here a
-/// directory on the host's tmpfs. On a disk, a run's state write can wait on the disk (ext4
-/// freeing a replaced file's blocks waits for their writeback and a synchronous discard), in
-/// a state no signal ends, past the kubelet's timeoutSeconds.
-pub fn memory_dir() -> tempfile::TempDir {
+/// A directory in memory (the host's tmpfs): a probe's state dir as the README's manifests
+/// mount it (an `emptyDir` with `medium: Memory`), or a server's JetStream store. On the
+/// test machine's disk, shared by every server, probe and build here, a write can wait on the
+/// disk (ext4 freeing a replaced file's blocks waits for their writeback and a synchronous
+/// discard) in a state no signal ends: a probe run past the kubelet's timeoutSeconds, a
+/// server's store losing its JetStream leaderships (a NATS fault no test scripts).
+pub fn memory_dir(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
-        .prefix("natsprobe-state")
+        .prefix(prefix)
         .tempdir_in("/dev/shm")
         .expect("a directory on /dev/shm (tmpfs)")
 }
 
+/// Where probe-tests/setup puts the servers and the built peers.
 pub fn deps_dir() -> PathBuf {
     match std::env::var_os("NATSPROBE_DEPS") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),

@@ -67,14 +67,7 @@ impl NatsServer {
             host: host.to_string(),
             port,
             ns: ns.cloned(),
-            // In memory (tmpfs): the test machine's disk, shared by every server, probe and
-            // build here, would stall a server's store writes (ext4 freeing a replaced file's
-            // blocks waits for writeback and a discard) and cost it its JetStream leaderships,
-            // a NATS fault no test scripts.
-            store: tempfile::Builder::new()
-                .prefix("natsprobe-js")
-                .tempdir_in("/dev/shm")
-                .unwrap(),
+            store: crate::harness::memory_dir("natsprobe-js"),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
         };

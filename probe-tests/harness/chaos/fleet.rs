@@ -201,7 +201,7 @@ impl Pod {
         let ns = Arc::new(NetNs::new());
         let ip = format!("10.250.2.{}", index + 1);
         attach(place.node, &ns, &format!("p{index}"), &ip);
-        let state = crate::harness::memory_dir();
+        let state = crate::harness::memory_dir("natsprobe-state");
         let urls = place.urls;
         let mut client: Vec<String> = [
             "-url",
@@ -316,29 +316,25 @@ impl Pod {
                 Checker::TcpSocket => {
                     let (node, target) = (place.node.name.clone(), format!("{ip}/8080"));
                     Box::new(move || {
-                        let mut cmd = Command::new("nsenter");
-                        cmd.arg(format!("--net=/run/netns/{node}")).args([
-                            "--",
-                            "bash",
-                            "-c",
-                            &format!("exec 3<>/dev/tcp/{target}"),
-                        ]);
-                        cmd
+                        in_netns(
+                            &node,
+                            &["bash", "-c", &format!("exec 3<>/dev/tcp/{target}")],
+                        )
                     })
                 }
                 Checker::Grep => {
                     let pod = ns.name.clone();
                     Box::new(move || {
-                        let mut cmd = Command::new("nsenter");
-                        cmd.arg(format!("--net=/run/netns/{pod}")).args([
-                            "--",
-                            "/bin/grep",
-                            "-qE",
-                            crate::harness::GREP_ONE_LINER,
-                            "/proc/net/tcp",
-                            "/proc/net/tcp6",
-                        ]);
-                        cmd
+                        in_netns(
+                            &pod,
+                            &[
+                                "/bin/grep",
+                                "-qE",
+                                crate::harness::GREP_ONE_LINER,
+                                "/proc/net/tcp",
+                                "/proc/net/tcp6",
+                            ],
+                        )
                     })
                 }
             }
@@ -368,7 +364,7 @@ impl Pod {
     /// kubelets stopped: the servers' CPU (`cpu_ticks`) over the runs, less their rate just
     /// before over as long.
     pub fn session_cost(&self, cpu_ticks: impl Fn() -> u64, runs: u32) -> Duration {
-        let state = crate::harness::memory_dir();
+        let state = crate::harness::memory_dir("natsprobe-state");
         let mut args = self.check.clone();
         args.extend(
             [
@@ -396,4 +392,13 @@ impl Pod {
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         Duration::from_secs_f64((spent / hz / f64::from(runs)).max(0.0))
     }
+}
+
+/// `argv` run in the named network namespace (`/run/netns/<name>`).
+fn in_netns(name: &str, argv: &[&str]) -> Command {
+    let mut cmd = Command::new("nsenter");
+    cmd.arg(format!("--net=/run/netns/{name}"))
+        .arg("--")
+        .args(argv);
+    cmd
 }

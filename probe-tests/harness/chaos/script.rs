@@ -125,18 +125,26 @@ fn pod(name: &str) -> usize {
     FLEET.iter().position(|p| p.name == name).unwrap()
 }
 
-/// A JetStream request of the harness's own, asked again (up to three times) while no server
-/// answers it in time (a busy machine): its failing says nothing about a fault.
-fn answered(mut ask: impl FnMut() -> serde_json::Value) -> serde_json::Value {
+/// A JetStream request of the harness's own, asked again (up to three times) while its answer
+/// is not `complete` (no server answered in time on a busy machine): its failing says nothing
+/// about a fault.
+fn answered(
+    mut ask: impl FnMut() -> serde_json::Value,
+    complete: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
     let mut answer = ask();
     for _ in 0..2 {
-        if answer.get("fatal").is_none() {
+        if complete(&answer) {
             break;
         }
         std::thread::sleep(Duration::from_millis(200));
         answer = ask();
     }
     answer
+}
+
+fn no_fatal(answer: &serde_json::Value) -> bool {
+    answer.get("fatal").is_none()
 }
 
 fn seq(info: &serde_json::Value, field: &str) -> Option<u64> {
@@ -228,10 +236,10 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
     let mut capped = wedge("bento-c", Fault::Retention);
     sleep_until(t0 + step * 2);
     let mut deleted = Injected::new(Fault::DurableDeleted, Instant::now());
-    let answer = answered(|| w.delete_durable("ORDERS", "bento-d"));
+    let answer = answered(|| w.delete_durable("ORDERS", "bento-d"), no_fatal);
     deleted.hit = vec![(pod("bento-d"), Need::Restart)];
     // Seen gone at once: its pod, restarted for it (as soon as 1.5 s later), creates it again.
-    let info = answered(|| w.consumer("ORDERS", "bento-d"));
+    let info = answered(|| w.consumer("ORDERS", "bento-d"), no_fatal);
     deleted.shown = match info["error"]["err_code"].as_u64() {
         Some(10014) => Ok(format!(
             "CONSUMER.DELETE answered {}; its info: consumer not found",
@@ -259,19 +267,14 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
         std::thread::sleep(step);
     }
 
-    // A reading the servers did not answer in time (a busy machine) is asked again: the
-    // harness's own request failing says nothing about the fault.
     let floors = |stream, durable| {
-        let mut read = (None, None);
-        for _ in 0..3 {
-            let info = w.consumer(stream, durable);
-            read = (seq(&info, "ack_floor"), info["num_pending"].as_u64());
-            if read.0.is_some() && read.1.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        read
+        let read =
+            |info: &serde_json::Value| (seq(info, "ack_floor"), info["num_pending"].as_u64());
+        let info = answered(
+            || w.consumer(stream, durable),
+            |info| matches!(read(info), (Some(_), Some(_))),
+        );
+        read(&info)
     };
     let (w_floor, _) = floors("ORDERS", "bento-w");
     let (c_floor, _) = floors("CAPPED", "bento-c");
