@@ -313,7 +313,11 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let meta = std::fs::metadata(&private).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);
     let kept: Vec<String> = walk(&private);
-    assert_eq!(kept.len(), 2, "one sample, and the lock: {kept:?}");
+    assert_eq!(
+        kept.len(),
+        3,
+        "one sample, the connections counted, and the lock: {kept:?}"
+    );
     assert!(kept.contains(&".lock".to_string()), "{kept:?}");
 
     // A full disk: a 64 KiB tmpfs, filled after a sample was kept. With no other place
@@ -752,18 +756,20 @@ fn a_thousand_runs_leave_nothing_behind() {
         let run = probe(args).ns(&pods.app).run();
         assert_eq!(run.code, Some(0), "run {i}\n{run}");
     }
-    // The consumer's sample, and (--own-subscription) the pod's remembered connection.
+    // The consumer's sample, the connections the socket check counted, and
+    // (--own-subscription) the pod's remembered connection at the server.
     let mut files: Vec<String> = walk(state.path());
     files.sort();
     assert_eq!(
         files.len(),
-        3,
-        "one sample file, one connection, the lock that orders the probes' writes, nothing else: {files:?}"
+        4,
+        "one sample file, the connections counted, one connection at the server, the lock that orders the probes' writes, nothing else: {files:?}"
     );
     assert!(
         files[0] == ".lock"
             && files[1].starts_with("consumer-")
-            && files[2].starts_with("subscription-"),
+            && files[2].starts_with("sockets-")
+            && files[3].starts_with("subscription-"),
         "{files:?}"
     );
     for file in &files {

@@ -21,6 +21,7 @@ mod permissions;
 mod remembered;
 mod restart;
 mod server_aware;
+mod service;
 mod socket_check;
 pub(crate) mod subscription;
 mod timelines;

@@ -17,6 +17,7 @@ pub mod probe;
 pub mod responder;
 pub mod rootfs;
 pub mod server;
+pub mod service;
 pub mod topology;
 
 pub use flood::Flood;

@@ -131,6 +131,42 @@ impl Peer {
         peer
     }
 
+    /// `natspeer <args...>` in `ns`, in the cgroup whose process list is `procs` when given (a
+    /// socket-level load balancer's).
+    pub fn spawn_in(ns: Option<&NetNs>, procs: Option<&Path>, args: &[&str]) -> Peer {
+        let Some(procs) = procs else {
+            return Peer::spawn(ns, args);
+        };
+        let mut program = vec![natspeer().as_os_str().to_os_string()];
+        program.extend(args.iter().map(std::ffi::OsString::from));
+        let wrapped = super::service::in_cgroup(procs, &program);
+        let rest: Vec<&str> = wrapped[1..].iter().map(|s| s.to_str().unwrap()).collect();
+        Peer::spawn_as(ns, Path::new(&wrapped[0]), &rest)
+    }
+
+    /// `conn` as a pod's client in a socket-level load balancer's cgroup.
+    pub fn conn_lb(
+        ns: Option<&NetNs>,
+        lb: &super::service::SocketLb,
+        url: &str,
+        max_reconnects: i32,
+        wait: &str,
+    ) -> Peer {
+        let reconnects = max_reconnects.to_string();
+        let args = [
+            "conn",
+            "-url",
+            url,
+            "-max-reconnects",
+            &reconnects,
+            "-reconnect-wait",
+            wait,
+        ];
+        let mut peer = Peer::spawn_in(ns, Some(&lb.procs()), &args);
+        peer.wait_for("connected", Duration::from_secs(10));
+        peer
+    }
+
     /// Waits for the next event line (after the previous match) that starts with `prefix`.
     pub fn wait_for(&mut self, prefix: &str, limit: Duration) -> String {
         let (store, cv) = &*self.lines;

@@ -38,6 +38,8 @@ pub struct Probe<'a> {
     /// Stop the probe (SIGSTOP) this long after it started, for this long: a node that gives
     /// it no CPU mid-run.
     frozen: Option<(Duration, Duration)>,
+    /// Run in this cgroup (its `cgroup.procs`): a socket-level load balancer's.
+    in_cgroup: Option<PathBuf>,
     /// A seccomp filter that refuses netlink sockets (EPERM), as some profiles do.
     no_netlink: bool,
     /// Keep the probe's own `--sample-every` and `--subscription-every` defaults. Without,
@@ -83,6 +85,7 @@ pub fn probe<'a>(args: &[&str]) -> Probe<'a> {
         rss_by_time: false,
         sampling_defaults: false,
         frozen: None,
+        in_cgroup: None,
     }
 }
 
@@ -144,6 +147,17 @@ impl<'a> Probe<'a> {
         self
     }
 
+    /// Run in a socket-level load balancer's cgroup, as every process of a pod is under one.
+    pub fn lb(self, lb: &super::service::SocketLb) -> Self {
+        self.in_cgroup(&lb.procs())
+    }
+
+    /// Run in the cgroup whose process list is `procs`.
+    pub fn in_cgroup(mut self, procs: &std::path::Path) -> Self {
+        self.in_cgroup = Some(procs.to_path_buf());
+        self
+    }
+
     pub fn uid(mut self, uid: u32) -> Self {
         self.uid = Some(uid);
         self
@@ -157,6 +171,9 @@ impl<'a> Probe<'a> {
         if self.rss_by_time {
             let time = ["/usr/bin/time", "-q", "-f", &format!("\n{RSS_MARK}%M")];
             program.splice(0..0, time.iter().map(std::ffi::OsString::from));
+        }
+        if let Some(procs) = &self.in_cgroup {
+            program = super::service::in_cgroup(procs, &program);
         }
         // Into the namespace by nsenter, which execs the probe, rather than by setns in a
         // forked copy of this (large, multi-threaded) test process: without a pre_exec step

@@ -21,8 +21,9 @@ use std::time::Duration;
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Connection")]
 pub struct CheckArgs {
-    /// Remote port of the client's connection to NATS (repeatable, or comma-separated)
-    /// [default: the --server URLs' ports, else 4222]
+    /// Remote port of the client's connection to NATS (repeatable, or comma-separated); under
+    /// socket-level load balancing without --server, the Service's target port [default: the
+    /// --server URLs' ports, else 4222]
     #[arg(
         long = "port",
         value_name = "P",
@@ -33,8 +34,10 @@ pub struct CheckArgs {
     )]
     pub ports: Vec<u16>,
 
-    /// Only count connections to this address or network, e.g. 10.96.0.0/12 (repeatable, or
-    /// comma-separated)
+    /// Only count connections to this address or network (repeatable, or comma-separated): the
+    /// Service's ClusterIP or CIDR under kube-proxy, e.g. 10.96.0.0/12; under socket-level load
+    /// balancing (Cilium, GKE Dataplane V2) the NATS pods' network, e.g. 10.244.0.0/16, unless
+    /// --server is given (it learns where the kernel holds the connection)
     #[arg(
         long = "remote",
         value_name = "ADDR[/LEN]",

@@ -1,6 +1,8 @@
-//! What the servers said to a connect: their INFO, or why not.
+//! What the servers said to a connect: their INFO, or why not; and where the kernel holds a
+//! connection to each.
 
 use std::fmt;
+use std::net::SocketAddr;
 
 /// What one server said to a connect: NATS sends `INFO {...}` the moment it accepts one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,4 +57,69 @@ impl fmt::Display for Answer {
 pub struct ServerAnswer {
     pub url: String,
     pub answer: Answer,
+    /// The probe's own connection that got the answer, when NATS answered.
+    pub reached: Option<Reached>,
+    /// The other members of its cluster the server announced (`connect_urls`, addresses only).
+    pub peers: Vec<SocketAddr>,
+    /// Which NATS answered (its INFO), when one did.
+    pub identity: Option<Identity>,
+}
+
+/// The probe's own connection to a server: the address it dialled, its local address, and the
+/// remote the kernel's socket table showed for it (None: not found in time). A socket-level
+/// load balancer rewrites `connect()` before the socket connects, so `held_as` is the backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reached {
+    pub dialled: SocketAddr,
+    pub local: SocketAddr,
+    pub held_as: Option<SocketAddr>,
+}
+
+/// Which NATS a server is, as its INFO says: its `server_id` (new at every start) and the
+/// name of the cluster it belongs to (`cluster`; none for a server alone).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Identity {
+    pub server_id: String,
+    pub cluster: Option<String>,
+}
+
+/// A socket to `held_as` is a connection to `dialled`, a server URL's address: the probe's
+/// own connection to `dialled` was held by the kernel as `held_as` (`Via::SocketLb`), or the
+/// server at `dialled` announced `held_as` as a member of its cluster (`Via::ClusterPeer`), or
+/// a healthy run counted a connection held as `held_as` for `dialled` (`Via::Counted`: that
+/// connection only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Route {
+    pub dialled: SocketAddr,
+    pub held_as: SocketAddr,
+    pub via: Via,
+}
+
+/// How a route was learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Via {
+    /// The probe's own connection to the address was held as another: socket-level load
+    /// balancing rewrote its `connect()` (its local address is the probe's own, never counted).
+    SocketLb { probe: SocketAddr },
+    /// The server's INFO named it in `connect_urls`: a client may reconnect to it directly.
+    ClusterPeer,
+    /// The address a client's socket was held as answered, asked directly, as a member of the
+    /// same NATS as the URL (the same cluster, or the same server): another backend of the
+    /// same Service.
+    SameNats,
+    /// A healthy run counted the connection from `local` held so (the exact lookup's memory):
+    /// that connection, while it lasts, and no other.
+    Counted { local: SocketAddr },
+}
+
+impl Via {
+    /// A word for scripts (the JSON `via` field).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Via::SocketLb { .. } => "socket_lb",
+            Via::ClusterPeer => "cluster_peer",
+            Via::SameNats => "same_nats",
+            Via::Counted { .. } => "counted",
+        }
+    }
 }

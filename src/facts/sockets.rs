@@ -108,6 +108,9 @@ pub struct KnownSocket {
     pub diag: DiagId,
     /// With `--pid`/`--process`: who held it, and through which descriptor.
     pub holder: Option<Holder>,
+    /// The server address it was counted for, when its remote was not one the policy names
+    /// but a route's (`Route`): it counts for the same address while it is unchanged.
+    pub stands_for: Option<SocketAddr>,
 }
 
 /// A remembered connection asked for again: what the kernel answered for its exact identity
@@ -210,6 +213,11 @@ pub fn unmap(ip: IpAddr) -> IpAddr {
             .unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     }
+}
+
+/// The same address and port, an IPv4-mapped IPv6 address as its IPv4 one.
+pub fn same_address(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port() && unmap(a.ip()) == unmap(b.ip())
 }
 
 #[cfg(test)]

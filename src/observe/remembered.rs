@@ -235,6 +235,9 @@ struct StoredSocket {
     interface: u32,
     pid: Option<u32>,
     fd: Option<u32>,
+    /// The server address it was counted for, when a route made it count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stands_for: Option<SocketAddr>,
 }
 
 /// The connections the last healthy run counted, for the sockets `of` names (`Of::Sockets`);
@@ -257,6 +260,7 @@ pub fn load_sockets(dir: &StateDir, of: Of) -> Vec<KnownSocket> {
                     interface: s.interface,
                 },
                 holder: s.pid.zip(s.fd).map(|(pid, fd)| Holder { pid, fd }),
+                stands_for: s.stands_for,
             })
             .collect(),
         _ => Vec::new(),
@@ -288,6 +292,7 @@ pub fn store_sockets(dir: &StateDir, of: Of, sockets: &[KnownSocket]) -> Result<
                 interface: s.diag.interface,
                 pid: s.holder.map(|h| h.pid),
                 fd: s.holder.map(|h| h.fd),
+                stands_for: s.stands_for,
             })
             .collect(),
     };
@@ -628,6 +633,7 @@ mod tests {
                     interface: 0,
                 },
                 holder: Some(Holder { pid: 42, fd: 9 }),
+                stands_for: None,
             },
             KnownSocket {
                 local: "[::ffff:10.244.1.17]:51830".parse().unwrap(),
@@ -638,6 +644,7 @@ mod tests {
                     interface: 3,
                 },
                 holder: Some(Holder { pid: 42, fd: 10 }),
+                stands_for: Some("10.96.0.10:4222".parse().unwrap()),
             },
         ];
         assert_eq!(load_sockets(&dir, of(&pid)), vec![]);

@@ -1,23 +1,54 @@
 //! The INFO probe that tells "NATS is down" from "the client gave up". A NATS server sends
 //! `INFO {...}` the moment a connection is accepted, before any authentication, so one
-//! connect and one line prove it answers, with no credentials and no load. Also the network
-//! runtime every network observation runs on.
+//! connect and one line prove it answers, with no credentials and no load. The same connect
+//! shows where the kernel holds a connection to the URL: a socket-level load balancer (a
+//! `cgroup/connect4` or `connect6` hook: Cilium's kube-proxy replacement and other eBPF
+//! dataplanes) rewrites the probe's `connect()` as it rewrites the client's, and the socket
+//! table shows the backend it landed on. Also the network runtime every network observation
+//! runs on.
 
 use crate::config::ServerUrl;
-use crate::facts::{Answer, ServerAnswer};
+use crate::facts::{unmap, Answer, Identity, Reached, ServerAnswer};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 /// The first line a connection got, judged: NATS sends `INFO {json}\r\n`.
 pub fn decode_first_bytes(bytes: &[u8]) -> Answer {
+    decode_info(bytes).0
+}
+
+/// The first line judged, the other members of its cluster the server announced
+/// (`connect_urls`; the addresses only: a name there is not resolved), and which NATS it is.
+fn decode_info(bytes: &[u8]) -> (Answer, Vec<SocketAddr>, Option<Identity>) {
     if bytes.starts_with(b"INFO ") || bytes.starts_with(b"INFO\t") {
         let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-        let version = std::str::from_utf8(&line[5..])
+        let info = std::str::from_utf8(&line[5..])
             .ok()
-            .and_then(|json| serde_json::from_str::<serde_json::Value>(json.trim()).ok())
+            .and_then(|json| serde_json::from_str::<serde_json::Value>(json.trim()).ok());
+        let version = info
+            .as_ref()
             .and_then(|info| info.get("version")?.as_str().map(str::to_string));
-        return Answer::Nats { version };
+        let peers = info
+            .as_ref()
+            .and_then(|info| info.get("connect_urls")?.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|url| url.as_str()?.parse::<SocketAddr>().ok())
+            .take(MAX_PEERS)
+            .collect();
+        let identity = info.as_ref().and_then(|info| {
+            Some(Identity {
+                server_id: info.get("server_id")?.as_str()?.to_string(),
+                cluster: info
+                    .get("cluster")
+                    .and_then(|c| c.as_str())
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string),
+            })
+        });
+        return (Answer::Nats { version }, peers, identity);
     }
     let shown: String = bytes
         .iter()
@@ -31,26 +62,49 @@ pub fn decode_first_bytes(bytes: &[u8]) -> Answer {
             }
         })
         .collect();
-    Answer::NotNats(shown)
+    (Answer::NotNats(shown), Vec::new(), None)
+}
+
+/// A cluster's members kept from one INFO: more than any cluster has.
+const MAX_PEERS: usize = 64;
+
+/// What one URL's connect found: the answer, the cluster members its INFO announced, which
+/// NATS it is, and the probe's own connection that got it.
+struct Asked {
+    answer: Answer,
+    peers: Vec<SocketAddr>,
+    identity: Option<Identity>,
+    reached: Option<Reached>,
+}
+
+impl Asked {
+    fn only(answer: Answer) -> Asked {
+        Asked {
+            answer,
+            peers: Vec::new(),
+            identity: None,
+            reached: None,
+        }
+    }
 }
 
 /// Asks every URL at once; the answers come back in the URLs' order. Ends by `deadline`.
-pub async fn ask_all(urls: &[ServerUrl], deadline: Instant) -> Vec<Answer> {
+async fn ask_all(urls: &[ServerUrl], deadline: Instant) -> Vec<Asked> {
     let mut tasks = tokio::task::JoinSet::new();
     for (i, url) in urls.iter().enumerate() {
         let url = url.clone();
         tasks.spawn(async move { (i, ask(&url, deadline).await) });
     }
-    let mut answers = vec![Answer::Silent; urls.len()];
+    let mut answers: Vec<Asked> = urls.iter().map(|_| Asked::only(Answer::Silent)).collect();
     while let Some(done) = tasks.join_next().await {
-        if let Ok((i, answer)) = done {
-            answers[i] = answer;
+        if let Ok((i, asked)) = done {
+            answers[i] = asked;
         }
     }
     answers
 }
 
-async fn ask(url: &ServerUrl, deadline: Instant) -> Answer {
+async fn ask(url: &ServerUrl, deadline: Instant) -> Asked {
     let left = deadline.saturating_duration_since(Instant::now());
     // Name resolution runs on a blocking thread that cannot be cancelled; the timeout only
     // stops waiting for it, which is all the deadline needs.
@@ -58,35 +112,37 @@ async fn ask(url: &ServerUrl, deadline: Instant) -> Answer {
         match tokio::time::timeout(left, tokio::net::lookup_host((url.host.as_str(), url.port)))
             .await
         {
-            Err(_) => return Answer::Unresolved("no answer before the deadline".into()),
-            Ok(Err(e)) => return Answer::Unresolved(e.to_string()),
+            Err(_) => {
+                return Asked::only(Answer::Unresolved("no answer before the deadline".into()))
+            }
+            Ok(Err(e)) => return Asked::only(Answer::Unresolved(e.to_string())),
             Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
         };
     if addrs.is_empty() {
-        return Answer::Unresolved("no addresses".into());
+        return Asked::only(Answer::Unresolved("no addresses".into()));
     }
     // Every address at once; the best answer wins (NATS over anything else).
     let mut tasks = tokio::task::JoinSet::new();
     for addr in addrs {
         tasks.spawn(async move {
             let left = deadline.saturating_duration_since(Instant::now());
-            tokio::time::timeout(left, hello(addr))
+            tokio::time::timeout(left, hello(addr, Some(deadline)))
                 .await
-                .unwrap_or(Answer::Silent)
+                .unwrap_or(Asked::only(Answer::Silent))
         });
     }
-    let mut best: Option<Answer> = None;
+    let mut best: Option<Asked> = None;
     while let Some(done) = tasks.join_next().await {
-        let answer = done.unwrap_or(Answer::Silent);
-        if answer.is_nats() {
-            return answer;
+        let asked = done.unwrap_or(Asked::only(Answer::Silent));
+        if asked.answer.is_nats() {
+            return asked;
         }
         best = Some(match best {
-            Some(prev) if rank(&prev) >= rank(&answer) => prev,
-            _ => answer,
+            Some(prev) if rank(&prev.answer) >= rank(&asked.answer) => prev,
+            _ => asked,
         });
     }
-    best.unwrap_or(Answer::Silent)
+    best.unwrap_or(Asked::only(Answer::Silent))
 }
 
 /// Which failure says the most when several addresses fail differently.
@@ -101,28 +157,64 @@ fn rank(a: &Answer) -> u8 {
     }
 }
 
-async fn hello(addr: std::net::SocketAddr) -> Answer {
+/// One connect and its first line. With `learn` (a deadline), where the kernel holds the
+/// probe's connection is read before it is closed.
+async fn hello(addr: SocketAddr, learn: Option<Instant>) -> Asked {
     let mut stream = match TcpStream::connect(addr).await {
         Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Answer::Refused,
-        Err(e) => return Answer::Failed(connect_error(&e)),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return Asked::only(Answer::Refused)
+        }
+        Err(e) => return Asked::only(Answer::Failed(connect_error(&e))),
     };
     // INFO is one line; a server behind a load balancer may split it across segments.
     let mut buf = Vec::with_capacity(512);
     loop {
         let mut chunk = [0u8; 512];
         match stream.read(&mut chunk).await {
-            Ok(0) if buf.is_empty() => return Answer::Failed("closed without a word".into()),
-            Ok(0) => return decode_first_bytes(&buf),
+            Ok(0) if buf.is_empty() => {
+                return Asked::only(Answer::Failed("closed without a word".into()))
+            }
+            Ok(0) => break,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Answer::Failed(e.to_string()),
+            Err(e) => return Asked::only(Answer::Failed(e.to_string())),
         }
         if buf.contains(&b'\n')
             || buf.len() >= 5 && !buf.starts_with(b"INFO")
             || buf.len() > 64 * 1024
         {
-            return decode_first_bytes(&buf);
+            break;
         }
+    }
+    let (answer, peers, identity) = decode_info(&buf);
+    let reached = match (learn, answer.is_nats(), stream.local_addr()) {
+        (Some(deadline), true, Ok(local)) => {
+            // Read while the connection is open (one sock_diag request, by its local port; a
+            // blocking call of a millisecond on this runtime), then closed at once: another
+            // probe's walk of the same pod must not find it ESTABLISHED.
+            let open = stream.into_std().ok();
+            let inode = open
+                .as_ref()
+                .and_then(|std| nix::sys::stat::fstat(std).ok())
+                .map(|st| st.st_ino);
+            let held_as = inode.and_then(|inode| {
+                let found = super::sockets::held_as(&[(local, inode)], deadline).ok()?;
+                found.first().map(|&(_, remote)| remote)
+            });
+            drop(open);
+            Some(Reached {
+                dialled: addr,
+                local,
+                held_as,
+            })
+        }
+        _ => None,
+    };
+    Asked {
+        answer,
+        peers,
+        identity,
+        reached,
     }
 }
 
@@ -144,17 +236,49 @@ fn connect_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Asks every URL on the network runtime; one answer per URL, in order.
+/// Asks every URL on the network runtime; one answer per URL, in order, each with where the
+/// kernel held the probe's own connection to it, the cluster members it announced and which
+/// NATS it is.
 pub fn ask_blocking(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerAnswer>, String> {
-    let answers = on_network_runtime(ask_all(urls, deadline))?;
+    let asked = on_network_runtime(ask_all(urls, deadline))?;
     Ok(urls
         .iter()
-        .zip(answers)
-        .map(|(url, answer)| ServerAnswer {
+        .zip(asked)
+        .map(|(url, asked)| ServerAnswer {
             url: url.to_string(),
-            answer,
+            answer: asked.answer,
+            reached: asked.reached,
+            peers: asked.peers,
+            identity: asked.identity,
         })
         .collect())
+}
+
+/// Asks each address directly which NATS it is (its INFO): for the addresses a client's
+/// sockets are held as, to tell another backend of the same Service. At once, by `deadline`.
+pub fn identities(
+    addrs: &[SocketAddr],
+    deadline: Instant,
+) -> Result<Vec<Option<Identity>>, String> {
+    on_network_runtime(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, &addr) in addrs.iter().enumerate() {
+            // An IPv4-mapped address is dialled as IPv4 (a host without IPv6 has no other way).
+            let addr = SocketAddr::new(unmap(addr.ip()), addr.port());
+            tasks.spawn(async move {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let asked = tokio::time::timeout(left, hello(addr, None)).await;
+                (i, asked.ok().and_then(|a| a.identity))
+            });
+        }
+        let mut found = vec![None; addrs.len()];
+        while let Some(done) = tasks.join_next().await {
+            if let Ok((i, identity)) = done {
+                found[i] = identity;
+            }
+        }
+        found
+    })
 }
 
 /// Runs `work` on a current-thread runtime made for it: the one way the probe does network
@@ -206,5 +330,32 @@ mod tests {
             decode_first_bytes(b"SSH-2.0-x\x01\r\n"),
             Answer::NotNats("SSH-2.0-x.".into())
         );
+    }
+
+    /// A cluster member's INFO: its identity, and the members it announces that are
+    /// addresses (a name is not resolved; a garbled entry is skipped).
+    #[test]
+    fn the_cluster_an_info_announces() {
+        let info = br#"INFO {"server_id":"NABC","version":"2.10.26","cluster":"nats","connect_urls":["10.244.0.7:4222","[fd00::7]:4222","nats-1.nats:4222",7]}"#;
+        let (answer, peers, identity) = decode_info(&[&info[..], b"\r\n"].concat());
+        assert!(answer.is_nats());
+        assert_eq!(
+            peers,
+            [
+                "10.244.0.7:4222".parse().unwrap(),
+                "[fd00::7]:4222".parse().unwrap()
+            ]
+        );
+        assert_eq!(
+            identity,
+            Some(Identity {
+                server_id: "NABC".into(),
+                cluster: Some("nats".into())
+            })
+        );
+        let alone = br#"INFO {"server_id":"NABD","cluster":""}"#;
+        let (_, peers, identity) = decode_info(alone);
+        assert_eq!(peers, []);
+        assert_eq!(identity.unwrap().cluster, None);
     }
 }

@@ -6,10 +6,10 @@ use super::human::{self, consumer::consumer_phrase, consumer::describe_previous}
 use super::input::CheckInput;
 use super::remembered::{found_word, sampling_word};
 use super::words::retention;
-use crate::facts::{ConsumerFacts, Lookup, Observed, Socket, StreamFacts, Walked};
+use crate::facts::{ConsumerFacts, Lookup, Observed, Route, Socket, StreamFacts, Walked};
 use crate::rules::cause::{Class, Standing};
 use crate::rules::check::Health;
-use crate::rules::connection::{live, WhenServerDown};
+use crate::rules::connection::{self, live, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress};
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::Carried;
@@ -112,6 +112,10 @@ pub struct ConnectionSection {
     pub half_open: Vec<HalfOpenJson>,
     pub other_states: BTreeMap<&'static str, usize>,
     pub processes: Vec<ProcessJson>,
+    /// The routes through which a counted socket counts: it is held as `held_as`, and stands
+    /// for `dialled`, a server URL's address.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteJson>,
     pub netns_of: Option<u32>,
     pub reader: &'static str,
     pub reader_fallback: Option<String>,
@@ -186,6 +190,28 @@ pub struct AnswerJson {
     pub url: String,
     pub answer: &'static str,
     pub detail: String,
+    /// Where a connection to the URL may be held besides the address dialled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteJson>,
+}
+
+/// A socket to `held_as` is a connection to `dialled`: `via` `socket_lb` (the probe's own
+/// connection to `dialled` was held as `held_as`: socket-level load balancing), `cluster_peer`
+/// (the server announced it in `connect_urls`), `same_nats` (it answered, asked directly, as
+/// the same NATS) or `counted` (a healthy run counted it so).
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteJson {
+    pub dialled: String,
+    pub held_as: String,
+    pub via: &'static str,
+}
+
+pub fn route_json(r: &Route) -> RouteJson {
+    RouteJson {
+        dialled: r.dialled.to_string(),
+        held_as: r.held_as.to_string(),
+        via: r.via.kind(),
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -350,6 +376,7 @@ fn connection_section(input: &CheckInput) -> ConnectionSection {
                 name: p.name.clone(),
             })
             .collect(),
+        routes: c.routes.iter().map(route_json).collect(),
         netns_of: pod.netns_of,
         reader: pod.scan.reader.name(),
         reader_fallback: pod.scan.fallback.clone(),
@@ -386,6 +413,10 @@ fn server_section(input: &CheckInput) -> Option<ServerSection> {
                 url: a.url.clone(),
                 answer: a.answer.kind(),
                 detail: a.answer.to_string(),
+                routes: connection::routes(std::slice::from_ref(a))
+                    .iter()
+                    .map(route_json)
+                    .collect(),
             })
             .collect(),
         when_server_down: match input.policy.when_server_down {

@@ -73,7 +73,7 @@ pub(crate) fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: b
         when_server_down: WhenServerDown::Pass,
         startup: false,
     };
-    let connections = connections(sockets, &policy, None);
+    let connections = connections(sockets, &policy, None, &[]);
     let processes = match owner {
         Owner::Anyone => vec![],
         Owner::Pid(pid) => vec![Process {
@@ -182,6 +182,9 @@ pub(crate) fn asked(
         .map(|(url, answer)| ServerAnswer {
             url: url.clone(),
             answer,
+            reached: None,
+            peers: Vec::new(),
+            identity: None,
         })
         .collect();
     r.verdict = decide(&r.connections, Some(state), &[], &r.policy);

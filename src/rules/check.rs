@@ -256,7 +256,7 @@ mod tests {
             let p = policy(ports, remotes, min);
             let owned: Option<HashMap<u64, Holder>> =
                 owned.map(|o| o.iter().map(|&i| (i, Holder { pid: 1, fd: 3 })).collect());
-            let c = connections(&table(), &p, owned.as_ref());
+            let c = connections(&table(), &p, owned.as_ref(), &[]);
             let row = format!("{ports:?} {remotes:?} min {min} owned {owned:?}");
             assert_eq!(
                 (c.established.len(), c.others.len()),
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn a_servers_accepted_socket_never_counts() {
-        let c = connections(&table(), &policy(&[4222], &[], 1), None);
+        let c = connections(&table(), &policy(&[4222], &[], 1), None, &[]);
         assert!(c
             .established
             .iter()
@@ -280,7 +280,7 @@ mod tests {
     #[test]
     fn syn_sent_is_reported_but_does_not_pass() {
         let p = policy(&[4222], &["10.96.14.3"], 1);
-        let c = connections(&table(), &p, None);
+        let c = connections(&table(), &p, None, &[]);
         assert_eq!(c.other_states(), BTreeMap::from([(TcpState::SynSent, 1)]));
         assert_eq!(decide(&c, None, &[], &p).health, Health::Unhealthy);
     }
@@ -309,7 +309,7 @@ mod tests {
             p.when_server_down = when;
             let table = table();
             let c = if is_connected {
-                connections(&table, &p, None)
+                connections(&table, &p, None, &[])
             } else {
                 Connections::default()
             };
@@ -347,7 +347,7 @@ mod tests {
             p.server = true;
             p.when_server_down = when;
             let c = if is_connected {
-                connections(&table(), &p, None)
+                connections(&table(), &p, None, &[])
             } else {
                 Connections::default()
             };
@@ -371,7 +371,7 @@ mod tests {
         let mut p = policy(&[4222], &[], 1);
         p.server = true;
         p.startup = true;
-        let c = connections(&table(), &p, None);
+        let c = connections(&table(), &p, None, &[]);
         let verdict = |consumers: &[C]| decide(&c, None, consumers, &p);
         assert_eq!(
             verdict(&[C::Healthy, C::NeverJudged]),
@@ -403,7 +403,7 @@ mod tests {
     fn too_few_connections_with_the_server_answering_is_unhealthy() {
         let mut p = policy(&[4222], &[], 3);
         p.server = true;
-        let c = connections(&table(), &p, None);
+        let c = connections(&table(), &p, None, &[]);
         assert_eq!(c.established.len(), 2);
         assert!(needs_server(&c, &p));
         assert_eq!(

@@ -5,7 +5,7 @@
 //! included. So the lookup can only confirm what a walk would confirm: anything less is
 //! decided by a walk.
 
-use super::connection::{connected, Connections, Policy};
+use super::connection::{connected, stands_for, Connections, Policy};
 use crate::facts::{Holder, KnownSocket, Rechecked, Socket, TcpState};
 use std::collections::HashMap;
 
@@ -50,6 +50,7 @@ pub fn remember(
             inode: s.inode,
             diag,
             holder,
+            stands_for: stands_for(connections, s.remote),
         });
     }
     kept.sort();
@@ -109,6 +110,7 @@ mod tests {
             inode: s.inode,
             diag: s.diag.unwrap(),
             holder: None,
+            stands_for: None,
         }
     }
 
@@ -140,18 +142,18 @@ mod tests {
             half,
             sock(51830, TcpState::CloseWait, 13, Some(3)),
         ];
-        let c = connections(&table, &policy(1), None);
+        let c = connections(&table, &policy(1), None, &[]);
         let kept = remember(&c, &policy(1), None);
         assert_eq!(kept, vec![known(&table[0])]);
         assert_eq!(remember(&c, &policy(2), None), vec![], "not healthy");
 
         let from_proc = vec![sock(51828, TcpState::Established, 11, None)];
-        let c = connections(&from_proc, &policy(1), None);
+        let c = connections(&from_proc, &policy(1), None, &[]);
         assert_eq!(remember(&c, &policy(1), None), vec![], "no identity");
 
         let holder = Holder { pid: 42, fd: 9 };
         let owned = HashMap::from([(11, holder)]);
-        let c = connections(&table, &policy(1), Some(&owned));
+        let c = connections(&table, &policy(1), Some(&owned), &[]);
         let kept = remember(&c, &policy(1), Some(&owned));
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].holder, Some(holder));
@@ -198,7 +200,7 @@ mod tests {
         )
         .into_iter()
         .collect();
-        let c = connections(&found, &policy(1), None);
+        let c = connections(&found, &policy(1), None, &[]);
         assert_eq!(c.established.len(), 1);
         assert!(!connected(&c, &policy(1)));
     }

@@ -12,9 +12,9 @@ use crate::config::{CheckConfig, ReaderChoice, Setting};
 use crate::error::Error;
 use crate::facts::{unmap, Loaded, Persisting};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
-use crate::facts::{Lookup, ServerAnswer, Walked};
+use crate::facts::{Lookup, Route, ServerAnswer, Walked};
 use crate::observe::state::{Of, StateDir};
-use crate::observe::{self, server};
+use crate::observe::{self, server, PodTarget};
 use crate::report::check::CheckReport;
 use crate::report::input::CheckInput;
 use crate::rules::cause::{self, Cause};
@@ -84,14 +84,15 @@ pub enum Sockets {
 pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Result<Checked, Error> {
     let wants_subscriptions = config.own_subscription || !config.subscriptions.is_empty();
     let asked = config.consumers.len() + usize::from(wants_subscriptions);
-    let remembered = match sockets {
-        Sockets::MayLookUp if config.reader != ReaderChoice::Proc && exact::may_decide(asked) => {
-            Remembered::load(config)
-        }
-        _ => None,
+    // The connections the last healthy run counted: looked up when they alone decide the run,
+    // and in any case the server addresses they stood for (the routes they were counted by).
+    let remembered = match config.reader {
+        ReaderChoice::Proc => None,
+        _ => Remembered::load(config),
     };
+    let may_look_up = sockets == Sockets::MayLookUp && exact::may_decide(asked);
     let walked = match &remembered {
-        Some(r) => match r.look_up(config, deadline) {
+        Some(r) if may_look_up => match r.look_up(config, deadline) {
             Ok(decided) => {
                 return Ok(Checked {
                     verdict: decided.verdict,
@@ -104,23 +105,67 @@ pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Resul
             }
             Err(why) => why,
         },
-        None => Walked::NotTried,
+        _ => Walked::NotTried,
     };
+    let counted: Vec<Route> = remembered
+        .as_ref()
+        .map(Remembered::routes)
+        .unwrap_or_default();
     let reserve = NETWORK_RESERVE.max(deadline.saturating_duration_since(Instant::now()) / 8);
     let network_deadline = server::network_deadline(deadline, reserve);
-    let mut obs = observe_pod(config, deadline)?;
+    // The sockets to the ports the policy names, and to where the kernel held connections
+    // counted before.
+    let scanned = ports_with(&config.policy.ports, &counted);
+    let mut obs = unasked(observe::pod(
+        PodTarget {
+            ports: &scanned,
+            ..target(config)
+        },
+        deadline,
+    )?);
     obs.pod.scan.lookup = Lookup::Walk(walked);
-    let connections = connection::connections(
+    let mut connections = connection::connections(
         &obs.pod.scan.sockets,
         &config.policy,
         obs.pod.owned.as_ref(),
+        &counted,
     );
-    if let Some(r) = &remembered {
-        r.keep(config, &connections, obs.pod.owned.as_ref());
-    }
-
     if verdict::needs_server(&connections, &config.policy) {
         obs.servers = observe::servers(&config.servers, network_deadline)?;
+        let routes = connection::routes(&obs.servers);
+        if !routes.is_empty() {
+            let routes = [counted, routes].concat();
+            // Where the kernel holds connections to the servers besides their addresses: the
+            // sockets to those ports are read too, when the first walk did not.
+            let ports = ports_with(&config.policy.ports, &routes);
+            if ports != scanned {
+                let lookup = obs.pod.scan.lookup;
+                obs.pod = observe::pod(
+                    PodTarget {
+                        ports: &ports,
+                        ..target(config)
+                    },
+                    deadline,
+                )?;
+                obs.pod.scan.lookup = lookup;
+            }
+            connections = connection::connections(
+                &obs.pod.scan.sockets,
+                &config.policy,
+                obs.pod.owned.as_ref(),
+                &routes,
+            );
+            if !connection::connected(&connections, &config.policy) {
+                connections = other_backends(config, &obs, connections, routes, network_deadline);
+            }
+        }
+    }
+    // `check` keeps what it counted for the next run; `diagnose` only reads.
+    if let Some(r) = remembered
+        .as_ref()
+        .filter(|_| sockets == Sockets::MayLookUp)
+    {
+        r.keep(config, &connections, obs.pod.owned.as_ref());
     }
     let server_state = server_state(&obs.servers);
 
@@ -149,10 +194,49 @@ pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Resul
     })
 }
 
-/// The first observation, and in the common case the only one: the pod's processes and
-/// socket table. Everything else starts out not asked.
-fn observe_pod(config: &CheckConfig, deadline: Instant) -> Result<Observations, Error> {
-    Ok(unasked(observe::pod(target(config), deadline)?))
+/// Behind socket-level load balancing the probe's own connect lands on one backend, the
+/// client's maybe on another: the client's sockets to the backends' port are asked directly
+/// which NATS they are, and those of the same NATS count (`rules::connection::same_nats`).
+fn other_backends(
+    config: &CheckConfig,
+    obs: &Observations,
+    connections: Connections,
+    mut routes: Vec<Route>,
+    deadline: Instant,
+) -> Connections {
+    let candidates = connection::candidates(
+        &obs.pod.scan.sockets,
+        obs.pod.owned.as_ref(),
+        &connections,
+        &routes,
+        MAX_ASKED,
+    );
+    if candidates.is_empty() {
+        return connections;
+    }
+    let Ok(identities) = server::identities(&candidates, deadline) else {
+        return connections;
+    };
+    let asked: Vec<_> = candidates.into_iter().zip(identities).collect();
+    routes.extend(connection::same_nats(&obs.servers, &asked));
+    connection::connections(
+        &obs.pod.scan.sockets,
+        &config.policy,
+        obs.pod.owned.as_ref(),
+        &routes,
+    )
+}
+
+/// The most of a client's sockets asked which NATS they reach, in one run.
+const MAX_ASKED: usize = 8;
+
+/// The ports, and the ports the routes' `held_as` have: each once, in order.
+fn ports_with(ports: &[u16], routes: &[Route]) -> Vec<u16> {
+    let mut ports = ports.to_vec();
+    ports.extend(routes.iter().map(|r| r.held_as.port()));
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }
 
 /// The pod's side observed, and nothing else asked yet.

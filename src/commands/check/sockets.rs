@@ -2,7 +2,7 @@
 //! decides the run when enough are as they were), and kept after a walk for the next run.
 
 use crate::config::{CheckConfig, Owner};
-use crate::facts::{Holder, KnownSocket, Lookup, Pod, Reader, SocketScan, Walked};
+use crate::facts::{Holder, KnownSocket, Lookup, Pod, Reader, Route, SocketScan, Via, Walked};
 use crate::observe::state::{Of, StateDir};
 use crate::observe::{self, PodTarget};
 use crate::rules::check::{self as verdict, Verdict};
@@ -71,8 +71,11 @@ impl<'a> Remembered<'a> {
                     .collect(),
             ),
         };
+        // A connection counted through a route counts for the same server while unchanged.
+        let routes = self.routes();
         let sockets: Vec<_> = found.into_iter().map(|(_, s)| s).collect();
-        let connections = connection::connections(&sockets, &config.policy, owned.as_ref());
+        let connections =
+            connection::connections(&sockets, &config.policy, owned.as_ref(), &routes);
         if !connection::connected(&connections, &config.policy) {
             return Err(Walked::Changed {
                 remembered: self.known.len(),
@@ -102,6 +105,21 @@ impl<'a> Remembered<'a> {
             connections,
             pod,
         })
+    }
+
+    /// The routes the remembered connections were counted by: each of those connections, while
+    /// it lasts, stands for the same server address (`Via::Counted`).
+    pub(super) fn routes(&self) -> Vec<Route> {
+        self.known
+            .iter()
+            .filter_map(|k| {
+                Some(Route {
+                    dialled: k.stands_for?,
+                    held_as: k.remote,
+                    via: Via::Counted { local: k.local },
+                })
+            })
+            .collect()
     }
 
     /// Keeps what the next run looks up (`rules::exact::remember`), written only when it

@@ -209,6 +209,7 @@ mod tests {
                 interface: 0,
             },
             holder: None,
+            stands_for: None,
         }
     }
 
@@ -322,6 +323,7 @@ mod tests {
             inode: s.inode,
             diag: s.diag.unwrap(),
             holder: None,
+            stands_for: None,
         }
     }
 

@@ -8,7 +8,7 @@ pub(crate) mod procnet;
 
 use crate::config::ReaderChoice;
 use crate::facts::{Lookup, Reader, Socket, SocketScan, Walked};
-use std::net::Ipv6Addr;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Instant;
 
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +92,31 @@ fn read(
         skipped_lines,
         lookup: Lookup::Walk(Walked::NotTried),
     })
+}
+
+/// Where the kernel holds each of our own connections, given by its local address and inode:
+/// (the local address, the remote the socket table shows). Read in our own namespace, by local
+/// port (netlink), else, while time is left, from /proc/self/net. A socket not found is left
+/// out.
+pub fn held_as(
+    own: &[(SocketAddr, u64)],
+    deadline: Instant,
+) -> Result<Vec<(SocketAddr, SocketAddr)>, ScanError> {
+    let ports: Vec<u16> = own.iter().map(|(local, _)| local.port()).collect();
+    let sockets = match netlink::scan_local(&ports, deadline) {
+        Ok(sockets) => sockets,
+        Err(e) if Instant::now() >= deadline => return Err(ScanError::Netlink(e)),
+        Err(_) => procnet::scan(&[], None)?.0,
+    };
+    Ok(own
+        .iter()
+        .filter_map(|&(local, inode)| {
+            let s = sockets
+                .iter()
+                .find(|s| s.inode == inode && s.local.port() == local.port())?;
+            Some((local, s.remote))
+        })
+        .collect())
 }
 
 pub(crate) fn ipv6_from_kernel_words(words: [u32; 4]) -> Ipv6Addr {

@@ -34,6 +34,7 @@ const INET_DIAG_REQ_BYTECODE: u16 = 1;
 const INET_DIAG_INFO: u16 = 2;
 pub(crate) const INFO_EXT: u8 = 1 << (INET_DIAG_INFO - 1);
 const INET_DIAG_BC_JMP: u8 = 1;
+const INET_DIAG_BC_S_COND: u8 = 7;
 const INET_DIAG_BC_D_COND: u8 = 8;
 pub(crate) const NLMSG_HDR_LEN: usize = 16;
 const INET_DIAG_MSG_LEN: usize = 72;
@@ -58,10 +59,35 @@ pub fn scan(
     info: bool,
     deadline: Instant,
 ) -> Result<Vec<Socket>, String> {
+    scan_filtered(
+        &port_filter(INET_DIAG_BC_D_COND, ports),
+        netns_of,
+        info,
+        deadline,
+    )
+}
+
+/// Reads the sockets of our own namespace whose **local** port is one of `ports`, both
+/// families (the probe's own connections, found by the ports the kernel bound them to).
+pub fn scan_local(ports: &[u16], deadline: Instant) -> Result<Vec<Socket>, String> {
+    scan_filtered(
+        &port_filter(INET_DIAG_BC_S_COND, ports),
+        None,
+        false,
+        deadline,
+    )
+}
+
+fn scan_filtered(
+    bytecode: &[u8],
+    netns_of: Option<u32>,
+    info: bool,
+    deadline: Instant,
+) -> Result<Vec<Socket>, String> {
     let fd = open(netns_of)?;
-    match scan_with(&fd, Request::BothFamilies, ports, info, deadline) {
+    match scan_with(&fd, Request::BothFamilies, bytecode, info, deadline) {
         // The kernel refused the legacy request itself: ask per family.
-        Err(DumpError::Kernel(_)) => scan_with(&fd, Request::PerFamily, ports, info, deadline),
+        Err(DumpError::Kernel(_)) => scan_with(&fd, Request::PerFamily, bytecode, info, deadline),
         result => result,
     }
     .map_err(|e| e.to_string())
@@ -70,7 +96,7 @@ pub fn scan(
 fn scan_with(
     fd: &OwnedFd,
     request: Request,
-    ports: &[u16],
+    bytecode: &[u8],
     info: bool,
     deadline: Instant,
 ) -> Result<Vec<Socket>, DumpError> {
@@ -80,7 +106,7 @@ fn scan_with(
         Request::PerFamily => &[(2, libc::AF_INET as u8), (3, libc::AF_INET6 as u8)],
     };
     for &(seq, family) in families {
-        send(fd, &dump_request(request, seq, family, ports, info)).map_err(DumpError::Io)?;
+        send(fd, &dump_request(request, seq, family, bytecode, info)).map_err(DumpError::Io)?;
         match receive_dump(fd, seq, deadline, &mut sockets) {
             Ok(()) => {}
             // No IPv6 in this kernel or namespace: nothing to report, as with a missing tcp6.
@@ -126,12 +152,11 @@ fn open_socket_in_netns_of(pid: u32) -> Result<OwnedFd, String> {
     .map_err(|_| "setns thread panicked".to_string())?
 }
 
-/// nlmsghdr + the request body + the remote-port filter. The bodies differ in layout:
+/// nlmsghdr + the request body + the port filter. The bodies differ in layout:
 /// inet_diag_req_v2 is family, protocol, ext, pad, states, sockid; the legacy
 /// inet_diag_req is family, src_len, dst_len, ext, sockid, states, dbs.
-fn dump_request(request: Request, seq: u32, family: u8, ports: &[u16], info: bool) -> Vec<u8> {
+fn dump_request(request: Request, seq: u32, family: u8, bytecode: &[u8], info: bool) -> Vec<u8> {
     let ext = if info { INFO_EXT } else { 0 };
-    let bytecode = port_filter(ports);
     let attr_len = 4 + bytecode.len();
     let (kind, body_len) = match request {
         Request::BothFamilies => (TCPDIAG_GETSOCK, 60),
@@ -160,26 +185,22 @@ fn dump_request(request: Request, seq: u32, family: u8, ports: &[u16], info: boo
     }
     msg.extend_from_slice(&(attr_len as u16).to_ne_bytes());
     msg.extend_from_slice(&INET_DIAG_REQ_BYTECODE.to_ne_bytes());
-    msg.extend_from_slice(&bytecode);
+    msg.extend_from_slice(bytecode);
     debug_assert_eq!(msg.len(), total);
     msg
 }
 
-/// `dport == P1 || dport == P2 || ...` as inet_diag bytecode. Each test is a D_COND op with
+/// `dport == P1 || dport == P2 || ...` (`cond` D_COND; S_COND tests the local port) as
+/// inet_diag bytecode. Each test is a COND op with
 /// an address-less hostcond (any family, prefix 0, port P): "yes" falls through to the next
 /// op, "no" skips 4 bytes past it. Between tests a JMP op, reached only on "yes", jumps to
 /// the end (accept); a "no" skips over the JMP to the next test. The last test's "no" lands
 /// 4 bytes past the end, which the kernel reads as reject.
-fn port_filter(ports: &[u16]) -> Vec<u8> {
+fn port_filter(cond: u8, ports: &[u16]) -> Vec<u8> {
     const TEST_LEN: usize = 4 + 8;
     let mut code = Vec::with_capacity(ports.len() * (TEST_LEN + 4));
     for (i, &port) in ports.iter().enumerate() {
-        push_op(
-            &mut code,
-            INET_DIAG_BC_D_COND,
-            TEST_LEN as u8,
-            TEST_LEN as u16 + 4,
-        );
+        push_op(&mut code, cond, TEST_LEN as u8, TEST_LEN as u16 + 4);
         // inet_diag_hostcond: family AF_UNSPEC, prefix_len 0, 2 bytes padding, int port.
         code.extend_from_slice(&[libc::AF_UNSPEC as u8, 0, 0, 0]);
         code.extend_from_slice(&i32::from(port).to_ne_bytes());
@@ -425,7 +446,11 @@ mod tests {
                 code[at + 1] as i32,
                 u16::from_ne_bytes([code[at + 2], code[at + 3]]) as i32,
             );
-            let min_len = if op == INET_DIAG_BC_D_COND { 12 } else { 4 };
+            let min_len = if op == INET_DIAG_BC_D_COND || op == INET_DIAG_BC_S_COND {
+                12
+            } else {
+                4
+            };
             if no < min_len || no > len + 4 || no & 3 != 0 {
                 return false;
             }
@@ -452,7 +477,7 @@ mod tests {
             );
             let matched = match op {
                 INET_DIAG_BC_JMP => false,
-                INET_DIAG_BC_D_COND => {
+                INET_DIAG_BC_D_COND | INET_DIAG_BC_S_COND => {
                     let port = i32::from_ne_bytes(code[at + 8..at + 12].try_into().unwrap());
                     port == -1 || port == i32::from(dport)
                 }
@@ -467,8 +492,13 @@ mod tests {
 
     #[test]
     fn port_filter_passes_the_kernel_audit_and_matches_exactly_its_ports() {
-        for ports in [vec![4222], vec![4222, 7422], vec![1, 4222, 65535, 8222]] {
-            let code = port_filter(&ports);
+        for (cond, ports) in [INET_DIAG_BC_D_COND, INET_DIAG_BC_S_COND]
+            .into_iter()
+            .flat_map(|c| {
+                [vec![4222], vec![4222, 7422], vec![1, 4222, 65535, 8222]].map(|p| (c, p))
+            })
+        {
+            let code = port_filter(cond, &ports);
             assert!(audit(&code), "{ports:?} rejected by the audit");
             for probe in [0, 1, 4221, 4222, 4223, 7422, 8222, 65535] {
                 assert_eq!(
@@ -501,12 +531,44 @@ mod tests {
         ];
         let fd = open_socket().unwrap();
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        let mut both = scan_with(&fd, Request::BothFamilies, &ports, false, deadline).unwrap();
-        let mut per = scan_with(&fd, Request::PerFamily, &ports, false, deadline).unwrap();
+        let code = port_filter(INET_DIAG_BC_D_COND, &ports);
+        let mut both = scan_with(&fd, Request::BothFamilies, &code, false, deadline).unwrap();
+        let mut per = scan_with(&fd, Request::PerFamily, &code, false, deadline).unwrap();
         both.sort();
         per.sort();
         assert_eq!(both, per);
         assert_eq!(both.len(), 6);
+    }
+
+    /// By local port: exactly the client sides bound to the ports asked, both families (the
+    /// server sides have the listeners' ports as local port, and are not asked for).
+    #[test]
+    fn a_local_port_scan_finds_the_client_sides_by_their_ports() {
+        use std::net::{TcpListener, TcpStream};
+        let v4 = TcpListener::bind("127.0.0.1:0").unwrap();
+        let v6 = TcpListener::bind("[::1]:0").unwrap();
+        let clients = [
+            TcpStream::connect(v4.local_addr().unwrap()).unwrap(),
+            TcpStream::connect(v6.local_addr().unwrap()).unwrap(),
+            TcpStream::connect(v4.local_addr().unwrap()).unwrap(),
+        ];
+        let asked: Vec<u16> = clients[..2]
+            .iter()
+            .map(|c| c.local_addr().unwrap().port())
+            .collect();
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        let mut found: Vec<(SocketAddr, SocketAddr)> = scan_local(&asked, deadline)
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.local, s.remote))
+            .collect();
+        found.sort();
+        let mut want: Vec<_> = clients[..2]
+            .iter()
+            .map(|c| (c.local_addr().unwrap(), c.peer_addr().unwrap()))
+            .collect();
+        want.sort();
+        assert_eq!(found, want);
     }
 
     #[test]

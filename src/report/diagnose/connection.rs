@@ -2,7 +2,7 @@
 //! against the minimum, and every server's answer.
 
 use super::style::{Line, Style};
-use crate::facts::{Process, Socket};
+use crate::facts::{Process, Socket, Via};
 use crate::report::human;
 use crate::report::input::CheckInput;
 use crate::report::words::{bytes, display};
@@ -154,6 +154,34 @@ pub fn servers(input: &CheckInput, asked_for_diagnose: bool, lines: &mut Vec<Lin
             None => vec![(Style::Plain, format!("  {url}: not asked"))],
         };
         lines.push(line);
+        let own = answers
+            .get(i)
+            .map(|a| crate::rules::connection::routes(std::slice::from_ref(a)))
+            .unwrap_or_default();
+        // Other backends of the same Service, found by asking them.
+        let members = input
+            .connections
+            .routes
+            .iter()
+            .filter(|r| r.via == Via::SameNats && own.iter().any(|o| o.dialled == r.dialled));
+        for r in own.iter().chain(members) {
+            let text = match r.via {
+                Via::SocketLb { .. } => format!(
+                    "    the connection to {url} is held as {} (socket-level load balancing)",
+                    r.held_as
+                ),
+                Via::ClusterPeer => format!(
+                    "    its cluster announces {} (a connection there counts)",
+                    r.held_as
+                ),
+                Via::SameNats => format!(
+                    "    {} answers as the same NATS (another backend: a connection there counts)",
+                    r.held_as
+                ),
+                Via::Counted { .. } => format!("    counted as held at {}", r.held_as),
+            };
+            lines.push(vec![(Style::Plain, text)]);
+        }
     }
     if asked_for_diagnose {
         lines.push(vec![(

@@ -404,6 +404,9 @@ What to do
             answer: Answer::Nats {
                 version: Some("2.10.26".into()),
             },
+            reached: None,
+            peers: Vec::new(),
+            identity: None,
         }];
         let name = r.consumers[0].seen.name.clone();
         let advice = advise(

@@ -114,6 +114,16 @@ fn target(report: &CheckInput) -> String {
         let remotes: Vec<String> = policy.remotes.iter().map(|r| r.to_string()).collect();
         let _ = write!(text, " on {}", list(&remotes, 3).replace(", ", " or "));
     }
+    if live(report.connections) == 0 {
+        // Where the kernel holds a connection to the servers, looked at too.
+        let learned: Vec<String> = crate::rules::connection::routes(&report.observations.servers)
+            .iter()
+            .map(|r| r.held_as.to_string())
+            .collect();
+        if !learned.is_empty() {
+            let _ = write!(text, " nor to {}", list(&learned, 2).replace(", ", " or "));
+        }
+    }
     text
 }
 

@@ -54,7 +54,14 @@ fn connected(report: &CheckInput) -> String {
         .established
         .iter()
         .filter(|s| !c.half_open.iter().any(|(h, _)| h == *s))
-        .map(crate::report::words::peer)
+        .map(|s| {
+            // Where the kernel holds it, and the server address it counts for.
+            let at = crate::report::words::peer(s);
+            match crate::rules::connection::stands_for(c, s.remote) {
+                Some(dialled) => format!("{at} for {dialled}"),
+                None => at,
+            }
+        })
         .collect();
     peers.sort();
     peers.dedup();
