@@ -186,6 +186,9 @@ pub(super) struct Place<'a> {
     pub node: &'a NetNs,
     pub urls: String,
     pub monitor: String,
+    /// The socket-level load balancer's cgroup (its `cgroup.procs`) the pod's processes run
+    /// in, when it reaches NATS through Services.
+    pub lb: Option<std::path::PathBuf>,
 }
 
 impl Pod {
@@ -238,6 +241,11 @@ impl Pod {
         .map(|s| s.to_string())
         .collect();
         check.extend(PROBE_APP.iter().map(|s| s.to_string()));
+        if place.lb.is_some() {
+            // The Service CIDR, which the pod's sockets (held as the nodes' addresses) are not
+            // in: counted through where the kernel holds the connection.
+            check.extend(["--remote".into(), super::world::SERVICE_CIDR.into()]);
+        }
         let rate = (1.0 / PRODUCER_EVERY.as_secs_f64()).to_string();
         let mut run: Vec<String> = match spec.kind {
             Kind::Producer => ["publish", "-subject", "orders.p", "-rate", &rate]
@@ -292,9 +300,10 @@ impl Pod {
         run.extend(client);
         let container = {
             let ns = Arc::clone(&ns);
+            let lb = place.lb.clone();
             Box::new(move || {
                 let args: Vec<&str> = run.iter().map(String::as_str).collect();
-                Peer::spawn(Some(&ns), &args)
+                Peer::spawn_in(Some(&ns), lb.as_deref(), &args)
             })
         };
         // The liveness probe's command, or (`startup`) the startupProbe's: natsprobe's with
@@ -308,9 +317,14 @@ impl Pod {
                     if startup {
                         args.push("--startup".into());
                     }
+                    let lb = place.lb.clone();
                     Box::new(move || {
                         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                        probe(&args).ns(&ns).sampling_defaults().command()
+                        let p = probe(&args).ns(&ns).sampling_defaults();
+                        match &lb {
+                            Some(procs) => p.in_cgroup(procs).command(),
+                            None => p.command(),
+                        }
                     })
                 }
                 Checker::TcpSocket => {

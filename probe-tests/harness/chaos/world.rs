@@ -8,6 +8,7 @@ use super::fleet::{Checker, Place, Pod, PodSpec, APP, FLEET, PROBE_APP};
 use super::{attach, humantime, Timings};
 use crate::harness::callout::{self, Callout, Login};
 use crate::harness::peer::natspeer;
+use crate::harness::service::SocketLb;
 use crate::harness::{
     formed_within_three_starts, probe, wait_until, NatsServer, NetNs, Peer, Version,
 };
@@ -88,7 +89,19 @@ pub struct World {
     _publishers: Vec<Peer>,
     _echo: Option<Peer>,
     _config: tempfile::TempDir,
+    /// natsprobe's world reaches NATS through a Service per node, behind a socket-level load
+    /// balancer (dropped after the pods, whose processes are in its cgroup).
+    lb: Option<SocketLb>,
 }
+
+/// The Service in front of node `i` (`nats-<i>` in a StatefulSet's per-pod Services), on the
+/// Service CIDR the probe's `--remote` names.
+fn service(i: usize) -> SocketAddr {
+    SocketAddr::from(([10, 96, 0, 11 + i as u8], 4222))
+}
+
+/// The Service CIDR.
+pub const SERVICE_CIDR: &str = "10.96.0.0/12";
 
 /// The node network: 10.250.0.0/16 on a bridge; the node itself (where the kubelet's
 /// `tcpSocket` probe comes from, and the publishers run) is 10.250.0.1, servers 10.250.1.N,
@@ -167,7 +180,17 @@ impl World {
             _publishers: Vec::new(),
             _echo: None,
             _config: config,
+            lb: None,
         };
+        if checker == Checker::Natsprobe {
+            let services: Vec<(SocketAddr, SocketAddr)> = world
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (service(i), SocketAddr::new(n.ip.parse().unwrap(), 4222)))
+                .collect();
+            world.lb = Some(SocketLb::of(&services));
+        }
         world.streams(t);
         let n1_first = world.urls([0, 1, 2]);
         world._publishers = [("orders.x", "10"), ("capped.x", "10"), ("work.x", "6")]
@@ -211,8 +234,12 @@ impl World {
         for (i, spec) in FLEET.iter().enumerate() {
             let place = Place {
                 node: &world.switch,
-                urls: world.urls(spec.pool),
+                urls: match &world.lb {
+                    Some(_) => world.service_urls(spec.pool),
+                    None => world.urls(spec.pool),
+                },
                 monitor: world.nodes[spec.pool[0]].monitor(),
+                lb: world.lb.as_ref().map(SocketLb::procs),
             };
             let pod = Pod::start(*spec, i, checker, place, t);
             world.pods.push(pod);
@@ -223,6 +250,24 @@ impl World {
                 pod.kubelet
                     .with_runs(|runs| runs.last().unwrap().saw(pod.spec.working_line()))
             });
+        }
+        if world.lb.is_some() {
+            // Through the Services: each pod's connection is held as its node's address, and
+            // natsprobe counts it for the Service it stands for.
+            for pod in &world.pods {
+                let what = format!(
+                    "{}'s probe counting its connection for a Service",
+                    pod.spec.name
+                );
+                wait_until(&what, Duration::from_secs(30), || {
+                    pod.kubelet
+                        .probed()
+                        .iter()
+                        .rev()
+                        .take(1)
+                        .any(|(_, passed, line)| *passed && line.contains(":4222 for 10.96.0.1"))
+                });
+            }
         }
         world
     }
@@ -238,6 +283,14 @@ impl World {
     pub fn urls(&self, pool: [usize; 3]) -> String {
         pool.iter()
             .map(|&i| self.nodes[i].url())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The same pool through the nodes' Services.
+    pub fn service_urls(&self, pool: [usize; 3]) -> String {
+        pool.iter()
+            .map(|&i| format!("nats://{}", service(i)))
             .collect::<Vec<_>>()
             .join(",")
     }
