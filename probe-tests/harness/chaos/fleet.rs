@@ -153,6 +153,8 @@ pub struct Pod {
     pub kubelet: Kubelet,
     /// natsprobe's arguments for this pod but its state dir.
     check: Vec<String>,
+    /// The socket-level load balancer's cgroup its processes run in, if any.
+    lb: Option<std::path::PathBuf>,
     _state: tempfile::TempDir,
 }
 
@@ -368,6 +370,7 @@ impl Pod {
             ns,
             kubelet,
             check,
+            lb: place.lb,
             _state: state,
         }
     }
@@ -392,14 +395,22 @@ impl Pod {
             .map(String::from),
         );
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // As the pod's own probe runs: in its load balancer's cgroup, if any.
+        let run = || {
+            let p = probe(&args).ns(&self.ns).sampling_defaults();
+            match &self.lb {
+                Some(procs) => p.in_cgroup(procs).run(),
+                None => p.run(),
+            }
+        };
         // The first run matches by address; the cost is of the runs after it.
-        probe(&args).ns(&self.ns).sampling_defaults().run();
+        run();
         let (quiet_from, quiet_ticks) = (Instant::now(), cpu_ticks());
         std::thread::sleep(Duration::from_secs(3));
         let quiet = (cpu_ticks() - quiet_ticks) as f64 / quiet_from.elapsed().as_secs_f64();
         let (from, ticks) = (Instant::now(), cpu_ticks());
         for _ in 0..runs {
-            probe(&args).ns(&self.ns).sampling_defaults().run();
+            run();
         }
         let spent = (cpu_ticks() - ticks) as f64 - quiet * from.elapsed().as_secs_f64();
         // SAFETY: sysconf has no preconditions.
