@@ -96,19 +96,18 @@ impl World {
     }
 
     fn check(&self, extra: &[&str]) -> crate::harness::probe::Run {
-        let url = self.url();
-        let mut args = vec!["check", "--server", url.as_str()];
-        args.extend_from_slice(extra);
-        let p = probe(&args).ns(&self.pod);
-        match &self.lb {
-            Some(lb) => p.lb(lb).run(),
-            None => p.run(),
-        }
+        self.run("check", extra)
     }
 
     fn diagnose(&self, extra: &[&str]) -> crate::harness::probe::Run {
+        self.run("diagnose", extra)
+    }
+
+    /// `natsprobe COMMAND --server <the Service's URL> EXTRA...` in the pod, and in its load
+    /// balancer's cgroup when there is one.
+    fn run(&self, command: &str, extra: &[&str]) -> crate::harness::probe::Run {
         let url = self.url();
-        let mut args = vec!["diagnose", "--server", url.as_str()];
+        let mut args = vec![command, "--server", url.as_str()];
         args.extend_from_slice(extra);
         let p = probe(&args).ns(&self.pod).env("NO_COLOR", "1");
         match &self.lb {

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::facts::{unmap, Loaded, Persisting};
 use crate::facts::{ConsumerSeen, Observations, Pod, StateDirUsed};
 use crate::facts::{Lookup, Route, ServerAnswer, Walked};
-use crate::observe::state::{Of, StateDir};
+use crate::observe::state::{Of, Opened, StateDir};
 use crate::observe::{self, server, PodTarget};
 use crate::report::check::CheckReport;
 use crate::report::input::CheckInput;
@@ -86,9 +86,15 @@ pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Resul
     let asked = config.consumers.len() + usize::from(wants_subscriptions);
     // The connections the last healthy run counted: looked up when they alone decide the run,
     // and in any case the server addresses they stood for (the routes they were counted by).
+    // The state dir, opened once for the run: for the remembered connections and the samples.
+    let state = match (config.reader, asked) {
+        (ReaderChoice::Proc, 0) => None,
+        _ => Some(observe::state::open(&config.state_dir)),
+    };
+    let dir = state.as_ref().and_then(|s| s.as_ref().ok()).map(|o| &o.dir);
     let remembered = match config.reader {
         ReaderChoice::Proc => None,
-        _ => Remembered::load(config),
+        _ => dir.map(|dir| Remembered::load(config, dir)),
     };
     let may_look_up = sockets == Sockets::MayLookUp && exact::may_decide(asked);
     let walked = match &remembered {
@@ -171,12 +177,24 @@ pub fn judge(config: &CheckConfig, deadline: Instant, sockets: Sockets) -> Resul
 
     let (judged, subscriptions) =
         match verdict::needs_consumers(&connections, &config.policy, asked) {
-            true => judge_with_state(config, &connections, &mut obs, network_deadline)?,
+            true => {
+                let fresh;
+                let opened = match &state {
+                    Some(Ok(opened)) => opened,
+                    Some(Err(tried)) => return Err(no_place(config, tried.clone())),
+                    None => {
+                        fresh = observe::state::open(&config.state_dir)
+                            .map_err(|tried| no_place(config, tried))?;
+                        &fresh
+                    }
+                };
+                judge_with_state(config, opened, &connections, &mut obs, network_deadline)?
+            }
             false => (Vec::new(), Vec::new()),
         };
     let skipped = matches!(obs.sampling, Some(Sampling::Skip { .. }));
     if judged.is_empty() && !config.consumers.is_empty() && !skipped {
-        mark_unobserved(config);
+        mark_unobserved(config, dir);
     }
     let healths: Vec<_> = judged
         .iter()
@@ -265,16 +283,15 @@ fn server_state(servers: &[ServerAnswer]) -> Option<ServerState> {
 
 /// The consumers and subscriptions, each judged against what the state dir kept from the
 /// last run; this run's samples, look, connections and causes are kept for the next.
+/// No place to keep samples (`opened` failing) is said by the caller at once, before the
+/// server is asked anything: no run could ever compare.
 fn judge_with_state(
     config: &CheckConfig,
+    opened: &Opened,
     connections: &Connections,
     obs: &mut Observations,
     deadline: Instant,
 ) -> Result<(Vec<JudgedConsumer>, Vec<JudgedSubscription>), Error> {
-    // No place to keep samples: no run could ever compare. Certain, so said at once,
-    // before the server is asked anything.
-    let opened =
-        observe::state::open(&config.state_dir).map_err(|tried| no_place(config, tried))?;
     let dir = &opened.dir;
     obs.state_dir = Some(StateDirUsed {
         path: dir.path.clone(),
@@ -554,11 +571,10 @@ impl Carry<'_> {
 /// The consumers were not asked (no connection to judge them by): each sample kept as the
 /// rules say (`consumer::unobserved`). Best effort: a state dir that cannot be used only loses
 /// the mark.
-fn mark_unobserved(config: &CheckConfig) {
-    let Ok(opened) = observe::state::open(&config.state_dir) else {
+fn mark_unobserved(config: &CheckConfig, dir: Option<&StateDir>) {
+    let Some(dir) = dir else {
         return;
     };
-    let dir = opened.dir;
     let server = observe::state::server_key(&config.servers, &config.js_api);
     for name in &config.consumers {
         if let Loaded::Sample(prev) = dir.load_sample(&server, name) {

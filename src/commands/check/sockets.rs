@@ -21,27 +21,22 @@ pub(super) struct Decided {
 /// The connections the last healthy run counted, where the state dir keeps them for these
 /// sockets (the ports, whose, which namespace).
 pub(super) struct Remembered<'a> {
-    dir: StateDir,
+    dir: &'a StateDir,
     of: Of<'a>,
     known: Vec<KnownSocket>,
 }
 
 impl<'a> Remembered<'a> {
-    /// What the state dir holds; None without a usable state dir (then every run walks, as a
-    /// socket check needs no state dir).
-    pub(super) fn load(config: &'a CheckConfig) -> Option<Remembered<'a>> {
-        let opened = observe::state::open(&config.state_dir).ok()?;
+    /// What the state dir holds (without a usable state dir nothing is loaded, and every run
+    /// walks, as a socket check needs no state dir).
+    pub(super) fn load(config: &'a CheckConfig, dir: &'a StateDir) -> Remembered<'a> {
         let of = Of::Sockets {
             ports: &config.policy.ports,
             owner: &config.owner,
             netns_of: config.netns_of,
         };
-        let known = observe::remembered::load_sockets(&opened.dir, of);
-        Some(Remembered {
-            dir: opened.dir,
-            of,
-            known,
-        })
+        let known = observe::remembered::load_sockets(dir, of);
+        Remembered { dir, of, known }
     }
 
     /// The run decided by asking the kernel for exactly the remembered connections, when
@@ -137,7 +132,7 @@ impl<'a> Remembered<'a> {
         }
         let keep = exact::remember(connections, &config.policy, owned);
         if keep != self.known {
-            let _ = observe::remembered::store_sockets(&self.dir, self.of, &keep);
+            let _ = observe::remembered::store_sockets(self.dir, self.of, &keep);
         }
     }
 }
