@@ -112,6 +112,8 @@ enum Role {
     Readiness,
     Startup,
     Init,
+    /// A native sidecar: an initContainer with `restartPolicy: Always` (`natsprobe serve`).
+    Sidecar,
     Main,
 }
 
@@ -123,8 +125,11 @@ struct Invocation {
     argv: Vec<String>,
     env: Vec<(String, String)>,
     uid: Option<u32>,
-    /// The probe's timing, for exec probes: periodSeconds, timeoutSeconds, failureThreshold.
+    /// The probe's timing, for probes: periodSeconds, timeoutSeconds, failureThreshold.
     timing: Option<(u64, u64, u64)>,
+    /// An httpGet probe's port and path; its argv, environment and user are the sidecar's
+    /// that answers it.
+    http: Option<(u16, String)>,
 }
 
 impl Invocation {
@@ -228,29 +233,75 @@ fn pods() -> Vec<Pod> {
                         env: env.clone(),
                         uid,
                         timing,
+                        http: None,
                     };
+                    // The sidecar's command runs before the probes that ask it.
+                    if init && c["restartPolicy"] == "Always" && is_probe(&command) {
+                        let mut argv = command.clone();
+                        argv.extend(strings(&c["args"]));
+                        pod.invocations.push(invocation(Role::Sidecar, argv, None));
+                    }
                     for (key, role) in [
                         ("livenessProbe", Role::Liveness),
                         ("readinessProbe", Role::Readiness),
                         ("startupProbe", Role::Startup),
                     ] {
                         let p = &c[key];
-                        let argv = strings(&p["exec"]["command"]);
-                        if !is_probe(&argv) {
-                            continue;
-                        }
                         let timing = (
                             p["periodSeconds"].as_u64().unwrap_or(10),
                             p["timeoutSeconds"].as_u64().unwrap_or(1),
                             p["failureThreshold"].as_u64().unwrap_or(3),
                         );
+                        let sidecar = pod.invocations.iter().find(|i| i.role == Role::Sidecar);
+                        if let (Some(_), Some(sidecar)) = (p.get("httpGet"), sidecar) {
+                            let sidecar = sidecar.clone();
+                            // A named port is the probed container's own.
+                            let port = match &p["httpGet"]["port"] {
+                                Value::Number(n) => n.as_u64().unwrap() as u16,
+                                Value::String(name) => c["ports"]
+                                    .as_array()
+                                    .and_then(|ports| {
+                                        ports.iter().find(|q| q["name"] == name.as_str())
+                                    })
+                                    .and_then(|q| q["containerPort"].as_u64())
+                                    .unwrap_or_else(|| {
+                                        panic!("{name}: no such port in {}", c["name"])
+                                    })
+                                    as u16,
+                                other => panic!("httpGet port {other}"),
+                            };
+                            let path = p["httpGet"]["path"].as_str().unwrap().to_string();
+                            // Another server's probe (the app's own HTTP port): not natsprobe's.
+                            let serves_on = sidecar
+                                .arg("--listen")
+                                .and_then(|l| l.rsplit(':').next())
+                                .map_or(8281, |p| p.parse().unwrap());
+                            if port != serves_on {
+                                continue;
+                            }
+                            if let Some(p) = sidecar.arg("--process") {
+                                process = p.to_string();
+                            }
+                            pod.invocations.push(Invocation {
+                                container: c["name"].as_str().unwrap().to_string(),
+                                role,
+                                timing: Some(timing),
+                                http: Some((port, path)),
+                                ..sidecar
+                            });
+                            continue;
+                        }
+                        let argv = strings(&p["exec"]["command"]);
+                        if !is_probe(&argv) {
+                            continue;
+                        }
                         let inv = invocation(role, argv, Some(timing));
                         if let Some(p) = inv.arg("--process") {
                             process = p.to_string();
                         }
                         pod.invocations.push(inv);
                     }
-                    if is_probe(&command) {
+                    if is_probe(&command) && c["restartPolicy"] != "Always" {
                         let mut argv = command.clone();
                         argv.extend(strings(&c["args"]));
                         let role = if init { Role::Init } else { Role::Main };
@@ -303,6 +354,17 @@ fn the_examples_validate_and_size_their_probes_by_the_rules() {
         let Some((period, timeout, threshold)) = inv.timing else {
             continue;
         };
+        if let Some((_, path)) = &inv.http {
+            // natsprobe's own livenessProbe restarts natsprobe alone: short, by design.
+            if path == "/selfz" {
+                assert!(
+                    period * threshold < 10,
+                    "{}: natsprobe's own probe must restart it well inside the app's",
+                    inv.file
+                );
+                continue;
+            }
+        }
         let probe_timeout = inv
             .arg("--timeout")
             .map(|t| natsprobe::config::duration::parse(t).unwrap())
@@ -461,6 +523,8 @@ struct LivePod<'a> {
     server_ip: String,
     dirs: BTreeMap<String, tempfile::TempDir>,
     apps: Vec<(String, Peer)>,
+    /// Each native sidecar (`natsprobe serve`), running.
+    sidecars: Vec<Peer>,
 }
 
 impl LivePod<'_> {
@@ -531,6 +595,7 @@ fn start_pod<'a>(c: &Cluster, pod: &'a Pod, subnet: u8) -> LivePod<'a> {
         server_ip,
         dirs,
         apps: vec![],
+        sidecars: vec![],
     };
     // The applications: a nats.go client per container, named as the container's process,
     // as its user; the one a livenessProbe watches gives up after 2 failed reconnects (the
@@ -581,7 +646,52 @@ fn start_pod<'a>(c: &Cluster, pod: &'a Pod, subnet: u8) -> LivePod<'a> {
         peer.wait_for("ready", S10);
         live.apps.push((container.name.clone(), peer));
     }
+    for inv in pod.invocations.iter().filter(|i| i.role == Role::Sidecar) {
+        let container = live.container(&inv.container);
+        let args: Vec<String> = inv.argv[1..]
+            .iter()
+            .map(|a| live.substitute(c, &container.mounts, a))
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let env: Vec<(String, String)> = inv
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), live.substitute(c, &container.mounts, v)))
+            .collect();
+        let mut peer = Peer::spawn_env(Some(&live.ns), &static_binary(), &args, inv.uid, &env);
+        peer.wait_for("natsprobe serve: answering on", S10);
+        live.sidecars.push(peer);
+    }
     live
+}
+
+impl LivePod<'_> {
+    /// An httpGet probe as the kubelet makes it, in the pod's namespace: the status and the
+    /// body's first line, once the answer is `want` (the looks take up to `--every` to see a
+    /// change), or the last answer after 15 s.
+    fn get_until(&self, inv: &Invocation, want: u16) -> (u16, String) {
+        let (port, path) = inv.http.clone().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let (port, path) = (port, path.clone());
+            let got = self.ns.run(move || {
+                use std::io::{Read, Write};
+                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+                let request = format!("GET {path} HTTP/1.1\r\nHost: pod\r\nUser-Agent: kube-probe/1.31\r\nConnection: close\r\n\r\n");
+                s.write_all(request.as_bytes()).unwrap();
+                let mut out = String::new();
+                let _ = s.read_to_string(&mut out);
+                let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+                let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+                (status, body.lines().next().unwrap_or_default().to_string())
+            });
+            if got.0 == want || std::time::Instant::now() >= deadline {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 /// Every natsprobe command of every example pod, run as its manifest says: healthy while the
@@ -614,7 +724,24 @@ fn every_natsprobe_command_in_the_examples_runs() {
             run.expect(0);
             ran += 1;
         }
-        for inv in pod.pod.invocations.iter().filter(|i| i.role != Role::Init) {
+        for inv in pod.pod.invocations.iter().filter(|i| i.http.is_some()) {
+            let (status, line) = pod.get_until(inv, 200);
+            println!(
+                "example | {} {} httpGet {} healthy | {status} {line}",
+                inv.file,
+                inv.container,
+                inv.http.as_ref().unwrap().1
+            );
+            assert_eq!(status, 200, "{line}");
+            assert!(line.starts_with("healthy: "), "{line}");
+            ran += 1;
+        }
+        for inv in pod
+            .pod
+            .invocations
+            .iter()
+            .filter(|i| !matches!(i.role, Role::Init | Role::Sidecar) && i.http.is_none())
+        {
             let run = pod.run(&c, inv);
             println!(
                 "example | {} {} healthy | {}",
@@ -662,6 +789,26 @@ fn every_natsprobe_command_in_the_examples_runs() {
             .iter()
             .filter(|i| i.role == Role::Liveness)
         {
+            if let Some((_, path)) = &inv.http {
+                let self_probe = path == "/selfz";
+                let (status, line) = pod.get_until(inv, if self_probe { 200 } else { 503 });
+                println!(
+                    "example | {} {} httpGet {path} gave up | {status} {line}",
+                    inv.file, inv.container
+                );
+                if self_probe {
+                    assert_eq!(status, 200, "{line}");
+                } else {
+                    assert_eq!(status, 503, "{line}");
+                    assert!(
+                        line.starts_with("unhealthy: client holds no connection while nats://")
+                            && line.contains("answers (nats-server 2.10.26)"),
+                        "{line}"
+                    );
+                }
+                ran += 1;
+                continue;
+            }
             let run = pod.run(&c, inv);
             println!(
                 "example | {} {} gave up | {}",

@@ -17,6 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// `check` and `diagnose`: their largest legitimate need is a page of the server's
 /// connection list (about 300 KB); 32 MiB is two orders above it.
 pub const CHECK: usize = 32 << 20;
+/// `serve`: what its looks left (a check's answer, at most `observe::look::MOST_OUTPUT`, and
+/// the buffers it is read into) and its connections at their largest
+/// (`commands::serve::MOST_CONNECTIONS`, each a whole request and the largest answer): about
+/// 9 MiB at worst, 16 MiB with room. Flat: nothing it keeps grows with time.
+pub const SERVE: usize = 16 << 20;
 /// `guard`, before any durable: the pages in flight (16 streams' pages at once, each answer
 /// at most `observe::listing::MAX_ANSWER`, 8 MiB, and what decoding it takes) and the
 /// advisories' counts.

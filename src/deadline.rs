@@ -39,10 +39,11 @@ pub enum Phase {
     ComparingSamples,
     Waiting,
     AskingConnections,
+    Serving,
 }
 
 impl Phase {
-    const ALL: [Phase; 9] = [
+    const ALL: [Phase; 10] = [
         Phase::Starting,
         Phase::LookingUpProcess,
         Phase::ReadingDescriptors,
@@ -52,6 +53,7 @@ impl Phase {
         Phase::ComparingSamples,
         Phase::Waiting,
         Phase::AskingConnections,
+        Phase::Serving,
     ];
 
     /// Whether the run is reading this pod's own tables (its processes, their descriptors,
@@ -77,6 +79,7 @@ impl Phase {
             Phase::ComparingSamples => "comparing with the previous samples",
             Phase::Waiting => "waiting between the two looks",
             Phase::AskingConnections => "asking the server for its connection list",
+            Phase::Serving => "serving",
         }
     }
 }

@@ -451,7 +451,7 @@ mod tests {
         for sub in cli.get_subcommands() {
             for arg in sub.get_arguments() {
                 let Some(long) = arg.get_long() else { continue };
-                if ["help", "version"].contains(&long) {
+                if ["help", "version"].contains(&long) || arg.is_hide_set() {
                     continue;
                 }
                 // In the first cell of a table's row.

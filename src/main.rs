@@ -23,6 +23,11 @@ const PRINT_MARGIN: Duration = Duration::from_millis(5);
 
 fn main() -> ExitCode {
     let started = Instant::now();
+    // One of `serve`'s looks (`serve --look …`, as serve starts it): the OOM killer's first
+    // choice, marked before it allocates anything.
+    if std::env::args_os().nth(2).is_some_and(|a| a == "--look") {
+        natsprobe::observe::look::first_for_the_oom_killer();
+    }
     // With panic=abort a panic would end the probe with SIGABRT and no word of why.
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(
@@ -75,6 +80,15 @@ fn main() -> ExitCode {
                 std::io::stdout().is_terminal() && env("NO_COLOR").is_none_or(|v| v.is_empty());
             run_check(config, started, Some(colour))
         }),
+        Command::Serve(serve) => {
+            let json = serve.check.json;
+            match serve.validate(&env) {
+                // A look: one check, answering `serve` in JSON.
+                Ok(config) if config.look.is_some() => run_check(config.check, started, None),
+                Ok(config) => run_serve(config, &args[2..]),
+                Err(e) => failure(e, json),
+            }
+        }
         Command::Install(args) => match commands::install::run(&args.dest) {
             Ok(done) => Outcome {
                 text: Text::Line(format!(
@@ -157,6 +171,31 @@ impl Memory {
     }
 }
 
+/// The deadline's line and the memory budget's are made in advance, by the one formatter,
+/// around a marker for the phase.
+const MARK: &str = "<<phase>>";
+
+fn prepared(message: String, json: bool) -> (String, String) {
+    let text = report::error(&cli::describe(&Error::CannotEvaluate(message)), json);
+    let (prefix, suffix) = text
+        .split_once(MARK)
+        .expect("the marker survives both formats");
+    (prefix.to_string(), format!("{suffix}\n"))
+}
+
+/// Sets the run's memory budget, its line made now (`budget`).
+fn budgeted(memory: Memory, json: bool) {
+    let (prefix, suffix) = prepared(
+        format!(
+            "more than {} of memory needed while {MARK} (a server sending without end?)",
+            memory.named
+        ),
+        json,
+    );
+    deadline::prepare_budget_message(prefix, suffix);
+    budget::set_limit(memory.bytes);
+}
+
 /// Runs `work` under the run's deadline (see `deadline`): it answers by `timeout` whatever
 /// the work is blocked on.
 fn under_deadline<T>(
@@ -168,22 +207,7 @@ fn under_deadline<T>(
     work: impl FnOnce(Instant) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
-    // The deadline's line and the memory budget's are made now, by the one formatter, around
-    // a marker for the phase.
-    const MARK: &str = "<<phase>>";
-    let prepared = |message: String| {
-        let text = report::error(&cli::describe(&Error::CannotEvaluate(message)), json);
-        let (prefix, suffix) = text
-            .split_once(MARK)
-            .expect("the marker survives both formats");
-        (prefix.to_string(), format!("{suffix}\n"))
-    };
-    let (budget_prefix, budget_suffix) = prepared(format!(
-        "more than {} of memory needed while {MARK} (a server sending without end?)",
-        memory.named
-    ));
-    deadline::prepare_budget_message(budget_prefix, budget_suffix);
-    budget::set_limit(memory.bytes);
+    budgeted(memory, json);
     if let Some(cut) = cut_short {
         let text = report::cut_short(
             &format!("not judged: {named} passed while {MARK} (NATS answered too late: a restart would not help)"),
@@ -196,7 +220,7 @@ fn under_deadline<T>(
         let code = natsprobe::exit::Exit::from(cut.health).code();
         deadline::prepare_not_judged(prefix.to_string(), format!("{suffix}\n"), code);
     }
-    let (prefix, suffix) = prepared(format!("{named} passed while {MARK}"));
+    let (prefix, suffix) = prepared(format!("{named} passed while {MARK}"), json);
     let armed = deadline::arm(
         deadline.saturating_duration_since(Instant::now()),
         prefix,
@@ -250,6 +274,30 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
         text: Text::Line(text),
         to_stderr: false,
         exit: health.into(),
+    }
+}
+
+/// `serve` runs until a signal ends it; it returns only when it cannot start (its address
+/// taken, say): exit 2 or 3, as for any other command. Its memory is budgeted as a run's is;
+/// its log (`kubectl logs`) is where the reason behind a failed probe is written, since the
+/// kubelet's event for an httpGet probe names only the status code.
+fn run_serve(config: natsprobe::config::ServeConfig, look_args: &[std::ffi::OsString]) -> Outcome {
+    fn log_line(line: &str) {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+    let json = config.check.json;
+    commands::serve::end_on_signals();
+    budgeted(
+        Memory {
+            bytes: budget::SERVE,
+            named: format!("{} MiB", budget::SERVE >> 20),
+        },
+        json,
+    );
+    deadline::set_phase(deadline::Phase::Serving);
+    match commands::serve::run(&config, look_args, &log_line) {
+        Ok(never) => match never {},
+        Err(e) => failure(e, json),
     }
 }
 

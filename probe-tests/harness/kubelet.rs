@@ -1,5 +1,5 @@
-//! A kubelet for one container with an exec livenessProbe, on a scaled clock: it runs the
-//! probe every `period` with `timeout` (SIGKILL when it overstays, counted as a failure),
+//! A kubelet for one container with an exec or httpGet livenessProbe, on a scaled clock: it
+//! runs the probe every `period` with `timeout` (SIGKILL when it overstays, counted as a failure),
 //! counts `failure_threshold` consecutive failures, then kills the container (SIGTERM, grace,
 //! SIGKILL) and starts it again under the kubelet's restart back-off, logging events the
 //! way `kubectl describe pod` shows them.
@@ -13,6 +13,13 @@
 //! `flowcontrol.Backoff`): the first restart is immediate, the next waits 10 s, then 20 s,
 //! doubling to 300 s; a container that ran 10 minutes (2 × the maximum) without dying
 //! starts over. A container that exits on its own is restarted the same way.
+//!
+//! An httpGet probe is made as the kubelet's prober makes it (pkg/probe/http): a new
+//! connection each time (keep-alives off), `GET` with `User-Agent: kube-probe/…`, the whole
+//! exchange within `timeoutSeconds`; a status from 200 to 399 passes; the event for a failure
+//! names only the status code, or the connection's error. A native sidecar (an
+//! initContainer with `restartPolicy: Always`) is a second `Kubelet` for its own container:
+//! the kubelet probes and restarts each container of a pod on its own.
 
 use super::Peer;
 use std::process::{Command, Stdio};
@@ -86,6 +93,24 @@ impl Shared {
 }
 
 pub type ProbeCommand = Box<dyn Fn() -> Command + Send>;
+/// An httpGet probe: one request within the timeout; Ok with the body's first line when the
+/// status passes, Err with the kubelet's words when not.
+pub type HttpProbe = Box<dyn Fn(Duration) -> Result<String, String> + Send>;
+
+/// A probe's action.
+enum Action {
+    Exec(ProbeCommand),
+    Http(HttpProbe),
+}
+
+impl Action {
+    fn once(&self, timeout: Duration) -> Result<String, String> {
+        match self {
+            Action::Exec(command) => probe_once(command, timeout),
+            Action::Http(get) => get(timeout),
+        }
+    }
+}
 pub type Container = Box<dyn FnMut() -> Peer + Send>;
 
 /// A startupProbe: its periodSeconds, failureThreshold and command (its timeout is the
@@ -94,6 +119,13 @@ pub struct Startup {
     pub period: Duration,
     pub failure_threshold: u32,
     pub probe: ProbeCommand,
+}
+
+/// A startupProbe with an httpGet action.
+pub struct HttpStartup {
+    pub period: Duration,
+    pub failure_threshold: u32,
+    pub probe: HttpProbe,
 }
 
 pub struct Kubelet {
@@ -111,6 +143,27 @@ impl Kubelet {
         spec: Spec,
         startup: Option<Startup>,
         probe: ProbeCommand,
+        container: Container,
+    ) -> Kubelet {
+        let startup = startup.map(|s| (s.period, s.failure_threshold, Action::Exec(s.probe)));
+        Kubelet::starting(spec, startup, Action::Exec(probe), container)
+    }
+
+    /// As `start_with`, with httpGet probes.
+    pub fn start_http(
+        spec: Spec,
+        startup: Option<HttpStartup>,
+        probe: HttpProbe,
+        container: Container,
+    ) -> Kubelet {
+        let startup = startup.map(|s| (s.period, s.failure_threshold, Action::Http(s.probe)));
+        Kubelet::starting(spec, startup, Action::Http(probe), container)
+    }
+
+    fn starting(
+        spec: Spec,
+        startup: Option<(Duration, u32, Action)>,
+        probe: Action,
         mut container: Container,
     ) -> Kubelet {
         let shared = Arc::new(Shared {
@@ -221,8 +274,8 @@ impl Backoff {
 fn run(
     shared: &Shared,
     spec: &Spec,
-    startup: Option<Startup>,
-    probe: ProbeCommand,
+    startup: Option<(Duration, u32, Action)>,
+    probe: Action,
     mut container: Container,
 ) {
     let mut backoff = Backoff {
@@ -235,7 +288,7 @@ fn run(
     let mut starting = startup.is_some();
     // The probe that runs now: its name in events, command, period and failureThreshold.
     let current = |starting: bool| match (&startup, starting) {
-        (Some(s), true) => ("Startup", &s.probe, s.period, s.failure_threshold),
+        (Some((period, threshold, action)), true) => ("Startup", action, *period, *threshold),
         _ => ("Liveness", &probe, spec.period, spec.failure_threshold),
     };
     let mut next_probe = Instant::now() + current(starting).2;
@@ -253,7 +306,7 @@ fn run(
             true
         } else {
             next_probe = (next_probe + period).max(Instant::now());
-            let ran = probe_once(command, spec.timeout);
+            let ran = command.once(spec.timeout);
             let line = ran.clone().unwrap_or_else(|e| e);
             shared.probed.lock().unwrap().push((
                 Instant::now(),
@@ -371,6 +424,81 @@ fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Result<String, String>
             return Err(format!("command timed out after {timeout:?}"));
         }
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// An httpGet probe of `http://127.0.0.1:PORT/PATH` in `ns`, the pod's network namespace (the
+/// kubelet dials the pod's address from the node; inside the namespace, loopback is the same
+/// listener for a server on every address).
+pub fn http_get(ns: &super::NetNs, port: u16, path: &str) -> HttpProbe {
+    let file = ns.file();
+    let path = path.to_string();
+    Box::new(move |timeout| {
+        let (file, path) = (Arc::clone(&file), path.clone());
+        std::thread::spawn(move || {
+            use std::os::fd::AsRawFd;
+            // SAFETY: setns on this thread only, to a namespace file held open.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            get(port, &path, timeout).map(|(_, body)| body)
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+/// One GET as the kubelet's prober makes it: Ok((status, first line of the body)) for a status
+/// from 200 to 399; Err with the event's words otherwise.
+pub fn get(port: u16, path: &str, timeout: Duration) -> Result<(u16, String), String> {
+    use std::io::{Read, Write};
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let deadline = Instant::now() + timeout;
+    let exceeded = || {
+        format!("Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("Get \"{url}\": dial tcp {addr}: connect: {e}"))?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: kube-probe/1.31\r\nAccept: */*\r\nConnection: close\r\nAccept-Encoding: gzip\r\n\r\n"
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("Get \"{url}\": {e}"))?;
+    let mut response = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(exceeded());
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => response.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(exceeded())
+            }
+            Err(e) => return Err(format!("Get \"{url}\": read: {e}")),
+        }
+    }
+    let text = String::from_utf8_lossy(&response);
+    let status: u16 = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("Get \"{url}\": malformed HTTP response"))?;
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let first = body.lines().next().unwrap_or_default().to_string();
+    if (200..400).contains(&status) {
+        Ok((status, first))
+    } else {
+        Err(format!("HTTP probe failed with statuscode: {status}"))
     }
 }
 

@@ -16,6 +16,7 @@ pub mod pods;
 pub mod probe;
 pub mod responder;
 pub mod rootfs;
+pub mod runc;
 pub mod server;
 pub mod service;
 pub mod topology;

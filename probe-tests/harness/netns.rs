@@ -61,6 +61,11 @@ impl NetNs {
         String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
     }
 
+    /// The namespace's file, held open, for a thread that enters it itself.
+    pub fn file(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+
     /// The namespace's file, for a program that enters it itself.
     pub fn path(&self) -> String {
         format!("/run/netns/{}", self.name)

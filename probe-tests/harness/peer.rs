@@ -69,10 +69,22 @@ impl Peer {
 
     /// As `spawn_as`, as user (and group) `uid` when given: a pod's non-root client.
     pub fn spawn_user(ns: Option<&NetNs>, exe: &Path, args: &[&str], uid: Option<u32>) -> Peer {
+        Peer::spawn_env(ns, exe, args, uid, &[])
+    }
+
+    /// As `spawn_user`, with these environment variables added.
+    pub fn spawn_env(
+        ns: Option<&NetNs>,
+        exe: &Path,
+        args: &[&str],
+        uid: Option<u32>,
+        env: &[(String, String)],
+    ) -> Peer {
         let mut cmd = match ns {
             Some(ns) => ns.command(exe),
             None => Command::new(exe),
         };
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         // After the namespace's setns (which needs root): pre_exec closures run in order.
         if let Some(uid) = uid {
             use std::os::unix::process::CommandExt;

@@ -7,10 +7,12 @@
 mod check;
 mod guard;
 mod nats;
+mod serve;
 
 pub use check::{CheckArgs, HalfOpenAfter, ReaderArg, WhenDownArg};
 pub use guard::GuardArgs;
 pub use nats::{AuthArgs, JsArgs};
+pub use serve::{LookArg, ServeArgs};
 
 use crate::config::Setting;
 use crate::error::Error;
@@ -56,6 +58,10 @@ pub enum Command {
     /// with its holder and traffic, every server's answer, each consumer's facts, and what to
     /// do. Takes the check's options; exits as the check would
     Diagnose(CheckArgs),
+    /// Answer the kubelet's httpGet probes with the check's verdict, from memory: the check
+    /// runs in the background every --every, the probes read its last answer (GET /livez,
+    /// /startupz with --startup, and /selfz for natsprobe's own livenessProbe)
+    Serve(ServeArgs),
     /// Copy this executable to DEST (a file, or a directory to put `natsprobe` in), atomically,
     /// mode 0755: for an initContainer filling a shared emptyDir
     Install(InstallArgs),
@@ -280,7 +286,7 @@ mod tests {
         for sub in command.get_subcommands() {
             for arg in sub.get_arguments() {
                 let Some(long) = arg.get_long() else { continue };
-                if matches!(long, "help" | "version") {
+                if matches!(long, "help" | "version") || arg.is_hide_set() {
                     continue;
                 }
                 let expected = format!("NATSPROBE_{}", long.to_uppercase().replace('-', "_"));

@@ -5,3 +5,4 @@ pub mod check;
 pub mod diagnose;
 pub mod guard;
 pub mod install;
+pub mod serve;

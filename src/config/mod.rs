@@ -110,3 +110,24 @@ pub enum Setting {
     /// `--state-dir`, or the default places for samples when none was given.
     StateDir,
 }
+
+/// A validated `serve`.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// What each look checks (as `check` would with the same flags).
+    pub check: CheckConfig,
+    pub listen: std::net::SocketAddr,
+    /// How often a look starts.
+    pub every: Duration,
+    /// `--startup`: the startup path answers, and the looks carry its meaning until one passes.
+    pub startup: bool,
+    /// Set in a look's own process: run one check and print its JSON.
+    pub look: Option<Look>,
+}
+
+/// Which meaning a look carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    Live,
+    Startup,
+}

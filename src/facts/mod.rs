@@ -3,11 +3,13 @@
 
 mod jetstream;
 mod observations;
+mod serve;
 mod server;
 mod sockets;
 
 pub use jetstream::*;
 pub use observations::*;
+pub use serve::{Ended, Judged, ProbePath, Refusal, Request};
 pub use server::*;
 pub use sockets::*;
 

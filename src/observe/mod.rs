@@ -7,8 +7,10 @@
 pub mod account;
 pub mod advisories;
 pub mod connz;
+pub mod http;
 pub mod jetstream;
 pub mod listing;
+pub mod look;
 pub mod nats;
 pub mod remembered;
 pub mod server;

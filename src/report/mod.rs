@@ -8,6 +8,7 @@ pub mod guard;
 pub mod human;
 pub mod input;
 pub mod remembered;
+pub mod serve;
 pub mod words;
 
 use serde::Serialize;

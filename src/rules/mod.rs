@@ -16,4 +16,5 @@ pub mod look;
 pub mod remembered;
 pub mod restart;
 pub mod retention;
+pub mod serve;
 pub mod subscription;

@@ -1,0 +1,70 @@
+//! What `serve` knows of its looks: how each ended. A look is one `check`, run as a child
+//! process of `serve` with the same flags; its answer is the check's JSON document and exit
+//! code, exactly as the exec probe would have given them.
+
+/// How one look ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// The check ran to its end and answered: its exit code, its one line, its JSON document.
+    Judged(Judged),
+    /// natsprobe's own trouble: the look could not start, was killed (by a signal, by the
+    /// kernel's OOM killer, by `serve` when it overstayed its `--timeout`), or answered
+    /// something that is not a check's answer. What happened, in words.
+    Trouble(String),
+}
+
+/// A look the check itself answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// The exit code the exec probe would have returned (0 healthy, 1 unhealthy, 2
+    /// configuration error, 3 could not evaluate).
+    pub code: u8,
+    /// The check's verdict word (`healthy`, `unhealthy`, `configuration_error`, `error`) and
+    /// its evidence, from which the one line is made as the exec probe makes it.
+    pub verdict: String,
+    pub summary: String,
+    /// The check's JSON document, as the check printed it.
+    pub json: String,
+    /// Whether the look carried `--startup`'s meaning.
+    pub startup: bool,
+}
+
+/// Which of `serve`'s paths a probe asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbePath {
+    /// `/livez`: the app container's livenessProbe.
+    Live,
+    /// `/startupz`: the app container's startupProbe (`serve --startup`).
+    Startup,
+    /// `/selfz`: natsprobe's own livenessProbe (are its looks moving?).
+    Own,
+}
+
+/// One HTTP request, as `serve` read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// A probe path, asked for by GET (or HEAD: the same answer without its body), in JSON
+    /// (`?format=json` or `Accept: application/json`) or as the line.
+    Probe {
+        path: ProbePath,
+        json: bool,
+        head: bool,
+    },
+    /// Anything else, refused.
+    Refused(Refusal),
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not HTTP/1.x as a probe sends it.
+    BadRequest,
+    /// A method other than GET or HEAD.
+    Method,
+    /// A path `serve` does not answer.
+    NotFound,
+    /// `/startupz` without `serve --startup`.
+    StartupNotAsked,
+    /// The request line and headers longer than `serve` reads.
+    TooLarge,
+}

@@ -1,0 +1,278 @@
+//! `serve`'s one rule: which answer a probe gets from what the looks left, without waiting on
+//! anything. The principle (docs/serve.md): **a probe gets the freshest verdict a look
+//! reached while it stands; natsprobe's own trouble is never a failure of the app.** A
+//! verdict stands for `stale_after`: across one look that could not end as a check ends, so a
+//! fault once seen keeps being reported through natsprobe's own trouble while its evidence
+//! is fresh. Past it, or before the first look, the answer is "not judged" (pass), and only
+//! natsprobe's own path fails.
+
+use crate::facts::{Ended, Judged};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the kubelet asks.
+pub use crate::facts::ProbePath as Path;
+
+/// What `serve` holds when a probe asks, as ages (the command reads the clock).
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    /// The last look the check answered, and how long ago it ended.
+    pub judged: Option<(&'a Judged, Duration)>,
+    /// natsprobe's own trouble in the last look, when it ended after `judged`'s, and how long
+    /// ago.
+    pub trouble: Option<(&'a str, Duration)>,
+    /// How long ago the looks last moved: a look ended, or `serve` started.
+    pub beat: Duration,
+}
+
+/// What the looks left, kept by `serve` between them; times are since `serve` started. Cheap
+/// to clone (two pointers): a probe copies it and lets go of the lock before it judges.
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    /// The last look the check answered, and when it ended.
+    pub judged: Option<(Arc<Judged>, Duration)>,
+    /// natsprobe's own trouble in a look that ended after `judged`'s, and when.
+    pub trouble: Option<(Arc<str>, Duration)>,
+    /// When a look last ended (zero: none yet, since `serve` started).
+    pub beat: Duration,
+    /// A look with `--startup`'s meaning has passed.
+    pub startup_passed: bool,
+}
+
+impl Memory {
+    /// A look ended at `at`: a verdict replaces the last one and clears the trouble after it;
+    /// trouble is kept beside the verdict, which it neither replaces nor refreshes.
+    pub fn ended(&mut self, ended: Ended, at: Duration) {
+        match ended {
+            Ended::Judged(judged) => {
+                self.startup_passed |= judged.startup && judged.code == 0;
+                self.judged = Some((Arc::new(judged), at));
+                self.trouble = None;
+            }
+            Ended::Trouble(what) => self.trouble = Some((Arc::from(what), at)),
+        }
+        self.beat = at;
+    }
+
+    /// What a probe at `now` reads, as ages.
+    pub fn held(&self, now: Duration) -> Held<'_> {
+        Held {
+            judged: self
+                .judged
+                .as_ref()
+                .map(|(j, at)| (&**j, now.saturating_sub(*at))),
+            trouble: self
+                .trouble
+                .as_ref()
+                .map(|(t, at)| (&**t, now.saturating_sub(*at))),
+            beat: now.saturating_sub(self.beat),
+        }
+    }
+}
+
+/// Why a probe is not judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotJudged<'a> {
+    /// No look has ended yet.
+    FirstLook { since: Duration },
+    /// The last look ended in natsprobe's own trouble.
+    Trouble { what: &'a str, age: Duration },
+    /// No look has ended for longer than a verdict stands: the looks are stuck.
+    Stalled { beat: Duration },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer<'a> {
+    /// The check's verdict, `age` old: passes exactly when the exec probe would have.
+    Verdict { judged: &'a Judged, age: Duration },
+    /// Not judged: a restart of the app would not help. Passes, except a startup probe
+    /// before the first look (the app has not been judged started).
+    NotJudged { why: NotJudged<'a>, path: Path },
+    /// natsprobe's own path: its looks move (pass) or are stalled (fail: restart natsprobe).
+    Own { beat: Duration, stalled: bool },
+}
+
+impl Answer<'_> {
+    pub fn passes(&self) -> bool {
+        match self {
+            Answer::Verdict { judged, .. } => judged.code == 0,
+            Answer::NotJudged { why, path } => {
+                !(matches!(why, NotJudged::FirstLook { .. }) && *path == Path::Startup)
+            }
+            Answer::Own { stalled, .. } => !stalled,
+        }
+    }
+}
+
+/// How long a verdict stands: until the look after a lost one has ended. A look starts every
+/// `every`, or when the last ended, and takes at most `look` (its `--timeout` and the grace
+/// `serve` gives it before it kills it); after the verdict's look, a lost one and the next,
+/// each as long as it may take. A look that cannot end as a check does (killed, unreadable)
+/// so leaves the last verdict standing until the next one.
+pub fn stale_after(every: Duration, look: Duration) -> Duration {
+    every + every.max(look) + look
+}
+
+/// The answer to `path`, from what the looks left.
+pub fn answer<'a>(path: Path, held: &Held<'a>, stale_after: Duration) -> Answer<'a> {
+    let stalled = held.beat > stale_after;
+    if path == Path::Own {
+        return Answer::Own {
+            beat: held.beat,
+            stalled,
+        };
+    }
+    if let Some((judged, age)) = held.judged {
+        if age <= stale_after {
+            return Answer::Verdict { judged, age };
+        }
+    }
+    let why = if stalled {
+        NotJudged::Stalled { beat: held.beat }
+    } else if let Some((what, age)) = held.trouble {
+        NotJudged::Trouble { what, age }
+    } else {
+        NotJudged::FirstLook { since: held.beat }
+    };
+    Answer::NotJudged { why, path }
+}
+
+/// The memory a look needs beside `serve` in its container: a check's peak, a few MiB with
+/// its binary's pages shared with `serve`'s, and room to spare.
+pub const ROOM_FOR_A_LOOK: u64 = 4 << 20;
+
+/// Whether a look may start, given the container's memory limit and usage (bytes), where it
+/// has one: a look started without room would be the OOM killer's, at best, and `serve`
+/// could go with it. Not started, it is natsprobe's own trouble, as a killed one is.
+pub fn room_to_look(memory: Option<(u64, u64)>) -> bool {
+    memory.is_none_or(|(limit, usage)| limit.saturating_sub(usage) >= ROOM_FOR_A_LOOK)
+}
+
+/// The looks' meaning: `--startup`'s while it was asked for and no startup look has passed.
+pub fn look_is_startup(startup: bool, startup_passed: bool) -> bool {
+    startup && !startup_passed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(code: u8) -> Judged {
+        Judged {
+            code,
+            verdict: if code == 0 { "healthy" } else { "unhealthy" }.into(),
+            summary: "x".into(),
+            json: "{}".into(),
+            startup: false,
+        }
+    }
+
+    const S: Duration = Duration::from_secs(12);
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn a_fresh_verdict_is_the_answer_both_ways() {
+        for code in [0, 1, 2, 3] {
+            let j = judged(code);
+            let held = Held {
+                judged: Some((&j, secs(3))),
+                trouble: None,
+                beat: secs(3),
+            };
+            for path in [Path::Live, Path::Startup] {
+                let a = answer(path, &held, S);
+                assert_eq!(a.passes(), code == 0, "{path:?} {code}");
+                assert!(matches!(a, Answer::Verdict { .. }));
+            }
+        }
+    }
+
+    /// A fault once seen keeps being reported through natsprobe's own trouble while its
+    /// evidence is fresh; past that, not judged.
+    #[test]
+    fn own_trouble_neither_resets_nor_latches_a_fault() {
+        let j = judged(1);
+        let held = Held {
+            judged: Some((&j, secs(9))),
+            trouble: Some(("killed by signal 9", secs(1))),
+            beat: secs(1),
+        };
+        assert!(!answer(Path::Live, &held, S).passes());
+        let held = Held {
+            judged: Some((&j, secs(13))),
+            ..held
+        };
+        let a = answer(Path::Live, &held, S);
+        assert!(a.passes());
+        assert!(matches!(
+            a,
+            Answer::NotJudged {
+                why: NotJudged::Trouble { .. },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn stalled_looks_pass_the_app_and_fail_natsprobe() {
+        let j = judged(1);
+        let held = Held {
+            judged: Some((&j, secs(20))),
+            trouble: None,
+            beat: secs(20),
+        };
+        for path in [Path::Live, Path::Startup] {
+            let a = answer(path, &held, S);
+            assert!(a.passes(), "{path:?}");
+            assert!(matches!(
+                a,
+                Answer::NotJudged {
+                    why: NotJudged::Stalled { .. },
+                    ..
+                }
+            ));
+        }
+        assert!(!answer(Path::Own, &held, S).passes());
+        let moving = Held {
+            beat: secs(2),
+            ..held
+        };
+        assert!(answer(Path::Own, &moving, S).passes());
+    }
+
+    #[test]
+    fn before_the_first_look_only_startup_waits() {
+        let held = Held {
+            judged: None,
+            trouble: None,
+            beat: secs(0),
+        };
+        assert!(answer(Path::Live, &held, S).passes());
+        assert!(!answer(Path::Startup, &held, S).passes());
+        assert!(answer(Path::Own, &held, S).passes());
+        let troubled = Held {
+            trouble: Some(("could not start", secs(0))),
+            ..held
+        };
+        assert!(answer(Path::Startup, &troubled, S).passes());
+    }
+
+    #[test]
+    fn the_bound_spans_one_lost_look() {
+        assert_eq!(
+            stale_after(secs(5), Duration::from_millis(1_800)),
+            Duration::from_millis(11_800)
+        );
+        assert_eq!(stale_after(secs(1), secs(3)), secs(7));
+        assert!(room_to_look(None));
+        assert!(room_to_look(Some((32 << 20, 8 << 20))));
+        assert!(!room_to_look(Some((8 << 20, 5 << 20))));
+        assert!(!room_to_look(Some((4 << 20, 5 << 20))));
+        assert!(look_is_startup(true, false));
+        assert!(!look_is_startup(true, true));
+        assert!(!look_is_startup(false, false));
+    }
+}
