@@ -4,7 +4,9 @@
 //! allow; a `tcpSocket` probe and the grep one-liner, in worlds of their own under the same
 //! script, for comparison.
 
-use crate::harness::chaos::{bounds_table, chaos_drill, stalls_line, Checker, Figures, Timings};
+use crate::harness::chaos::{
+    bounds_table, chaos_drill, chaos_drill_of, stalls_line, Checker, Figures, Timings,
+};
 
 #[test]
 fn the_chaos_drill() {
@@ -90,6 +92,72 @@ fn the_chaos_drill() {
         .find(|t| t.checker == Checker::Grep)
         .unwrap();
     assert!(grep.useless().1 >= 1, "{}", report());
+}
+
+/// The same script in a world where natsprobe runs as `natsprobe serve` in a native sidecar
+/// and the kubelet's probes are httpGet: no restart that did not help, none missed, each
+/// within its bound (the exec probe's, and a look's staleness); natsprobe's own container is
+/// restarted alone, if at all.
+#[test]
+fn the_chaos_drill_behind_serve() {
+    let _serial = crate::harness::timing_lock();
+    let t = Timings::scaled();
+    let outcome = chaos_drill_of(&t, &[Checker::Serve]);
+    let figures = Figures(&outcome.tallies, &t);
+    let notes = figures.notes();
+    let tables = format!(
+        "{}\n{}\n\n{}\n{}\nInjections seen:\n{}\n{}",
+        figures.settings(),
+        stalls_line(&outcome.stalls),
+        figures.by_fault(),
+        figures.summary(),
+        figures.shown(),
+        notes
+    );
+    println!("chaos drill behind serve ({:?}):\n{tables}", outcome.took);
+    let serve = &outcome.tallies[0];
+    let report = || {
+        let logs = std::env::temp_dir().join(format!(
+            "natsprobe-chaos-drill-serve-{}.log",
+            std::process::id()
+        ));
+        let all: String = serve
+            .logs
+            .iter()
+            .map(|(pod, log)| format!("=== {pod}\n{log}\n"))
+            .collect();
+        std::fs::write(&logs, format!("{tables}\n{all}")).unwrap();
+        format!(
+            "{tables}\n(every pod's events and lines: {})",
+            logs.display()
+        )
+    };
+    let unshown = serve.unshown();
+    assert!(
+        unshown.is_empty(),
+        "injections not seen to take effect: {unshown:?}\n{}",
+        report()
+    );
+    let (working, nats) = serve.useless();
+    assert!(
+        working + nats == 0 && serve.missed().is_empty() && serve.late().is_empty(),
+        "natsprobe serve missed a goal:\n{notes}\n{}",
+        report()
+    );
+    let unserved: Vec<_> = serve
+        .served
+        .iter()
+        .filter(|s| s.working_after.is_none())
+        .collect();
+    assert!(
+        unserved.is_empty(),
+        "pods left unrestarted: {unserved:?}\n{}",
+        report()
+    );
+    println!(
+        "natsprobe's own containers restarted: {}; the apps' probes natsprobe did not answer: {}",
+        serve.own_restarts, serve.unanswered
+    );
 }
 
 /// docs/chaos-drill.md's table of bounds is the drill's own, at both timings.

@@ -668,10 +668,10 @@ fn start_pod<'a>(c: &Cluster, pod: &'a Pod, subnet: u8) -> LivePod<'a> {
 impl LivePod<'_> {
     /// An httpGet probe as the kubelet makes it, in the pod's namespace: the status and the
     /// body's first line, once the answer is `want` (the looks take up to `--every` to see a
-    /// change), or the last answer after 15 s.
+    /// change), or the last answer after 25 s.
     fn get_until(&self, inv: &Invocation, want: u16) -> (u16, String) {
         let (port, path) = inv.http.clone().unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        let deadline = std::time::Instant::now() + Duration::from_secs(25);
         loop {
             let (port, path) = (port, path.clone());
             let got = self.ns.run(move || {

@@ -420,6 +420,7 @@ mod tests {
             include_str!("../examples/kubernetes/initcontainer-install.yaml"),
             include_str!("../examples/kubernetes/leaf-node-deployment.yaml"),
             include_str!("../examples/kubernetes/sidecar-process.yaml"),
+            include_str!("../examples/kubernetes/native-sidecar.yaml"),
         ];
         let mut blocks = 0;
         let mut block: Option<Vec<&str>> = None;

@@ -97,8 +97,29 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
                 command: Command::Check(args),
             },
         }),
+        // One of serve's looks, as serve starts it (never typed by a person).
+        Some("serve") if args.get(2).is_some_and(|a| a == "--look") => {
+            LookOnly::try_parse_from(args).map(|c| match c.command {
+                LookCommand::Serve(args) => Cli {
+                    command: Command::Serve(args),
+                },
+            })
+        }
         _ => Cli::try_parse_from(args),
     }
+}
+
+/// The command line of one of `serve`'s looks: `serve`'s arguments alone, as for `check`.
+#[derive(Debug, Parser)]
+#[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
+struct LookOnly {
+    #[command(subcommand)]
+    command: LookCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum LookCommand {
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -226,6 +247,29 @@ mod tests {
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
         CheckOnly::command().debug_assert();
+        LookOnly::command().debug_assert();
+    }
+
+    /// A look's command line parses alone as it does whole.
+    #[test]
+    fn a_look_parses_alike_alone() {
+        let argv: Vec<OsString> = [
+            "natsprobe",
+            "serve",
+            "--look",
+            "live",
+            "--port",
+            "4222",
+            "--every",
+            "2s",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        assert_eq!(
+            format!("{:?}", super::parse(&argv).unwrap()),
+            format!("{:?}", Cli::try_parse_from(&argv).unwrap())
+        );
     }
 
     /// `check` parsed alone says what the whole command line says: its help, its errors (with

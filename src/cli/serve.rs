@@ -27,13 +27,14 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// How often to look (one check each time, in a process of its own); a probe is answered
-    /// from the last look, never by a look of its own
+    /// from the last look, never by a look of its own. The app's probe's periodSeconds is a
+    /// good choice
     #[arg(
         long,
         value_name = "DUR",
         env = "NATSPROBE_EVERY",
         hide_env_values = true,
-        default_value = "5s",
+        default_value = "10s",
         value_parser = duration::parse,
         help_heading = "Serve"
     )]

@@ -26,7 +26,10 @@ impl Figures<'_> {
         for t in tallies.iter() {
             out.push_str(&format!(" {} |", t.checker.name()));
         }
-        out.push_str(" bound (natsprobe) | the guard (CronJob) |\n|---|---|---|---|");
+        out.push_str(&format!(
+            " bound ({}) | the guard (CronJob) |\n|---|---|---|---|",
+            tallies[0].checker.name()
+        ));
         out.push_str(&"---|".repeat(tallies.len() + 2));
         out.push('\n');
         let faults: Vec<Fault> = tallies[0].injected.iter().map(|f| f.fault).collect();
@@ -140,6 +143,9 @@ impl Figures<'_> {
             "NATS sessions the probes opened (the busiest second)",
             &|t| match &t.asked {
                 Some(a) => format!("{} ({})", a.sessions, a.busiest_second),
+                None if t.checker == super::Checker::Serve => {
+                    "not counted (its looks log in as the exec probe's do)".into()
+                }
                 None => "none: it asks NATS nothing".into(),
             },
         ));

@@ -1,9 +1,10 @@
 //! The fleet, the same in every world: what each pod runs, how the kubelet checks it in each
-//! world (natsprobe at the recommended settings, a `tcpSocket` probe on the app's own port, or
-//! the grep one-liner), and a pod under its kubelet.
+//! world (natsprobe at the recommended settings, the same checks behind httpGet from a
+//! `natsprobe serve` native sidecar, a `tcpSocket` probe on the app's own port, or the grep
+//! one-liner), and a pod under its kubelet.
 
 use super::{attach, humantime, Timings};
-use crate::harness::kubelet::{Kubelet, ProbeCommand, Spec, Startup};
+use crate::harness::kubelet::{http_get, HttpStartup, Kubelet, ProbeCommand, Spec, Startup};
 use crate::harness::{probe, NetNs, Peer};
 use std::process::Command;
 use std::sync::Arc;
@@ -18,16 +19,27 @@ pub enum Checker {
     TcpSocket,
     /// The grep one-liner on `/proc/net/tcp{,6}`: an ESTABLISHED socket to port 4222.
     Grep,
+    /// `natsprobe serve` with the same checks in a native sidecar (its own container under
+    /// its own kubelet, probed on `/selfz`); the app's probes httpGet `/livez` and
+    /// `/startupz`.
+    Serve,
 }
 
 impl Checker {
+    /// The comparison: natsprobe's exec probe and the two others, side by side.
     pub const ALL: [Checker; 3] = [Checker::Natsprobe, Checker::TcpSocket, Checker::Grep];
+
+    /// natsprobe's checks, whichever way the kubelet gets them (the recommended settings).
+    pub fn is_natsprobe(self) -> bool {
+        matches!(self, Checker::Natsprobe | Checker::Serve)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
             Checker::Natsprobe => "natsprobe",
             Checker::TcpSocket => "tcpSocket",
             Checker::Grep => "grep one-liner",
+            Checker::Serve => "natsprobe serve",
         }
     }
 }
@@ -151,6 +163,8 @@ pub struct Pod {
     pub ip: String,
     pub ns: Arc<NetNs>,
     pub kubelet: Kubelet,
+    /// The native sidecar's own kubelet (`natsprobe serve`'s container), in the serve world.
+    pub sidecar: Option<Kubelet>,
     /// natsprobe's arguments for this pod but its state dir.
     check: Vec<String>,
     /// The socket-level load balancer's cgroup its processes run in, if any.
@@ -338,6 +352,7 @@ impl Pod {
                         )
                     })
                 }
+                Checker::Serve => unreachable!("serve's probes are httpGet"),
                 Checker::Grep => {
                     let pod = ns.name.clone();
                     Box::new(move || {
@@ -356,6 +371,19 @@ impl Pod {
             }
         };
         let spec_k = Spec::scaled(t.period, t.timeout, t.failure_threshold, t.backoff_scale);
+        if checker == Checker::Serve {
+            let (kubelet, sidecar) = serve_pod(&ns, &check, &state, place.lb.clone(), t, container);
+            return Pod {
+                spec,
+                ip,
+                ns,
+                kubelet,
+                sidecar: Some(sidecar),
+                check,
+                lb: place.lb,
+                _state: state,
+            };
+        }
         // As the README's manifests: a startupProbe twice as often as the liveness probe,
         // 60 failures before a restart, so a container still connecting is not restarted.
         let startup = Startup {
@@ -369,6 +397,7 @@ impl Pod {
             ip,
             ns,
             kubelet,
+            sidecar: None,
             check,
             lb: place.lb,
             _state: state,
@@ -417,6 +446,58 @@ impl Pod {
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         Duration::from_secs_f64((spent / hz / f64::from(runs)).max(0.0))
     }
+}
+
+/// The serve world's pod: `natsprobe serve` with the pod's checks in a native sidecar, as
+/// examples/kubernetes/native-sidecar.yaml (`--startup`, a look every period; its own
+/// livenessProbe on `/selfz` at half the period, 2 failures, a one-second grace), and the app
+/// container's probes httpGet to it, at the exec world's settings. Returns the app's kubelet
+/// and the sidecar's.
+fn serve_pod(
+    ns: &Arc<NetNs>,
+    check: &[String],
+    state: &tempfile::TempDir,
+    lb: Option<std::path::PathBuf>,
+    t: &Timings,
+    container: crate::harness::kubelet::Container,
+) -> (Kubelet, Kubelet) {
+    let mut args: Vec<std::ffi::OsString> =
+        vec![crate::harness::probe::binary().into(), "serve".into()];
+    args.extend(check[1..].iter().map(std::ffi::OsString::from));
+    args.extend(
+        [
+            "--startup",
+            "--every",
+            &humantime(t.period),
+            "--state-dir",
+            &state.path().to_string_lossy(),
+        ]
+        .map(std::ffi::OsString::from),
+    );
+    let sidecar = {
+        let ns = Arc::clone(ns);
+        Box::new(move || {
+            let program = match &lb {
+                Some(procs) => crate::harness::service::in_cgroup(procs, &args),
+                None => args.clone(),
+            };
+            let rest: Vec<&str> = program[1..].iter().map(|a| a.to_str().unwrap()).collect();
+            let mut serve = Peer::spawn_as(Some(&ns), std::path::Path::new(&program[0]), &rest);
+            serve.wait_for("natsprobe serve: answering on", Duration::from_secs(10));
+            serve
+        })
+    };
+    let mut own = Spec::scaled(t.period / 2, t.timeout, 2, t.backoff_scale);
+    own.grace = Duration::from_secs(1).mul_f64(t.backoff_scale);
+    let sidecar = Kubelet::start_http(own, None, http_get(ns, 8281, "/selfz"), sidecar);
+    let startup = HttpStartup {
+        period: t.period / 2,
+        failure_threshold: 60,
+        probe: http_get(ns, 8281, "/startupz"),
+    };
+    let app = Spec::scaled(t.period, t.timeout, t.failure_threshold, t.backoff_scale);
+    let kubelet = Kubelet::start_http(app, Some(startup), http_get(ns, 8281, "/livez"), container);
+    (kubelet, sidecar)
 }
 
 /// `argv` run in the named network namespace (`/run/netns/<name>`).

@@ -69,6 +69,11 @@ pub struct Tally {
     /// Every pod's kubelet events, for a failure's report.
     pub logs: Vec<(String, String)>,
     pub t0: Instant,
+    /// The serve world: natsprobe's own containers started again (killed by their kubelet, or
+    /// exited), over every pod, and the app containers' httpGet probes that failed while
+    /// natsprobe was not answering them (refused, or timed out).
+    pub own_restarts: usize,
+    pub unanswered: usize,
 }
 
 impl Tally {
@@ -119,6 +124,9 @@ impl Tally {
                     recovered_after: None,
                     bound: match w.checker {
                         Checker::Natsprobe => t.bound(f.fault, FLEET[pod].kind),
+                        Checker::Serve => t
+                            .bound(f.fault, FLEET[pod].kind)
+                            .map(|b| b + t.serve_staleness()),
                         _ => None,
                     },
                 });
@@ -248,7 +256,48 @@ impl Tally {
                 (g.ended.saturating_duration_since(t0), named)
             })
             .collect();
+        let own_restarts = w
+            .pods
+            .iter()
+            .filter_map(|p| p.sidecar.as_ref())
+            .map(|k| {
+                k.events()
+                    .iter()
+                    .filter(|e| e.reason == "Started")
+                    .count()
+                    .saturating_sub(1)
+            })
+            .sum();
+        let unanswered = w
+            .pods
+            .iter()
+            .filter(|p| p.sidecar.is_some())
+            .map(|p| {
+                p.kubelet
+                    .probed()
+                    .iter()
+                    .filter(|(_, ok, line)| !ok && !line.contains("statuscode"))
+                    .count()
+            })
+            .sum();
+        for (p, pod) in w.pods.iter().enumerate() {
+            if let Some(sidecar) = &pod.sidecar {
+                let name = format!("{} (natsprobe's own container)", FLEET[p].name);
+                let runs = sidecar.with_runs(|runs| {
+                    runs.iter()
+                        .map(|r| r.output())
+                        .collect::<Vec<_>>()
+                        .join("\n  ---\n")
+                });
+                logs.push((
+                    name,
+                    format!("{}\n  natsprobe serve's log:\n{runs}", sidecar.log()),
+                ));
+            }
+        }
         Tally {
+            own_restarts,
+            unanswered,
             checker: w.checker,
             injected,
             restarts,

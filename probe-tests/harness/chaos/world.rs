@@ -182,7 +182,7 @@ impl World {
             _config: config,
             lb: None,
         };
-        if checker == Checker::Natsprobe {
+        if checker.is_natsprobe() {
             let services: Vec<(SocketAddr, SocketAddr)> = world
                 .nodes
                 .iter()
@@ -489,6 +489,9 @@ impl World {
     pub fn stop_kubelets(&mut self) {
         for pod in &mut self.pods {
             pod.kubelet.stop();
+            if let Some(sidecar) = &mut pod.sidecar {
+                sidecar.stop();
+            }
         }
     }
 }
