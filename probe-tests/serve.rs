@@ -427,3 +427,79 @@ impl Drop for MemoryCgroup {
         let _ = std::fs::remove_dir(&self.path);
     }
 }
+
+/// A serve started again (its container restarted) answers with the verdict its last look
+/// reached, kept in the state dir, while it is fresh: its restart does not reset the kubelet's
+/// count of failures. Its own first look replaces it: nothing is latched.
+#[test]
+fn a_restarted_serve_answers_with_the_verdict_it_kept() {
+    let pods = Pods::new(Version::Pinned);
+    let client = Peer::conn(Some(&pods.app), &pods.url, -1, "100ms");
+    let state = tempfile::tempdir().unwrap();
+    let args = [
+        "--server",
+        &pods.url,
+        "--every",
+        "500ms",
+        "--timeout",
+        "2s",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let first = serve(&pods.app, &args);
+    until(&pods.app, "/livez", 200, Duration::from_secs(5));
+    client.signal(libc::SIGKILL);
+    let fault = until(&pods.app, "/livez", 503, Duration::from_secs(5));
+    assert!(
+        fault.starts_with("unhealthy: client holds no connection"),
+        "{fault}"
+    );
+    first.signal(libc::SIGKILL);
+    drop(first);
+    // NATS frozen: the new serve's first look waits its whole --timeout (2 s).
+    let nats = pods.server.pid().unwrap();
+    unsafe_kill(nats, libc::SIGSTOP);
+    let mut again = serve(&pods.app, &args);
+    let (status, kept) = fetch(&pods.app, "/livez");
+    assert_eq!(status, 503, "{kept}");
+    assert!(
+        kept.starts_with("unhealthy: client holds no connection"),
+        "{kept}"
+    );
+    again.wait_for(
+        "unhealthy: client holds no connection",
+        Duration::from_secs(2),
+    );
+    assert!(
+        again
+            .output()
+            .contains("(kept by natsprobe serve before it started again, "),
+        "{}",
+        again.output()
+    );
+    // Its first look (NATS not answering: a restart would not help) replaces it.
+    let after = until(&pods.app, "/livez", 200, Duration::from_secs(5));
+    println!("serve | restarted: answered the kept fault ({kept}), then its own look: {after}");
+    // A serve with other flags does not read it: not judged until its own first look ends.
+    drop(again);
+    let other = serve(
+        &pods.app,
+        &[
+            "--server",
+            &pods.url,
+            "--every",
+            "700ms",
+            "--timeout",
+            "2s",
+            "--state-dir",
+            state.path().to_str().unwrap(),
+        ],
+    );
+    let (status, fresh) = fetch(&pods.app, "/livez");
+    assert!(
+        status == 200 && fresh.contains("first look has not ended"),
+        "{fresh}"
+    );
+    unsafe_kill(nats, libc::SIGCONT);
+    drop(other);
+}

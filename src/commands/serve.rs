@@ -41,15 +41,33 @@ pub fn run(
         crate::config::duration::display(config.every)
     ));
     let stale = rule::stale_after(config.every, config.check.timeout + LOOK_GRACE);
-    let looks = Arc::new(Mutex::new(Memory::default()));
+    // Times in `Memory` run from `stale` before this start, so that a verdict a `serve`
+    // before this one kept, younger than `stale`, has its place on the same clock.
     let started = Instant::now();
+    let kept = observe::kept::Kept::open(&config.check.state_dir, look_args);
+    let mut memory = Memory {
+        beat: stale,
+        ..Memory::default()
+    };
+    if let Some(left) = kept.as_ref().and_then(observe::kept::Kept::left) {
+        if let Some(age) = rule::still_stands(left.at_ms, observe::now_ms(), stale) {
+            log(&format!(
+                "{} (kept by natsprobe serve before it started again, {}s ago)",
+                words::look_line(&left.judged),
+                age.as_secs()
+            ));
+            memory.startup_passed = left.startup_passed;
+            memory.judged = Some((Arc::new(left.judged), stale - age));
+        }
+    }
+    let looks = Arc::new(Mutex::new(memory));
     {
         let looks = Arc::clone(&looks);
         let config = config.clone();
         let look_args = look_args.to_vec();
         std::thread::Builder::new()
             .name("looks".into())
-            .spawn(move || look_forever(&config, &look_args, &looks, started, log))
+            .spawn(move || look_forever(&config, &look_args, &looks, (started, stale), kept, log))
             .map_err(|e| Error::CannotEvaluate(format!("could not start the looks: {e}")))?;
     }
     let startup = config.startup;
@@ -66,7 +84,7 @@ pub fn run(
             } if !startup => (words::refusal(Refusal::StartupNotAsked), head),
             Request::Probe { path, json, head } => {
                 let memory = looks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let held = memory.held(started.elapsed());
+                let held = memory.held(started.elapsed() + stale);
                 (words::answer(&rule::answer(path, &held, stale), json), head)
             }
             Request::Refused(refusal) => (words::refusal(refusal), false),
@@ -100,7 +118,8 @@ fn look_forever(
     config: &ServeConfig,
     look_args: &[OsString],
     looks: &Mutex<Memory>,
-    started: Instant,
+    (started, shift): (Instant, Duration),
+    kept: Option<observe::kept::Kept>,
     log: &(dyn Fn(&str) + Sync),
 ) -> ! {
     let mut said: Option<(bool, String)> = None;
@@ -133,11 +152,19 @@ fn look_forever(
             Ended::Judged(j) => (words::look_line(j), format!("{} {}", j.code, j.verdict)),
             Ended::Trouble(what) => (words::trouble_line(what), "trouble".to_string()),
         };
-        let at = started.elapsed();
-        looks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .ended(ended, at);
+        let at = started.elapsed() + shift;
+        let keep = match (&ended, &kept) {
+            (Ended::Judged(judged), Some(_)) => Some(judged.clone()),
+            _ => None,
+        };
+        let startup_passed = {
+            let mut memory = looks.lock().unwrap_or_else(|e| e.into_inner());
+            memory.ended(ended, at);
+            memory.startup_passed
+        };
+        if let (Some(judged), Some(kept)) = (keep, &kept) {
+            kept.keep(&judged, observe::now_ms(), startup_passed);
+        }
         let changed = said
             .as_ref()
             .is_none_or(|(startup_said, k)| *k != kind || *startup_said != startup);

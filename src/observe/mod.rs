@@ -9,6 +9,7 @@ pub mod advisories;
 pub mod connz;
 pub mod http;
 pub mod jetstream;
+pub mod kept;
 pub mod listing;
 pub mod look;
 pub mod nats;

@@ -419,7 +419,7 @@ impl StateDir {
 
     /// A small file's bytes, read without following a symlink; None when missing, a symlink,
     /// unreadable or larger than any state file (64 KiB).
-    pub(crate) fn read_small(&self, path: &Path) -> Option<Vec<u8>> {
+    pub fn read_small(&self, path: &Path) -> Option<Vec<u8>> {
         let file = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
@@ -578,7 +578,7 @@ impl StateDir {
 
     /// Writes `body` to a temporary file and renames it over `target` (a file in this dir):
     /// a reader sees the old contents or the new, never half. Every state file goes this way.
-    pub(crate) fn replace(&self, target: &Path, body: &[u8]) -> Result<(), String> {
+    pub fn replace(&self, target: &Path, body: &[u8]) -> Result<(), String> {
         // Without room, not even the temporary file: the dir is left as the last store left it.
         if let Err(why) = room(&self.path) {
             return Err(format!("cannot write {}: {why}", target.display()));

@@ -137,6 +137,16 @@ pub fn answer<'a>(path: Path, held: &Held<'a>, stale_after: Duration) -> Answer<
     Answer::NotJudged { why, path }
 }
 
+/// How old a verdict a `serve` before this one kept is, when it still stands: kept at
+/// `at_ms`, now `now_ms` (the wall clock, which may have stepped: a verdict from the future is
+/// not believed). A restarted `serve` answers with it until its own first look replaces it,
+/// so its restart neither resets the kubelet's count nor latches the fault.
+pub fn still_stands(at_ms: i64, now_ms: i64, stale_after: Duration) -> Option<Duration> {
+    let age = u64::try_from(now_ms.checked_sub(at_ms)?).ok()?;
+    let age = Duration::from_millis(age);
+    (age <= stale_after).then_some(age)
+}
+
 /// The memory a look needs beside `serve` in its container: a check's peak, a few MiB with
 /// its binary's pages shared with `serve`'s, and room to spare.
 pub const ROOM_FOR_A_LOOK: u64 = 4 << 20;
@@ -267,6 +277,9 @@ mod tests {
             Duration::from_millis(11_800)
         );
         assert_eq!(stale_after(secs(1), secs(3)), secs(7));
+        assert_eq!(still_stands(1_000, 4_000, secs(12)), Some(secs(3)));
+        assert_eq!(still_stands(1_000, 14_000, secs(12)), None);
+        assert_eq!(still_stands(5_000, 4_000, secs(12)), None);
         assert!(room_to_look(None));
         assert!(room_to_look(Some((32 << 20, 8 << 20))));
         assert!(!room_to_look(Some((8 << 20, 5 << 20))));

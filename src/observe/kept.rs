@@ -1,0 +1,93 @@
+//! `serve`'s last verdict, kept in the state dir beside the check's own files, so that a
+//! `serve` started again (its container restarted) answers with the verdict its last look
+//! reached while that verdict is fresh, rather than "not judged" until its first look ends.
+//! The file is keyed by a hash of `serve`'s arguments (never the arguments: they may hold a
+//! password), so a `serve` with other flags never reads it.
+
+use crate::config::StateDirChoice;
+use crate::facts::Judged;
+use crate::observe::state::{self, Key, StateDir};
+use serde::{Deserialize, Serialize};
+use std::hash::{Hash, Hasher};
+
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct File {
+    version: u32,
+    key: Key,
+    /// When the look ended, by the wall clock (ms since the epoch).
+    at_ms: i64,
+    code: u8,
+    verdict: String,
+    summary: String,
+    json: String,
+    startup: bool,
+    /// A look with `--startup`'s meaning has passed.
+    startup_passed: bool,
+}
+
+/// Where `serve` keeps its verdict, and under which key.
+pub struct Kept {
+    dir: StateDir,
+    key: Key,
+}
+
+/// What a `serve` before this one left.
+pub struct Left {
+    pub judged: Judged,
+    pub at_ms: i64,
+    pub startup_passed: bool,
+}
+
+impl Kept {
+    /// The state dir `choice` names, for `serve` started with `args`; `None` where none can
+    /// be used (then nothing is kept, as for the check's samples).
+    pub fn open(choice: &StateDirChoice, args: &[std::ffi::OsString]) -> Option<Kept> {
+        let dir = state::open(choice).ok()?.dir;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        args.hash(&mut hasher);
+        let key = Key {
+            server: String::new(),
+            stream: String::new(),
+            durable: format!("serve {:016x}", hasher.finish()),
+        };
+        Some(Kept { dir, key })
+    }
+
+    /// The verdict a look reached at `at_ms`; a failure to keep it is left unsaid (the next
+    /// look tries again, and only a restart of `serve` would miss it).
+    pub fn keep(&self, judged: &Judged, at_ms: i64, startup_passed: bool) {
+        let file = File {
+            version: VERSION,
+            key: self.key.clone(),
+            at_ms,
+            code: judged.code,
+            verdict: judged.verdict.clone(),
+            summary: judged.summary.clone(),
+            json: judged.json.clone(),
+            startup: judged.startup,
+            startup_passed,
+        };
+        if let Ok(body) = serde_json::to_vec(&file) {
+            let _ = self.dir.replace(&self.dir.named("serve", &self.key), &body);
+        }
+    }
+
+    /// What the last `serve` with these arguments kept, if anything readable.
+    pub fn left(&self) -> Option<Left> {
+        let text = self.dir.read_small(&self.dir.named("serve", &self.key))?;
+        let file: File = serde_json::from_slice(&text).ok()?;
+        (file.version == VERSION && file.key == self.key).then(|| Left {
+            judged: Judged {
+                code: file.code,
+                verdict: file.verdict,
+                summary: file.summary,
+                json: file.json,
+                startup: file.startup,
+            },
+            at_ms: file.at_ms,
+            startup_passed: file.startup_passed,
+        })
+    }
+}
