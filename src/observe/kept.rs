@@ -78,7 +78,7 @@ impl Kept {
     pub fn left(&self) -> Option<Left> {
         let text = self.dir.read_small(&self.dir.named("serve", &self.key))?;
         let file: File = serde_json::from_slice(&text).ok()?;
-        (file.version == VERSION && file.key == self.key).then(|| Left {
+        (file.version == VERSION && file.key == self.key).then_some(Left {
             judged: Judged {
                 code: file.code,
                 verdict: file.verdict,
