@@ -503,3 +503,122 @@ fn a_restarted_serve_answers_with_the_verdict_it_kept() {
     unsafe_kill(nats, libc::SIGCONT);
     drop(other);
 }
+
+/// The natsprobe logins the callout service answered so far.
+fn probe_logins(service: &crate::harness::callout::Callout) -> usize {
+    service
+        .logins
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.name.starts_with("natsprobe"))
+        .count()
+}
+
+/// The looks hold one NATS connection (here behind an auth callout, where each login costs the
+/// auth service a request): one login for look after look, asking JetStream each time; that
+/// connection, in the app pod's namespace, never counts as the app's; after NATS restarts, one
+/// login more and the looks go on as before.
+#[test]
+fn the_looks_hold_one_nats_connection() {
+    use crate::harness::callout::{self, Callout};
+    let issuer = nkeys::KeyPair::new_account();
+    let seed = issuer.seed().unwrap();
+    let mut pods = Pods::with_config(
+        &callout::server_config(&issuer),
+        &["-user", "app", "-password", "app-pw"],
+    );
+    let service = Callout::start(&pods.nats, &pods.url, &seed);
+    // A pull consumer: idle, it is healthy whether or not its client is there, so the
+    // connection alone decides.
+    pods.setup(&[
+        "-stream",
+        "S",
+        "-subjects",
+        "s.>",
+        "-durable",
+        "P",
+        "-ack-wait",
+        "1s",
+    ]);
+    let pull = [
+        "-pull",
+        "-stream",
+        "S",
+        "-durable",
+        "P",
+        "-fetch-wait",
+        "2s",
+    ];
+    let app = pods.client("consume", &pull);
+    let state = tempfile::tempdir().unwrap();
+    let server = format!("nats://app:app-pw@{}", &pods.url["nats://".len()..]);
+    let _sidecar = serve(
+        &pods.app,
+        &[
+            "--server",
+            &server,
+            "--consumer",
+            "S/P",
+            "--stall-after",
+            STALL,
+            "--sample-every",
+            "0",
+            "--every",
+            "200ms",
+            "--state-dir",
+            state.path().to_str().unwrap(),
+        ],
+    );
+    let healthy = until(&pods.app, "/livez", 200, Duration::from_secs(10));
+    assert!(healthy.starts_with("healthy: "), "{healthy}");
+    // About fifteen looks, each asking JetStream for the consumer: one login in all.
+    let asked = |ns: &NetNs| {
+        let (_, json) = fetch(ns, "/livez?format=json");
+        let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        let looked = v["consumers_looked"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        format!(
+            "{looked} {}",
+            v["consumers"][0]["verdict"].as_str().unwrap_or_default()
+        )
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(asked(&pods.app), "asked healthy");
+    assert_eq!(probe_logins(&service), 1, "one login for every look");
+
+    // The app's client gone: the probe's own connection, in the same namespace and to the
+    // same port, keeps nothing healthy.
+    app.signal(libc::SIGKILL);
+    let gone = until(&pods.app, "/livez", 503, Duration::from_secs(5));
+    assert!(gone.starts_with("unhealthy: client holds no"), "{gone}");
+    let app = pods.client("consume", &pull);
+    until(&pods.app, "/livez", 200, Duration::from_secs(5));
+
+    // NATS restarted (its auth service with it): the looks log in once more, then hold again.
+    service.stop();
+    pods.server.stop();
+    std::thread::sleep(Duration::from_millis(500));
+    pods.server.resume();
+    let service = Callout::start(&pods.nats, &pods.url, &seed);
+    let back = Instant::now();
+    wait_until("a look asks NATS again", Duration::from_secs(15), || {
+        probe_logins(&service) >= 1 && fetch(&pods.app, "/livez").0 == 200
+    });
+    println!(
+        "serve | a look logged in again {:?} after NATS came back",
+        back.elapsed()
+    );
+    let after = probe_logins(&service);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        probe_logins(&service),
+        after,
+        "held again after the restart"
+    );
+    assert!(after <= 2, "{after} logins after the restart");
+    assert_eq!(asked(&pods.app), "asked healthy");
+    drop(app);
+}

@@ -23,7 +23,7 @@ const PRINT_MARGIN: Duration = Duration::from_millis(5);
 
 fn main() -> ExitCode {
     let started = Instant::now();
-    // One of `serve`'s looks (`serve --look …`, as serve starts it): the OOM killer's first
+    // `serve`'s looks' process (`serve --look …`, as serve starts it): the OOM killer's first
     // choice, marked before it allocates anything.
     if std::env::args_os().nth(2).is_some_and(|a| a == "--look") {
         natsprobe::observe::look::first_for_the_oom_killer();
@@ -83,8 +83,8 @@ fn main() -> ExitCode {
         Command::Serve(serve) => {
             let json = serve.check.json;
             match serve.validate(&env) {
-                // A look: one check, answering `serve` in JSON.
-                Ok(config) if config.look.is_some() => run_check(config.check, started, None),
+                // The looks' process: a check each time `serve` asks, answering in JSON.
+                Ok(config) if config.look => run_looks(config.check),
                 Ok(config) => run_serve(config, &args[2..]),
                 Err(e) => failure(e, json),
             }
@@ -274,6 +274,33 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
         text: Text::Line(text),
         to_stderr: false,
         exit: health.into(),
+    }
+}
+
+/// The looks' process of `serve`: one check each time `serve` asks on stdin (`live` or
+/// `startup`), under its own deadline and memory budget, answered with its JSON and the line
+/// that closes it (`natsprobe-look-end CODE`), the NATS connection held between them
+/// (`observe::held`). Ends (exit 0) when `serve` is gone. A look cut short by its deadline or
+/// its budget ends the process with that answer: `serve` starts another for the next look.
+fn run_looks(config: CheckConfig) -> Outcome {
+    use natsprobe::config::Look;
+    use natsprobe::observe::{held, look};
+    held::hold();
+    while let Some(meaning) = look::next_request() {
+        let mut config = config.clone();
+        config.policy.startup = meaning == Look::Startup;
+        let outcome = run_check(config, Instant::now(), None);
+        let Text::Line(text) = outcome.text else {
+            unreachable!("a check's answer is a line")
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}\n{}", look::end_line(outcome.exit.code()))
+            .and_then(|()| out.flush());
+    }
+    Outcome {
+        text: Text::Line(String::new()),
+        to_stderr: true,
+        exit: Exit::Healthy,
     }
 }
 

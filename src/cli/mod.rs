@@ -12,7 +12,7 @@ mod serve;
 pub use check::{CheckArgs, HalfOpenAfter, ReaderArg, WhenDownArg};
 pub use guard::GuardArgs;
 pub use nats::{AuthArgs, JsArgs};
-pub use serve::{LookArg, ServeArgs};
+pub use serve::ServeArgs;
 
 use crate::config::Setting;
 use crate::error::Error;
@@ -97,7 +97,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
                 command: Command::Check(args),
             },
         }),
-        // One of serve's looks, as serve starts it (never typed by a person).
+        // serve's looks' process, as serve starts it (never typed by a person).
         Some("serve") if args.get(2).is_some_and(|a| a == "--look") => {
             LookOnly::try_parse_from(args).map(|c| match c.command {
                 LookCommand::Serve(args) => Cli {
@@ -109,7 +109,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     }
 }
 
-/// The command line of one of `serve`'s looks: `serve`'s arguments alone, as for `check`.
+/// The command line of `serve`'s looks' process: `serve`'s arguments alone, as for `check`.
 #[derive(Debug, Parser)]
 #[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
 struct LookOnly {
@@ -257,7 +257,6 @@ mod tests {
             "natsprobe",
             "serve",
             "--look",
-            "live",
             "--port",
             "4222",
             "--every",

@@ -2,9 +2,9 @@
 //! `ServeConfig` before anything is read.
 
 use super::check::CheckArgs;
-use crate::config::{duration, Look, ServeConfig};
+use crate::config::{duration, ServeConfig};
 use crate::error::Error;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -40,15 +40,10 @@ pub struct ServeArgs {
     )]
     pub every: Duration,
 
-    /// One look, run by `serve` itself: the check's JSON, with or without --startup's meaning
-    #[arg(long = "look", value_enum, hide = true)]
-    pub look: Option<LookArg>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LookArg {
-    Live,
-    Startup,
+    /// The looks' own process, run by `serve` itself: a check each time `serve` asks, its
+    /// JSON, the NATS connection held between them
+    #[arg(long = "look", hide = true)]
+    pub look: bool,
 }
 
 /// The shortest `--every`: a look is a process start and a check, about a millisecond of the
@@ -66,21 +61,16 @@ impl ServeArgs {
         }
         let mut check = self.check.validate(env)?;
         let startup = check.policy.startup;
-        let look = self.look.map(|look| match look {
-            LookArg::Live => Look::Live,
-            LookArg::Startup => Look::Startup,
-        });
-        if let Some(look) = look {
+        if self.look {
             // A look answers `serve`, which reads the JSON document and gives the line.
             check.json = true;
-            check.policy.startup = look == Look::Startup;
         }
         Ok(ServeConfig {
             check,
             listen: self.listen,
             every: self.every,
             startup,
-            look,
+            look: self.look,
         })
     }
 }

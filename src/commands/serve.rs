@@ -1,6 +1,7 @@
 //! `serve`: the check's verdict behind the kubelet's httpGet probes, answered from memory.
-//! One thread looks (a `check` in a process of its own every `--every`: the same flags, the
-//! same deadline and memory budget, the same JSON); the main thread answers every connection
+//! One thread looks (a `check` every `--every` in the looks' own process, which holds its NATS
+//! connection from one look to the next: the same flags, the same deadline and memory budget,
+//! the same JSON); the main thread answers every connection
 //! (`observe::http::serve`): it takes what the looks left (a lock held only to copy two
 //! pointers and two times), asks the rule (`rules::serve`) and writes the answer. No probe
 //! waits on a look, on NATS or on /proc.
@@ -123,7 +124,9 @@ fn look_forever(
     log: &(dyn Fn(&str) + Sync),
 ) -> ! {
     let mut said: Option<(bool, String)> = None;
-    let exe = observe::look::own_executable();
+    let mut args: Vec<OsString> = vec!["serve".into(), "--look".into()];
+    args.extend(look_args.iter().cloned());
+    let mut process = observe::look::Looks::new(observe::look::own_executable(), args);
     loop {
         let began = Instant::now();
         let startup_passed = looks
@@ -132,21 +135,12 @@ fn look_forever(
             .startup_passed;
         let startup = rule::look_is_startup(config.startup, startup_passed);
         let meaning = if startup { Look::Startup } else { Look::Live };
-        let mut args: Vec<OsString> = vec![
-            "serve".into(),
-            "--look".into(),
-            match meaning {
-                Look::Startup => "startup".into(),
-                Look::Live => "live".into(),
-            },
-        ];
-        args.extend(look_args.iter().cloned());
         let memory = observe::look::memory_limit();
         let ended = match memory {
             Some((limit, usage)) if !rule::room_to_look(memory) => {
                 Ended::Trouble(words::no_room(limit, usage))
             }
-            _ => observe::look::run(&exe, &args, config.check.timeout + LOOK_GRACE, startup),
+            _ => process.look(meaning, config.check.timeout + LOOK_GRACE),
         };
         let (line, kind) = match &ended {
             Ended::Judged(j) => (words::look_line(j), format!("{} {}", j.code, j.verdict)),

@@ -121,8 +121,9 @@ pub struct ServeConfig {
     pub every: Duration,
     /// `--startup`: the startup path answers, and the looks carry its meaning until one passes.
     pub startup: bool,
-    /// Set in a look's own process: run one check and print its JSON.
-    pub look: Option<Look>,
+    /// Set in the looks' own process: look when `serve` asks (each a check, its JSON),
+    /// holding the NATS connection from one look to the next.
+    pub look: bool,
 }
 
 /// Which meaning a look carries.

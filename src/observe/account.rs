@@ -27,7 +27,7 @@ impl Account {
         api: &JsApi,
         deadline: Instant,
     ) -> Result<Result<Account, Unknown>, Error> {
-        let session = Session::connect(servers, auth, api, NAME, deadline).await?;
+        let session = Session::connect(servers, auth, api, NAME, deadline, false).await?;
         Ok(session.map(|session| Account { session }))
     }
 

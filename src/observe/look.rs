@@ -1,73 +1,226 @@
-//! One of `serve`'s looks: a `check` run as a child process with the same flags, its JSON
-//! read back. A look that cannot end as a check ends (not started, killed, overstaying its
-//! deadline, answering too much or something that is not a check's answer) is natsprobe's own
-//! trouble, in words; nothing here judges.
+//! `serve`'s looks: a process of their own (`serve --look` with the same flags), asked for one
+//! look at a time on its stdin (`live` or `startup`), each answered with a check's JSON and a
+//! closing line with its exit code (`natsprobe-look-end N`). The process holds its NATS
+//! connection from one look to the next (`observe::held`). A look that cannot end as a check
+//! ends (the process not started, killed, overstaying the deadline, answering too much or
+//! something that is not a check's answer) is natsprobe's own trouble, in words, and the
+//! process is replaced at the next look; nothing here judges.
 
+use crate::config::Look;
 use crate::facts::{Ended, Judged};
 use std::ffi::OsString;
-use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::io::{BufRead, Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The most a look may print: a check's JSON with `-v` and many sockets is a few KiB.
 pub const MOST_OUTPUT: usize = 256 << 10;
 
-/// Runs `exe args…` and waits for it at most `within`; past that it is killed.
-pub fn run(exe: &Path, args: &[OsString], within: Duration, startup: bool) -> Ended {
-    let deadline = Instant::now() + within;
-    let mut command = Command::new(exe);
-    let mut child = match command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => return Ended::Trouble(format!("could not start a look: {e}")),
-    };
-    let (out, err) = match read_both(&mut child, deadline) {
-        Ok(read) => read,
-        Err(why) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ended::Trouble(why);
+/// What begins the line that closes each answer of the looks' process; its exit code follows.
+const END: &str = "natsprobe-look-end ";
+
+/// The line that closes a look's answer, `code` its exit code.
+pub fn end_line(code: u8) -> String {
+    format!("{END}{code}")
+}
+
+/// The looks' process's side: waits for `serve`'s next request (the held NATS connection's
+/// runtime turning meanwhile), and reads it. None: `serve` is gone (stdin closed), or asked
+/// for something that is not a look.
+pub fn next_request() -> Option<Look> {
+    let stdin = std::io::stdin();
+    super::held::idle_until_readable(stdin.as_fd());
+    let mut line = String::new();
+    match stdin.lock().take(64).read_line(&mut line) {
+        Ok(_) => match line.trim() {
+            "live" => Some(Look::Live),
+            "startup" => Some(Look::Startup),
+            _ => None,
+        },
+        Err(_) => None,
+    }
+}
+
+/// `serve`'s side: the looks' process, started when first needed and again after one that
+/// could not answer.
+pub struct Looks {
+    exe: PathBuf,
+    args: Vec<OsString>,
+    running: Option<Running>,
+}
+
+struct Running {
+    child: Child,
+    stdin: ChildStdin,
+    pipes: [Pipe; 2],
+}
+
+impl Looks {
+    /// The looks' process is `exe args…`.
+    pub fn new(exe: PathBuf, args: Vec<OsString>) -> Looks {
+        Looks {
+            exe,
+            args,
+            running: None,
         }
-    };
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ended::Trouble(overstayed(within));
+    }
+
+    /// The process id of the looks' process now running, if any.
+    pub fn pid(&self) -> Option<u32> {
+        self.running.as_ref().map(|r| r.child.id())
+    }
+
+    /// One look with `meaning`, answered within `within`; past that the process is killed.
+    pub fn look(&mut self, meaning: Look, within: Duration) -> Ended {
+        let deadline = Instant::now() + within;
+        let request = match meaning {
+            Look::Live => "live\n",
+            Look::Startup => "startup\n",
+        };
+        let startup = meaning == Look::Startup;
+        // A process that ended since the last look (killed while it waited) is replaced once.
+        for attempt in 0..2 {
+            if self.running.is_none() {
+                match self.start() {
+                    Ok(running) => self.running = Some(running),
+                    Err(e) => return Ended::Trouble(format!("could not start a look: {e}")),
+                }
             }
-            Err(e) => return Ended::Trouble(format!("could not wait for a look: {e}")),
+            let running = self.running.as_mut().expect("started above");
+            let sent = running
+                .stdin
+                .write_all(request.as_bytes())
+                .and_then(|()| running.stdin.flush());
+            if sent.is_ok() {
+                break;
+            }
+            let gone = self.stop();
+            if attempt == 1 {
+                return Ended::Trouble(format!(
+                    "could not ask for a look: the looks' process {gone}"
+                ));
+            }
         }
-    };
+        let running = self.running.as_mut().expect("asked above");
+        for (_, got) in &mut running.pipes {
+            got.clear();
+        }
+        match read_answer(&mut running.pipes, deadline) {
+            Err(why) => {
+                self.stop();
+                Ended::Trouble(why)
+            }
+            Ok(Answer::Framed(code)) => {
+                let [(_, out), (_, err)] = &running.pipes;
+                let body = &out[..out.len() - end_line(code).len() - 1];
+                match parse(body) {
+                    Some((verdict, summary)) if code <= 3 => Ended::Judged(Judged {
+                        code,
+                        verdict,
+                        summary,
+                        json: String::from_utf8_lossy(body).trim().to_string(),
+                        startup,
+                    }),
+                    _ => {
+                        let why = format!(
+                            "the look ended {code} without a check's answer{}",
+                            said(err)
+                        );
+                        self.stop();
+                        Ended::Trouble(why)
+                    }
+                }
+            }
+            Ok(Answer::Ended) => {
+                let mut running = self.running.take().expect("read above");
+                let status = loop {
+                    match running.child.try_wait() {
+                        Ok(Some(status)) => break status,
+                        Ok(None) if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(1))
+                        }
+                        Ok(None) => {
+                            let _ = running.child.kill();
+                            let _ = running.child.wait();
+                            return Ended::Trouble(overstayed(within));
+                        }
+                        Err(e) => return Ended::Trouble(format!("could not wait for a look: {e}")),
+                    }
+                };
+                let [(_, out), (_, err)] = &running.pipes;
+                ended(status, out, err, startup)
+            }
+        }
+    }
+
+    fn start(&self) -> std::io::Result<Running> {
+        let mut child = Command::new(&self.exe)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped");
+        let pipes = [
+            (
+                child.stdout.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
+                Vec::new(),
+            ),
+            (
+                child.stderr.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
+                Vec::new(),
+            ),
+        ];
+        Ok(Running {
+            child,
+            stdin,
+            pipes,
+        })
+    }
+
+    /// Kills the looks' process (if it has not ended) and says how it ended.
+    fn stop(&mut self) -> String {
+        let Some(mut running) = self.running.take() else {
+            return "was not running".into();
+        };
+        let ended = running.child.try_wait().ok().flatten();
+        let _ = running.child.kill();
+        match ended.or_else(|| running.child.wait().ok()) {
+            Some(status) if status.signal().is_some() && ended.is_some() => format!(
+                "was killed by {}",
+                signal_name(status.signal().unwrap_or_default())
+            ),
+            Some(status) if ended.is_some() => format!("exited {}", status.code().unwrap_or(-1)),
+            _ => "was killed".into(),
+        }
+    }
+}
+
+/// How a look whose process ended answered: the check's exit code and JSON (a look cut short
+/// by its own deadline ends the process with the deadline's answer), or its trouble.
+fn ended(status: ExitStatus, out: &[u8], err: &[u8], startup: bool) -> Ended {
     if let Some(signal) = status.signal() {
         return Ended::Trouble(format!(
             "the look was killed by {}{}",
             signal_name(signal),
-            said(&err)
+            said(err)
         ));
     }
     let code = status.code().unwrap_or(-1);
-    match parse(&out) {
+    match parse(out) {
         Some((verdict, summary)) if (0..=3).contains(&code) => Ended::Judged(Judged {
             code: code as u8,
             verdict,
             summary,
-            json: String::from_utf8_lossy(&out).trim().to_string(),
+            json: String::from_utf8_lossy(out).trim().to_string(),
             startup,
         }),
         _ => Ended::Trouble(format!(
             "the look exited {code} without a check's answer{}",
-            said(&err)
+            said(err)
         )),
     }
 }
@@ -175,21 +328,35 @@ fn signal_name(signal: i32) -> String {
     }
 }
 
-/// Reads the child's stdout and stderr to their ends, by `deadline`, at most `MOST_OUTPUT`.
-fn read_both(child: &mut Child, deadline: Instant) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let mut pipes: [Pipe; 2] = [
-        (
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
-            Vec::new(),
-        ),
-        (
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
-            Vec::new(),
-        ),
-    ];
+/// How an answer on stdout ended.
+enum Answer {
+    /// Closed by its end line, with this exit code: the process waits for the next request.
+    Framed(u8),
+    /// The process closed its stdout (it ended).
+    Ended,
+}
+
+/// The exit code on the end line that closes `out`, if it does.
+fn framed(out: &[u8]) -> Option<u8> {
+    let body = out.strip_suffix(b"\n")?;
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let last = std::str::from_utf8(&body[start..]).ok()?;
+    last.strip_prefix(END)?.parse().ok()
+}
+
+/// Reads the looks' process's stdout and stderr until its answer is closed by its end line or
+/// the process closes stdout, by `deadline`, at most `MOST_OUTPUT`.
+fn read_answer(pipes: &mut [Pipe; 2], deadline: Instant) -> Result<Answer, String> {
     let within = deadline.saturating_duration_since(Instant::now());
     let mut buf = [0u8; 16 << 10];
-    while pipes.iter().any(|(p, _)| p.is_some()) {
+    loop {
+        if let Some(code) = framed(&pipes[0].1) {
+            return Ok(Answer::Framed(code));
+        }
+        // Ended: stdout and stderr closed (what it said last, on stderr, is read to its end).
+        if pipes.iter().all(|(p, _)| p.is_none()) {
+            return Ok(Answer::Ended);
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(overstayed(within));
@@ -235,8 +402,6 @@ fn read_both(child: &mut Child, deadline: Instant) -> Result<(Vec<u8>, Vec<u8>),
             }
         }
     }
-    let [(_, out), (_, err)] = pipes;
-    Ok((out, err))
 }
 
 /// A pipe from the child while open, and what it gave.
@@ -270,62 +435,123 @@ mod tests {
         assert_eq!(parse(&[0xff, b'{']), None);
     }
 
+    fn sh(script: &str) -> Looks {
+        Looks::new("/bin/sh".into(), vec!["-c".into(), script.into()])
+    }
+
+    #[test]
+    fn the_looks_process_answers_look_after_look() {
+        // Each answer closed by its end line; the process stays for the next request.
+        let mut looks = sh(r#"while read meaning; do
+                echo "{\"verdict\":\"healthy\",\"summary\":\"$meaning $$\"}"
+                echo natsprobe-look-end 0
+            done"#);
+        let first = looks.look(Look::Startup, Duration::from_secs(5));
+        let pid = looks.pid().expect("running");
+        let second = looks.look(Look::Live, Duration::from_secs(5));
+        let (Ended::Judged(first), Ended::Judged(second)) = (first, second) else {
+            panic!("both judged");
+        };
+        assert_eq!(first.summary, format!("startup {pid}"));
+        assert!(first.startup && !second.startup);
+        assert_eq!(second.summary, format!("live {pid}"), "the same process");
+        assert_eq!(second.code, 0);
+        assert!(second.json.starts_with('{') && !second.json.contains("natsprobe-look-end"));
+    }
+
+    #[test]
+    fn a_looks_process_that_ended_between_looks_is_replaced() {
+        let mut looks = sh(r#"read meaning
+            echo '{"verdict":"unhealthy","summary":"gone"}'
+            echo natsprobe-look-end 1
+            read meaning; kill -9 $$"#);
+        let first = looks.look(Look::Live, Duration::from_secs(5));
+        let pid = looks.pid();
+        assert!(
+            matches!(first, Ended::Judged(ref j) if j.code == 1),
+            "{first:?}"
+        );
+        // The process dies at the next request: natsprobe's trouble, and a new one next time.
+        let second = looks.look(Look::Live, Duration::from_secs(5));
+        assert!(
+            matches!(second, Ended::Trouble(ref w) if w.contains("SIGKILL")),
+            "{second:?}"
+        );
+        assert_eq!(looks.pid(), None);
+        let third = looks.look(Look::Live, Duration::from_secs(5));
+        assert!(
+            matches!(third, Ended::Judged(ref j) if j.code == 1),
+            "{third:?}"
+        );
+        assert_ne!(looks.pid(), pid);
+        // One killed while it waited is replaced before it is asked.
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &looks.pid().unwrap().to_string()])
+            .status();
+        std::thread::sleep(Duration::from_millis(100));
+        let fourth = looks.look(Look::Live, Duration::from_secs(5));
+        assert!(
+            matches!(fourth, Ended::Judged(ref j) if j.code == 1),
+            "{fourth:?}"
+        );
+    }
+
     #[test]
     fn a_look_that_cannot_answer_is_trouble_in_words() {
-        let sh = Path::new("/bin/sh");
-        let run_sh = |script: &str, within_ms: u64| {
-            run(
-                sh,
-                &["-c".into(), script.into()],
-                Duration::from_millis(within_ms),
-                false,
-            )
+        let look = |script: &str, within_ms: u64| {
+            sh(script).look(Look::Live, Duration::from_millis(within_ms))
         };
-        let ok = run_sh(
-            r#"echo '{"verdict":"healthy","summary":"fine"}'; exit 0"#,
+        // A look cut short by its deadline ends its process with the deadline's answer.
+        let ok = look(
+            r#"read m; echo '{"verdict":"not_judged","summary":"late"}'; exit 3"#,
             5000,
         );
         assert!(
-            matches!(ok, Ended::Judged(ref j) if j.code == 0 && j.summary == "fine"),
+            matches!(ok, Ended::Judged(ref j) if j.code == 3 && j.summary == "late"),
             "{ok:?}"
         );
-        let bad = run_sh(
-            r#"echo '{"verdict":"unhealthy","summary":"gone"}'; exit 1"#,
-            5000,
-        );
-        assert!(
-            matches!(bad, Ended::Judged(ref j) if j.code == 1),
-            "{bad:?}"
-        );
-        let killed = run_sh("echo oops >&2; kill -9 $$", 5000);
+        let killed = look("read m; echo oops >&2; kill -9 $$", 5000);
         assert!(
             matches!(killed, Ended::Trouble(ref w) if w.contains("SIGKILL") && w.contains("oops")),
             "{killed:?}"
         );
-        let slow = run_sh("sleep 5", 200);
+        let slow = look("read m; sleep 5", 200);
         assert!(
             matches!(slow, Ended::Trouble(ref w) if w.contains("overstayed")),
             "{slow:?}"
         );
-        let garbage = run_sh("echo hello; exit 1", 5000);
+        let garbage = look("read m; echo hello; exit 1", 5000);
         assert!(
             matches!(garbage, Ended::Trouble(ref w) if w.contains("exited 1")),
             "{garbage:?}"
         );
-        let flood = run_sh("yes", 5000);
+        let framed_garbage = look(
+            "read m; echo hello; echo natsprobe-look-end 0; sleep 5",
+            5000,
+        );
+        assert!(
+            matches!(framed_garbage, Ended::Trouble(ref w) if w.contains("without a check's answer")),
+            "{framed_garbage:?}"
+        );
+        let flood = look("read m; yes", 5000);
         assert!(
             matches!(flood, Ended::Trouble(ref w) if w.contains("more than")),
             "{flood:?}"
         );
-        let missing = run(
-            Path::new("/nonexistent/natsprobe"),
-            &[],
-            Duration::from_secs(1),
-            false,
-        );
+        let missing = Looks::new("/nonexistent/natsprobe".into(), vec![])
+            .look(Look::Live, Duration::from_secs(1));
         assert!(
             matches!(missing, Ended::Trouble(ref w) if w.contains("could not start")),
             "{missing:?}"
         );
+    }
+
+    #[test]
+    fn an_answer_is_closed_by_its_end_line() {
+        assert_eq!(framed(b"{}\nnatsprobe-look-end 1\n"), Some(1));
+        assert_eq!(framed(b"natsprobe-look-end 0\n"), Some(0));
+        assert_eq!(framed(b"{}\nnatsprobe-look-end 1"), None);
+        assert_eq!(framed(b"{\"a\":\"natsprobe-look-end 1\"}\n"), None);
+        assert_eq!(framed(b""), None);
     }
 }

@@ -7,6 +7,7 @@
 pub mod account;
 pub mod advisories;
 pub mod connz;
+pub mod held;
 pub mod http;
 pub mod jetstream;
 pub mod kept;
@@ -66,7 +67,7 @@ pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
         owner::process(pid).map_err(|e| owner_error(Setting::NetnsOf, e))?;
     }
     set_phase(Phase::ReadingSockets);
-    let scan = sockets::scan(
+    let mut scan = sockets::scan(
         target.ports,
         target.netns_of,
         target.reader,
@@ -74,6 +75,11 @@ pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
         deadline,
     )
     .map_err(|e| Error::CannotEvaluate(format!("cannot read the socket table: {e}")))?;
+    // natsprobe's own connection, held for the next look, is never the pod's.
+    if held::holding() {
+        let own = owner::socket_inodes(&[std::process::id()]).unwrap_or_default();
+        scan.sockets.retain(|s| !own.contains_key(&s.inode));
+    }
     Ok(Pod {
         processes,
         owned,
@@ -169,10 +175,24 @@ impl Nats {
         deadline: Instant,
     ) -> Result<Nats, Error> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
+        if let Some((runtime, session, name)) = held::take() {
+            return Ok(Nats {
+                runtime,
+                session: Ok(session),
+                name,
+            });
+        }
         let runtime = server::network_runtime().map_err(Error::CannotEvaluate)?;
         let name = connz::probe_name();
         let session = runtime
-            .block_on(nats::Session::connect(urls, auth, api, &name, deadline))
+            .block_on(nats::Session::connect(
+                urls,
+                auth,
+                api,
+                &name,
+                deadline,
+                held::holding(),
+            ))
             .map_err(Error::from)?;
         Ok(Nats {
             runtime,
@@ -316,14 +336,21 @@ impl Nats {
 
 impl Drop for Nats {
     fn drop(&mut self) {
-        // The connection's background task is not waited for: the answer is ready.
         let runtime = std::mem::replace(
             &mut self.runtime,
             tokio::runtime::Builder::new_current_thread()
                 .build()
                 .expect("an empty runtime"),
         );
-        runtime.shutdown_background();
+        let session = std::mem::replace(&mut self.session, Err(crate::facts::Unknown::Deadline));
+        match session {
+            // Held for the next look, where a look holds it (`held`).
+            Ok(session) if held::holding() => {
+                held::keep(runtime, session, std::mem::take(&mut self.name))
+            }
+            // The connection's background task is not waited for: the answer is ready.
+            _ => runtime.shutdown_background(),
+        }
     }
 }
 

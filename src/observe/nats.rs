@@ -55,16 +55,22 @@ pub struct Session {
 
 impl Session {
     /// Connects by `deadline`. The outer error is a configuration error (an unusable
-    /// credentials file); the inner one why the server could not be reached.
+    /// credentials file); the inner one why the server could not be reached. A session to be
+    /// `held` for later looks has no request timeout of its own: each ask is bounded by its
+    /// look's deadline.
     pub async fn connect(
         servers: &[ServerUrl],
         auth: &Auth,
         api: &JsApi,
         name: &str,
         deadline: Instant,
+        held: bool,
     ) -> Result<Result<Session, Unknown>, SetupError> {
         let denied = Arc::new(Denied::default());
-        let options = options(servers, auth, name, deadline, Arc::clone(&denied)).await?;
+        let mut options = options(servers, auth, name, deadline, Arc::clone(&denied)).await?;
+        if held {
+            options = options.request_timeout(None);
+        }
         // The URLs as given minus their userinfo, which went into the options above.
         let addrs: Vec<String> = servers.iter().map(ServerUrl::to_string).collect();
         Ok(
@@ -78,6 +84,21 @@ impl Session {
                 }),
             },
         )
+    }
+
+    /// Whether the connection is up: a held one that is not (reconnecting) is not used.
+    pub fn connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+
+    /// Forgets the subjects refused so far: a held session starts each look afresh, as a
+    /// login does (permissions may have changed since).
+    pub fn forget_refusals(&self) {
+        self.denied
+            .subjects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// The subject of a JetStream API call (`"STREAM.LIST"`), in the configured domain or
