@@ -10,8 +10,12 @@
 //! - the check alone: the same `natsprobe check`, started directly in the namespace.
 //! - httpGet: `GET /livez` as the kubelet makes it (a new connection each time): the client's
 //!   CPU (this thread's) and serve's (its threads' on-CPU time, /proc/PID/task/*/schedstat).
-//! - a look: what serve starts every `--every` (`natsprobe serve --look live …`), started
-//!   directly: its CPU from rusage; per probe, as many looks as fall in a kubelet period.
+//! - a look: what serve asks its looks' process for every `--every` (`natsprobe serve --look
+//!   …`, started directly and asked as serve asks it): that process's CPU over the look; per
+//!   probe, as many looks as fall in a kubelet period.
+//! - NATS's side of a look (`nats_per_look`): behind an auth callout, a look that asks
+//!   JetStream, as `natsprobe check` (a login each) and in serve's looks' process (the
+//!   connection held): the server's CPU, the auth service's and the logins, per look.
 //!
 //! Rounds interleave the kinds (shuffled order each round). Machine-wide: the busy time in
 //! /proc/stat over a phase of each kind alone, per run, as a cross-check.
@@ -175,6 +179,8 @@ fn main() {
         to_client.send(()).unwrap();
         from_client.recv().unwrap()
     };
+    // serve's looks' process, asked for a look as serve asks it.
+    let mut looks = LooksProcess::start(direct(&["serve", "--look", "--server", &url]));
     // Warm: each kind once, serve's first look done.
     std::thread::sleep(Duration::from_secs(1));
     let _ = container.exec(
@@ -190,6 +196,7 @@ fn main() {
     );
     let _ = run_rusage(direct(&["check", "--server", &url]));
     assert_eq!(http().0, 200, "serve answers healthy");
+    looks.look();
 
     let (mut exec_cpu, mut exec_wall) = (Vec::new(), Vec::new());
     let (mut alone_cpu, mut alone_wall) = (Vec::new(), Vec::new());
@@ -230,11 +237,12 @@ fn main() {
                     alone_wall.push(wall);
                 }
                 2 => {
-                    let (cpu, wall, code) =
-                        run_rusage(direct(&["serve", "--look", "live", "--server", &url]));
-                    assert_eq!(code, 0);
-                    look_cpu.push(cpu);
-                    look_wall.push(wall);
+                    let t0 = Instant::now();
+                    let before = process_cpu(looks.pid());
+                    let answer = looks.look();
+                    assert!(answer.ends_with("natsprobe-look-end 0"), "{answer}");
+                    look_cpu.push(process_cpu(looks.pid()) - before);
+                    look_wall.push(t0.elapsed());
                 }
                 _ => {
                     let before = process_cpu(container.pid);
@@ -306,7 +314,7 @@ fn main() {
         ms(http_machine)
     );
     println!(
-        "| a look (serve's check, `--every` {every}s) | {} | {} | {} | |",
+        "| a look (serve's check in its looks' process, `--every` {every}s) | {} | {} | {} | |",
         ms(look),
         ms(median(&mut look_wall)),
         ms(p99(&mut look_wall))
@@ -341,4 +349,167 @@ fn main() {
         core(with_looks(every))
     );
     drop(container);
+    drop(looks);
+    println!();
+    nats_per_look(runs);
+}
+
+/// `serve --look …`, the looks' process, its requests written and its answers read as serve
+/// does.
+struct LooksProcess {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl LooksProcess {
+    fn start(mut cmd: Command) -> LooksProcess {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        LooksProcess {
+            stdin: child.stdin.take().unwrap(),
+            stdout: std::io::BufReader::new(child.stdout.take().unwrap()),
+            child,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// One live look: its whole answer, up to its end line.
+    fn look(&mut self) -> String {
+        use std::io::BufRead;
+        self.stdin.write_all(b"live\n").unwrap();
+        let mut answer = String::new();
+        while !answer.contains("natsprobe-look-end") {
+            assert!(self.stdout.read_line(&mut answer).unwrap() > 0, "{answer}");
+        }
+        answer.trim_end().to_string()
+    }
+}
+
+impl Drop for LooksProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// CPU of this process's threads but the calling one (here: the auth callout service's).
+fn others_cpu() -> Duration {
+    process_cpu(std::process::id()) - thread_cpu()
+}
+
+/// The NATS side: a server whose logins go through an auth callout service, a client holding
+/// its connection, a pull consumer. A look that asks JetStream for the consumer (every look:
+/// `--sample-every 0`), made at the same pace two ways, in alternating blocks: `natsprobe
+/// check` (the exec probe's look, and serve's before it held a connection: a login each) and a
+/// look in serve's looks' process (its connection held). Per look: the server's CPU, the auth
+/// service's, the logins it answered.
+fn nats_per_look(runs: usize) {
+    use harness::callout::{self, Callout};
+    let issuer = nkeys::KeyPair::new_account();
+    let seed = issuer.seed().unwrap();
+    let nats = Arc::new(NetNs::new());
+    let app = Arc::new(NetNs::new());
+    let (ip, _) = link(&nats, &app);
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("server.conf");
+    std::fs::write(&path, callout::server_config(&issuer)).unwrap();
+    let server = NatsServer::start_with(
+        Some(&nats),
+        Version::Pinned,
+        ip,
+        4222,
+        &["-c", path.to_str().unwrap()],
+    );
+    let url = server.url();
+    let service = Callout::start(&nats, &url, &seed);
+    let auth = ["-user", "app", "-password", "app-pw"];
+    let mut setup = vec!["-url", url.as_str()];
+    setup.extend_from_slice(&auth);
+    setup.extend_from_slice(&["-stream", "S", "-subjects", "s.>", "-durable", "P"]);
+    Peer::setup(Some(&nats), &setup);
+    let app_url = format!("nats://app:app-pw@{}", &url["nats://".len()..]);
+    let _client = Peer::conn(Some(&app), &app_url, -1, "100ms");
+    let binary = harness::static_binary();
+    let state = tempfile::tempdir().unwrap();
+    let args = [
+        "--server",
+        app_url.as_str(),
+        "--consumer",
+        "S/P",
+        "--sample-every",
+        "0",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let command = |first: &[&str]| {
+        let mut cmd = app.command(&binary);
+        cmd.args(first).args(args).env_clear();
+        cmd
+    };
+    let server_pid = server.pid().unwrap();
+    let mut held = LooksProcess::start(command(&["serve", "--look"]));
+    assert!(held.look().contains("\"consumers_looked\":\"asked\""));
+    let (_, _, code) = run_rusage(command(&["check"]));
+    assert_eq!(code, 0);
+    let pace = Duration::from_millis(50);
+    let logins = || service.answered.load(std::sync::atomic::Ordering::SeqCst);
+    // [login per look, held]: server CPU, auth service CPU, logins, looks.
+    let mut sums = [(Duration::ZERO, Duration::ZERO, 0usize, 0usize); 2];
+    let block = 20;
+    for round in 0..(runs / block).max(1) * 2 {
+        let kind = round % 2;
+        let (server0, auth0, logins0) = (process_cpu(server_pid), others_cpu(), logins());
+        for _ in 0..block {
+            let began = Instant::now();
+            if kind == 0 {
+                let (_, _, code) = run_rusage(command(&["check"]));
+                assert_eq!(code, 0);
+            } else {
+                assert!(held.look().ends_with("natsprobe-look-end 0"));
+            }
+            std::thread::sleep(pace.saturating_sub(began.elapsed()));
+        }
+        let sum = &mut sums[kind];
+        sum.0 += process_cpu(server_pid) - server0;
+        sum.1 += others_cpu() - auth0;
+        sum.2 += logins() - logins0;
+        sum.3 += block;
+    }
+    println!(
+        "NATS's side of a look that asks JetStream (a consumer's info), behind an auth callout; {} looks each way, one every {} ms, alternating blocks of {block}:",
+        sums[0].3,
+        pace.as_millis()
+    );
+    println!("| a look | nats-server CPU per look | auth service CPU per look | logins per look |");
+    println!("|---|---|---|---|");
+    let per = |(server, auth, logins, looks): (Duration, Duration, usize, usize)| {
+        (
+            server / looks as u32,
+            auth / looks as u32,
+            logins as f64 / looks as f64,
+        )
+    };
+    let (exec, hold) = (per(sums[0]), per(sums[1]));
+    for (name, (server, auth, logins)) in [
+        ("a login each (`natsprobe check`: the exec probe)", exec),
+        ("serve's looks, the connection held", hold),
+    ] {
+        println!("| {name} | {} | {} | {logins:.3} |", ms(server), ms(auth));
+    }
+    let ratio = hold.0.as_secs_f64() / exec.0.as_secs_f64();
+    println!(
+        "the servers' CPU per look, held against a login each: {ratio:.3}× (goal ≤ 0.5: {}); the auth service's: {:.3}×",
+        if ratio <= 0.5 { "met" } else { "MISSED" },
+        hold.1.as_secs_f64() / exec.1.as_secs_f64()
+    );
+    drop(held);
+    service.stop();
 }

@@ -1,8 +1,10 @@
 //! Soak: `natsprobe serve` for SOAK_MINUTES (default 30) answering one probe a second (`GET
 //! /livez` on a new connection, as the kubelet), its looks every 2 s, while NATS goes away and
 //! comes back (a minute's cycle: 20 s stopped, 20 s frozen by SIGSTOP, in turns, then up).
-//! Prints serve's RSS and open descriptors (after a minute's warm-up, and at the end: goal
-//! within 5 %), and its answers' times (goal: none slower than 5 ms).
+//! Every look asks JetStream for a consumer through the looks' process's held connection.
+//! Prints the RSS and open descriptors of serve and of its looks' process (after a minute's
+//! warm-up, and at the end: goal within 5 %), and the answers' times (goal: none slower than
+//! 5 ms).
 //!
 //! Run: `cargo bench --bench soak` (root; probe-tests/setup first, and the static build).
 
@@ -46,6 +48,20 @@ fn main() {
     let mut server = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
     let url = server.url();
     let _client = Peer::conn(Some(&app), &url, -1, "250ms");
+    // A pull consumer, asked by every look through the looks' held connection.
+    Peer::setup(
+        Some(&nats),
+        &[
+            "-url",
+            &url,
+            "-stream",
+            "S",
+            "-subjects",
+            "s.>",
+            "-durable",
+            "P",
+        ],
+    );
     let state = tempfile::tempdir().unwrap();
     let serve = Peer::spawn_as(
         Some(&app),
@@ -54,6 +70,10 @@ fn main() {
             "serve",
             "--server",
             &url,
+            "--consumer",
+            "S/P",
+            "--sample-every",
+            "0",
             "--every",
             "2s",
             "--listen",
@@ -69,6 +89,9 @@ fn main() {
     let mut times: Vec<Duration> = Vec::new();
     let mut statuses = std::collections::BTreeMap::new();
     let mut samples: Vec<(Duration, u64, usize)> = Vec::new();
+    // The looks' process's, and each of its process ids (a new one after one that failed).
+    let mut looks: Vec<(Duration, u64, usize)> = Vec::new();
+    let mut pids = std::collections::BTreeSet::new();
     let mut frozen = false;
     let mut stopped = false;
     let mut next = Instant::now();
@@ -108,6 +131,10 @@ fn main() {
         *statuses.entry(status).or_insert(0u64) += 1;
         if n % 10 == 0 {
             samples.push((started.elapsed(), status_kib(pid, "VmRSS:"), fds(pid)));
+            if let Some(child) = looks_process(pid) {
+                looks.push((started.elapsed(), status_kib(child, "VmRSS:"), fds(child)));
+                pids.insert(child);
+            }
         }
         n += 1;
         next += Duration::from_secs(1);
@@ -117,25 +144,6 @@ fn main() {
         // SAFETY: as above.
         unsafe { libc::kill(server.pid().unwrap() as i32, libc::SIGCONT) };
     }
-    // At rest: the least of a window of samples (a look in flight holds two pipes and a few
-    // hundred KiB for its moment), in the first 100 s after a minute's warm-up and the last.
-    let warm: Vec<_> = samples
-        .iter()
-        .filter(|s| s.0 >= Duration::from_secs(60))
-        .collect();
-    let window = 10.min(warm.len());
-    let rest = |w: &[&(Duration, u64, usize)]| {
-        (
-            w.iter().map(|s| s.1).min().unwrap(),
-            w.iter().map(|s| s.2).min().unwrap(),
-        )
-    };
-    let first = rest(&warm[..window]);
-    let last = rest(&warm[warm.len() - window..]);
-    let max_rss = warm.iter().map(|s| s.1).max().unwrap();
-    let max_fds = warm.iter().map(|s| s.2).max().unwrap();
-    let rss_change = (last.0 as f64 - first.0 as f64) / first.0 as f64 * 100.0;
-    let fds_change = (last.1 as f64 - first.1 as f64) / first.1 as f64 * 100.0;
     let mut sorted = times.clone();
     sorted.sort();
     let slow = times
@@ -154,14 +162,61 @@ fn main() {
         sorted.last().unwrap(),
         if slow == 0 { "met" } else { "MISSED" }
     );
+    at_rest("serve's", &samples, "a probe's connection");
+    at_rest(
+        "the looks' process's",
+        &looks,
+        "a look's sockets, the NATS connection while it is down",
+    );
     println!(
-        "serve's RSS at rest: {} KiB after a minute, {} KiB at the end ({rss_change:+.1} %; goal within 5 %: {}); at most {max_rss} KiB",
+        "the looks' process: {} process id(s) over the soak (a new one only after one that could not answer)",
+        pids.len()
+    );
+}
+
+/// The looks' process: `serve`'s child, if it has one now.
+fn looks_process(pid: u32) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // pid (comm) state ppid …: the comm may hold spaces, never a ") ".
+            let ppid: u32 = stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()?;
+            (ppid == pid).then_some(child)
+        })
+}
+
+/// RSS and open descriptors at rest: the least of a window of samples (a look in flight holds
+/// its sockets and a few hundred KiB for its moment), in the first 100 s after a minute's
+/// warm-up and the last; goal within 5 %.
+fn at_rest(whose: &str, samples: &[(Duration, u64, usize)], in_flight: &str) {
+    let warm: Vec<_> = samples
+        .iter()
+        .filter(|s| s.0 >= Duration::from_secs(60))
+        .collect();
+    let window = 10.min(warm.len());
+    let rest = |w: &[&(Duration, u64, usize)]| {
+        (
+            w.iter().map(|s| s.1).min().unwrap(),
+            w.iter().map(|s| s.2).min().unwrap(),
+        )
+    };
+    let first = rest(&warm[..window]);
+    let last = rest(&warm[warm.len() - window..]);
+    let max_rss = warm.iter().map(|s| s.1).max().unwrap();
+    let max_fds = warm.iter().map(|s| s.2).max().unwrap();
+    let rss_change = (last.0 as f64 - first.0 as f64) / first.0 as f64 * 100.0;
+    let fds_change = (last.1 as f64 - first.1 as f64) / first.1 as f64 * 100.0;
+    println!(
+        "{whose} RSS at rest: {} KiB after a minute, {} KiB at the end ({rss_change:+.1} %; goal within 5 %: {}); at most {max_rss} KiB",
         first.0,
         last.0,
         if rss_change.abs() <= 5.0 { "met" } else { "MISSED" }
     );
     println!(
-        "serve's open descriptors at rest: {} after a minute, {} at the end ({fds_change:+.1} %; goal within 5 %: {}); at most {max_fds} (a look's pipes, a probe's connection)",
+        "{whose} open descriptors at rest: {} after a minute, {} at the end ({fds_change:+.1} %; goal within 5 %: {}); at most {max_fds} ({in_flight})",
         first.1,
         last.1,
         if fds_change.abs() <= 5.0 { "met" } else { "MISSED" }
