@@ -622,3 +622,47 @@ fn the_looks_hold_one_nats_connection() {
     assert_eq!(asked(&pods.app), "asked healthy");
     drop(app);
 }
+
+/// The looks' process lives as long as serve: look after look, it keeps nothing more (what a
+/// look prepares for its deadline and its budget is kept once, not once a look).
+#[test]
+fn the_looks_process_keeps_nothing_from_look_to_look() {
+    use std::io::BufRead;
+    let state = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(probe::binary())
+        .args(["serve", "--look", "--port", "4999", "--state-dir"])
+        .arg(state.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let rss = |pid: u32| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let mut look = |n: usize| {
+        for _ in 0..n {
+            stdin.write_all(b"live\n").unwrap();
+            let mut answer = String::new();
+            while !answer.contains("natsprobe-look-end") {
+                assert!(stdout.read_line(&mut answer).unwrap() > 0, "{answer}");
+            }
+            assert!(answer.contains("natsprobe-look-end 1"), "{answer}");
+        }
+    };
+    look(300);
+    let warm = rss(child.id());
+    look(2000);
+    let after = rss(child.id());
+    println!("serve | the looks' process: {warm} KiB after 300 looks, {after} KiB after 2,300");
+    assert!(
+        after <= warm + 128,
+        "{warm} KiB → {after} KiB over 2,000 looks"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success(), "ends when serve is gone");
+}

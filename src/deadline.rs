@@ -160,13 +160,22 @@ pub fn prepare_budget_message(prefix: String, suffix: String) {
     keep(&BUDGET_PREFIX, &BUDGET_SUFFIX, prefix, suffix);
 }
 
-/// Stores a prepared message for `end_with`, leaked: it lives as long as the process.
+/// Stores a prepared message for `end_with`, leaked: it lives as long as the process. The same
+/// message prepared again (`serve`'s looks' process prepares each look's) is kept once.
 fn keep(
     to_prefix: &AtomicPtr<Vec<u8>>,
     to_suffix: &AtomicPtr<Vec<u8>>,
     prefix: String,
     suffix: String,
 ) {
+    let holds = |kept: &AtomicPtr<Vec<u8>>, text: &str| {
+        let kept = kept.load(Ordering::SeqCst);
+        // SAFETY: a non-null pointer here came from Box::into_raw and is never freed.
+        !kept.is_null() && unsafe { (*kept).as_slice() } == text.as_bytes()
+    };
+    if holds(to_prefix, &prefix) && holds(to_suffix, &suffix) {
+        return;
+    }
     to_prefix.store(
         Box::into_raw(Box::new(prefix.into_bytes())),
         Ordering::SeqCst,

@@ -26,9 +26,9 @@ pub struct ServeArgs {
     )]
     pub listen: SocketAddr,
 
-    /// How often to look (one check each time, in a process of its own); a probe is answered
-    /// from the last look, never by a look of its own. The app's probe's periodSeconds is a
-    /// good choice
+    /// How often to look (one check each time, in the looks' own process, which holds its NATS
+    /// connection between looks); a probe is answered from the last look, never by a look of
+    /// its own. The app's probe's periodSeconds is a good choice
     #[arg(
         long,
         value_name = "DUR",
@@ -46,8 +46,8 @@ pub struct ServeArgs {
     pub look: bool,
 }
 
-/// The shortest `--every`: a look is a process start and a check, about a millisecond of the
-/// node's CPU; ten a second is as often as a probe could want an answer.
+/// The shortest `--every`: a look is a check, a fraction of a millisecond of the node's CPU
+/// (more where it asks NATS); ten a second is as often as a probe could want an answer.
 const SHORTEST_EVERY: Duration = Duration::from_millis(100);
 
 impl ServeArgs {
