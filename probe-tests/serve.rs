@@ -517,8 +517,8 @@ fn probe_logins(service: &crate::harness::callout::Callout) -> usize {
 
 /// The looks hold one NATS connection (here behind an auth callout, where each login costs the
 /// auth service a request): one login for look after look, asking JetStream each time; that
-/// connection, in the app pod's namespace, never counts as the app's; after NATS restarts, one
-/// login more and the looks go on as before.
+/// connection, in the app pod's namespace, never counts as the app's; after NATS restarts, or
+/// was frozen past a look's deadline, one login more and the looks go on as before.
 #[test]
 fn the_looks_hold_one_nats_connection() {
     use crate::harness::callout::{self, Callout};
@@ -619,6 +619,32 @@ fn the_looks_hold_one_nats_connection() {
         "held again after the restart"
     );
     assert!(after <= 2, "{after} logins after the restart");
+    assert_eq!(asked(&pods.app), "asked healthy");
+
+    // NATS frozen past a look's deadline, then thawed: its connections stay up (its pings
+    // would notice only minutes later), but the look whose asks went unanswered does not keep
+    // it: the next look logs in afresh, as the exec probe would, then holds again.
+    let pid = pods.server.pid().unwrap() as i32;
+    // SAFETY: plain kill(2) on the test's own nats-server.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let thawed = Instant::now();
+    wait_until(
+        "a look logs in afresh after NATS was frozen",
+        Duration::from_secs(10),
+        || probe_logins(&service) > after,
+    );
+    println!(
+        "serve | a look logged in afresh {:?} after NATS thawed",
+        thawed.elapsed()
+    );
+    until(&pods.app, "/livez", 200, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(1));
+    let fresh = probe_logins(&service);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(probe_logins(&service), fresh, "held again after the freeze");
     assert_eq!(asked(&pods.app), "asked healthy");
     drop(app);
 }

@@ -2,8 +2,11 @@
 //! every look while it stays up, instead of one a look. Between looks the process waits for
 //! `serve`'s next request on the connection's own runtime, so the connection answers the
 //! server's pings and reconnects (without limit) as any client's does. A look takes it only
-//! while it is connected; one that finds it down connects afresh, as the exec probe does,
-//! and what that connect finds is the look's evidence. Nothing here judges.
+//! while it is connected, and keeps it for the next look only when it answered every ask of
+//! this one: a connection that let an ask go unanswered (a server frozen, a path lost without
+//! a word, which its pings notice only minutes later) is closed. One that is down, or was
+//! closed, the look replaces by connecting afresh, as the exec probe does, and what that
+//! connect finds is the look's evidence. Nothing here judges.
 
 use super::nats::Session;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -39,7 +42,7 @@ pub fn take() -> Option<(Runtime, Session, String)> {
     // What arrived since the last turn of the runtime (a close, an error) is seen first.
     held.runtime.block_on(tokio::task::yield_now());
     if held.session.connected() {
-        held.session.forget_refusals();
+        held.session.begin_look();
         Some((held.runtime, held.session, held.name))
     } else {
         held.runtime.shutdown_background();
@@ -47,7 +50,8 @@ pub fn take() -> Option<(Runtime, Session, String)> {
     }
 }
 
-/// Keeps a look's connection for the next one.
+/// Keeps a look's connection for the next one (`observe::Nats` keeps only one that answered
+/// every ask of its look).
 pub fn keep(runtime: Runtime, session: Session, name: String) {
     let old = HELD
         .lock()

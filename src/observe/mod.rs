@@ -344,8 +344,9 @@ impl Drop for Nats {
         );
         let session = std::mem::replace(&mut self.session, Err(crate::facts::Unknown::Deadline));
         match session {
-            // Held for the next look, where a look holds it (`held`).
-            Ok(session) if held::holding() => {
+            // Held for the next look, where a look holds it (`held`), once it has answered
+            // every ask of this one.
+            Ok(session) if held::holding() && session.answered() => {
                 held::keep(runtime, session, std::mem::take(&mut self.name))
             }
             // The connection's background task is not waited for: the answer is ready.

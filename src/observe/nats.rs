@@ -11,6 +11,7 @@ use crate::facts::{ConsumerName, Observed, StreamFacts, Unknown};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, RequestErrorKind, ServerError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::Notify;
@@ -45,12 +46,14 @@ impl From<SetupError> for Error {
     }
 }
 
-/// One connection with the probe's credentials, where its JetStream API is, and the subjects
-/// the server refused it.
+/// One connection with the probe's credentials, where its JetStream API is, the subjects
+/// the server refused it, and whether an ask on it went unanswered.
 pub struct Session {
     pub client: async_nats::Client,
     api: JsApi,
     denied: Arc<Denied>,
+    /// An ask on it had no answer by its deadline (`unanswered`).
+    silent: AtomicBool,
 }
 
 impl Session {
@@ -81,6 +84,7 @@ impl Session {
                     client,
                     api: api.clone(),
                     denied,
+                    silent: AtomicBool::new(false),
                 }),
             },
         )
@@ -91,14 +95,26 @@ impl Session {
         self.client.connection_state() == async_nats::connection::State::Connected
     }
 
-    /// Forgets the subjects refused so far: a held session starts each look afresh, as a
+    /// Forgets what earlier looks learnt of it: a held session starts each look afresh, as a
     /// login does (permissions may have changed since).
-    pub fn forget_refusals(&self) {
+    pub fn begin_look(&self) {
         self.denied
             .subjects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.silent.store(false, Ordering::Relaxed);
+    }
+
+    /// Records that an ask on it had no answer by its deadline: whether the server is silent
+    /// or the path to it is gone, the connection has not shown itself up.
+    pub fn unanswered(&self) {
+        self.silent.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether every ask on it (since `begin_look`) had an answer of some kind by its deadline.
+    pub fn answered(&self) -> bool {
+        !self.silent.load(Ordering::Relaxed)
     }
 
     /// The subject of a JetStream API call (`"STREAM.LIST"`), in the configured domain or
@@ -148,6 +164,9 @@ impl Session {
             if let Ok((i, answer)) = done {
                 answers[i] = answer;
             }
+        }
+        if answers.iter().any(|a| matches!(a, Err(Unknown::Deadline))) {
+            self.unanswered();
         }
         answers
     }

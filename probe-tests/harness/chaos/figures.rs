@@ -143,16 +143,13 @@ impl Figures<'_> {
             "NATS sessions the probes opened (the busiest second)",
             &|t| match &t.asked {
                 Some(a) => format!("{} ({})", a.sessions, a.busiest_second),
-                None if t.checker == super::Checker::Serve => {
-                    "not counted (its looks log in as the exec probe's do)".into()
-                }
                 None => "none: it asks NATS nothing".into(),
             },
         ));
         out.push_str(&row(
             "their cost to the servers' CPU",
             &|t| match &t.asked {
-                Some(a) => format!(
+                Some(a) if !a.per_session.is_empty() => format!(
                     "{:.2}s ({:.2}% of a core; per session {})",
                     a.cpu.as_secs_f64(),
                     100.0 * a.cpu.as_secs_f64() / t.span.as_secs_f64(),
@@ -166,7 +163,7 @@ impl Figures<'_> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                None => "-".into(),
+                _ => "-".into(),
             },
         ));
         out.push_str(&row("servers' CPU over the script, everything", &|t| {

@@ -62,7 +62,8 @@ pub struct Tally {
     /// The servers' CPU (user and system, every node) over the script, and its length.
     pub cpu: Duration,
     pub span: Duration,
-    /// natsprobe's sessions and their cost (the natsprobe world).
+    /// natsprobe's sessions (both natsprobe worlds) and their cost (priced in the exec
+    /// world; serve's looks hold one session each, so a session's price is not a look's).
     pub asked: Option<Asked>,
     /// The guard's CronJob: each run's alert, the durables it named, since the script began.
     pub guard: Vec<(Duration, Vec<String>)>,
@@ -228,7 +229,7 @@ impl Tally {
             }
         }
         restarts.sort_by_key(|r| r.at);
-        let asked = (!costs.is_empty()).then(|| asked(w, costs, t0, ended));
+        let asked = w.checker.is_natsprobe().then(|| asked(w, costs, t0, ended));
         logs.push((
             "the guard".into(),
             guard
@@ -367,7 +368,7 @@ impl Tally {
 
 /// The sessions natsprobe's probes opened between `from` and `to`, as the callout service
 /// answered their logins (named `natsprobe-<pid>-...`; the guard's are its own), priced at
-/// what one of their pod's kind costs.
+/// what one of their pod's kind costs (nothing where `costs` has no price).
 fn asked(w: &World, costs: &[(Kind, Duration)], from: Instant, to: Instant) -> Asked {
     let sessions: Vec<(Instant, Kind)> = w
         .logins()

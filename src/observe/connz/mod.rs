@@ -373,7 +373,10 @@ async fn collect<T>(
         return Err(Unknown::NotPermitted(subject.into()));
     }
     match answers.is_empty() {
-        true => Err(Unknown::Deadline),
+        true => {
+            session.unanswered();
+            Err(Unknown::Deadline)
+        }
         false => Ok(answers),
     }
 }
