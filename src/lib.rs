@@ -13,8 +13,6 @@
 //! [`error`] (runs that end without a verdict). `fuzz` (built only for the fuzzer and the tests)
 //! holds the fuzzing entry points.
 
-#[cfg(test)]
-mod architecture;
 pub mod budget;
 pub mod cli;
 pub mod commands;
@@ -24,9 +22,9 @@ pub mod deadline;
 mod docs;
 pub mod error;
 pub mod exit;
-pub mod facts;
+pub use natsprobe_core::facts;
 #[cfg(any(fuzzing, test))]
 pub mod fuzz;
 pub mod observe;
 pub mod report;
-pub mod rules;
+pub use natsprobe_core::rules;

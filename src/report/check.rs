@@ -314,11 +314,11 @@ pub fn check(input: &CheckInput) -> CheckReport {
             .state_dir
             .as_ref()
             .map(|d| StateDirSection {
-                path: d.path.display().to_string(),
+                path: d.path.clone(),
                 passed_over: d
                     .skipped
                     .iter()
-                    .map(|(p, why)| [p.display().to_string(), why.clone()])
+                    .map(|(p, why)| [p.clone(), why.clone()])
                     .collect(),
             }),
         jetstream: (!input.js_api.is_local() || input.observations.server_domain.is_some()).then(

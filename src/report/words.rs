@@ -74,3 +74,94 @@ pub fn retention(settings: &[RetentionSetting]) -> String {
         .collect();
     words.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::StreamFacts;
+    use crate::rules::consumer::deletes_unacked;
+    use std::time::Duration;
+
+    /// Every setting under which the server deletes unacknowledged messages
+    /// (measured on 2.10.26), and the ones under which it does not.
+    #[test]
+    fn which_retention_settings_delete_unacknowledged_messages() {
+        let with = |f: fn(&mut StreamFacts)| {
+            let mut s = StreamFacts {
+                retention: "limits".into(),
+                discard: "old".into(),
+                max_msgs: None,
+                max_bytes: None,
+                max_age: None,
+                max_msgs_per_subject: None,
+                discard_new_per_subject: false,
+                first_seq: 1,
+                last_seq: 200,
+            };
+            f(&mut s);
+            deletes_unacked(&s).map(|d| (d.front_only, retention(&d.settings)))
+        };
+        type Row = (fn(&mut StreamFacts), Option<(bool, &'static str)>);
+        let rows: [Row; 9] = [
+            (|_| {}, None),
+            (
+                |s| s.max_msgs = Some(200),
+                Some((true, "max_msgs 200, discard old")),
+            ),
+            (
+                |s| s.max_bytes = Some(4096),
+                Some((true, "max_bytes 4096, discard old")),
+            ),
+            (
+                |s| {
+                    s.max_msgs = Some(200);
+                    s.discard = "new".into();
+                },
+                None,
+            ),
+            (
+                |s| {
+                    s.max_age = Some(Duration::from_secs(60));
+                    s.discard = "new".into();
+                },
+                Some((true, "max_age 1m, discard new")),
+            ),
+            (
+                |s| {
+                    s.max_msgs_per_subject = Some(1);
+                    s.discard = "new".into();
+                },
+                Some((false, "max_msgs_per_subject 1, discard new")),
+            ),
+            (
+                |s| {
+                    s.max_msgs_per_subject = Some(1);
+                    s.discard = "new".into();
+                    s.discard_new_per_subject = true;
+                },
+                None,
+            ),
+            (
+                |s| {
+                    s.retention = "workqueue".into();
+                    s.max_msgs = Some(10);
+                },
+                Some((false, "workqueue, max_msgs 10, discard old")),
+            ),
+            (
+                |s| {
+                    s.retention = "interest".into();
+                    s.max_age = Some(Duration::from_secs(90));
+                },
+                Some((false, "interest, max_age 1m30s, discard old")),
+            ),
+        ];
+        for (i, (set, expected)) in rows.into_iter().enumerate() {
+            assert_eq!(
+                with(set),
+                expected.map(|(f, s)| (f, s.to_string())),
+                "row {i}"
+            );
+        }
+    }
+}

@@ -294,8 +294,12 @@ fn judge_with_state(
 ) -> Result<(Vec<JudgedConsumer>, Vec<JudgedSubscription>), Error> {
     let dir = &opened.dir;
     obs.state_dir = Some(StateDirUsed {
-        path: dir.path.clone(),
-        skipped: opened.skipped.clone(),
+        path: dir.path.display().to_string(),
+        skipped: opened
+            .skipped
+            .iter()
+            .map(|(p, why)| (p.display().to_string(), why.clone()))
+            .collect(),
     });
     let server = observe::state::server_key(&config.servers, &config.js_api);
     obs.now_ms = observe::now_ms();

@@ -8,7 +8,7 @@ use crate::observe::{self, PodTarget};
 use crate::rules::check::{self as verdict, Verdict};
 use crate::rules::connection::{self, Connections};
 use crate::rules::exact;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// A run decided by the exact lookup: its verdict, connections and pod.
@@ -57,7 +57,7 @@ impl<'a> Remembered<'a> {
             .zip(&rechecked)
             .filter_map(|(k, again)| Some((*k, exact::unchanged(k, again)?)))
             .collect();
-        let owned: Option<HashMap<u64, Holder>> = match config.owner {
+        let owned: Option<BTreeMap<u64, Holder>> = match config.owner {
             Owner::Anyone => None,
             _ => Some(
                 found
@@ -123,7 +123,7 @@ impl<'a> Remembered<'a> {
         &self,
         config: &CheckConfig,
         connections: &Connections,
-        owned: Option<&HashMap<u64, Holder>>,
+        owned: Option<&BTreeMap<u64, Holder>>,
     ) {
         // An unhealthy run leaves the file: a remembered connection that is gone costs the next
         // run one lookup, and one that is back is found again.

@@ -2,7 +2,7 @@
 //! This is what stops a sidecar's live connection in the same pod from masking a dead client.
 
 use crate::facts::{Holder, Process};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -23,8 +23,8 @@ pub enum OwnerError {
 /// come and go between the listing and this read. One reaped while its path is walked answers
 /// "No such process" (ESRCH: the kernel's permission check on /proc/PID finds no task), not
 /// "not found"; a CI run saw it once in 300 checks of an app forking every 5 ms.
-pub fn socket_inodes(pids: &[u32]) -> Result<HashMap<u64, Holder>, OwnerError> {
-    let mut inodes: HashMap<u64, Holder> = HashMap::new();
+pub fn socket_inodes(pids: &[u32]) -> Result<BTreeMap<u64, Holder>, OwnerError> {
+    let mut inodes: BTreeMap<u64, Holder> = BTreeMap::new();
     for &pid in pids {
         let dir = format!("/proc/{pid}/fd");
         let entries = match fs::read_dir(&dir) {

@@ -371,7 +371,7 @@ What to do
             },
             max_ack_pending: Some(10),
             ts: Some(ts),
-            ..crate::rules::consumer::tests::facts(0, 0, 0)
+            ..crate::facts::ConsumerFacts::example(0, 0, 0, ts)
         };
         let stalled = Outcome::Unhealthy(Fault::Stalled {
             stalled: Duration::from_secs(75),

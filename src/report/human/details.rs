@@ -151,7 +151,7 @@ fn subscription_line(report: &CheckInput, s: &JudgedSubscription) -> String {
 /// `samples kept in /dev/shm/natsprobe-1000 (not in /tmp/natsprobe-1000: cannot create ...)`.
 pub fn state_dir(report: &CheckInput) -> Option<String> {
     let used = report.observations.state_dir.as_ref()?;
-    let mut line = format!("samples kept in {}", used.path.display());
+    let mut line = format!("samples kept in {}", used.path);
     if !used.skipped.is_empty() {
         let why: Vec<&str> = used.skipped.iter().map(|(_, why)| why.as_str()).collect();
         let _ = write!(line, " (passed over: {})", why.join("; "));

@@ -2,11 +2,13 @@
 //! pod's sockets, the servers' answers, the consumers with their previous samples, and whether
 //! the consumers were asked this run at all.
 
+use crate::prelude::*;
+
 use super::jetstream::{Connz, ConsumerName, Loaded, Observed, Unknown};
 use super::server::ServerAnswer;
 use super::sockets::{Holder, Process, SocketScan};
-use std::collections::HashMap;
-use std::time::Duration;
+use alloc::collections::BTreeMap;
+use core::time::Duration;
 
 /// Everything one run observed. Filled lazily, in the order the rules ask for it: the common
 /// path is one socket read; the servers and JetStream are asked only when the verdict needs
@@ -42,8 +44,8 @@ pub struct Observations {
 /// The state dir a run used (`state::open`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateDirUsed {
-    pub path: std::path::PathBuf,
-    pub skipped: Vec<(std::path::PathBuf, String)>,
+    pub path: String,
+    pub skipped: Vec<(String, String)>,
 }
 
 /// This pod's side: whose sockets count, and the socket table.
@@ -53,7 +55,7 @@ pub struct Pod {
     pub processes: Vec<Process>,
     /// Socket inode → the named process holding it, and by which descriptor; None when
     /// anyone's sockets count.
-    pub owned: Option<HashMap<u64, Holder>>,
+    pub owned: Option<BTreeMap<u64, Holder>>,
     pub scan: SocketScan,
     /// The network namespace read, when another process's.
     pub netns_of: Option<u32>,

@@ -5,9 +5,11 @@
 //! included. So the lookup can only confirm what a walk would confirm: anything less is
 //! decided by a walk.
 
+use crate::prelude::*;
+
 use super::connection::{connected, stands_for, Connections, Policy};
 use crate::facts::{Holder, KnownSocket, Rechecked, Socket, TcpState};
-use std::collections::HashMap;
+use alloc::collections::BTreeMap;
 
 /// Whether the connections alone may decide a run: a check that also asks the server about
 /// `asked` consumers or subscriptions matches every socket of the pod against what the server
@@ -23,7 +25,7 @@ pub fn may_decide(asked: usize) -> bool {
 pub fn remember(
     connections: &Connections,
     policy: &Policy,
-    owned: Option<&HashMap<u64, Holder>>,
+    owned: Option<&BTreeMap<u64, Holder>>,
 ) -> Vec<KnownSocket> {
     if !connected(connections, policy) {
         return Vec::new();
@@ -74,7 +76,7 @@ mod tests {
     use super::*;
     use crate::facts::{DiagId, TcpInfo};
     use crate::rules::connection::{connections, WhenServerDown};
-    use std::time::Duration;
+    use core::time::Duration;
 
     fn policy(min: usize) -> Policy {
         Policy {
@@ -152,7 +154,7 @@ mod tests {
         assert_eq!(remember(&c, &policy(1), None), vec![], "no identity");
 
         let holder = Holder { pid: 42, fd: 9 };
-        let owned = HashMap::from([(11, holder)]);
+        let owned = BTreeMap::from([(11, holder)]);
         let c = connections(&table, &policy(1), Some(&owned), &[]);
         let kept = remember(&c, &policy(1), Some(&owned));
         assert_eq!(kept.len(), 1);

@@ -1,6 +1,8 @@
 //! Facts: plain values the observation layer returns and the rules read. No I/O and no
 //! decisions here; every field is something the kernel, a process table or a server said.
 
+use crate::prelude::*;
+
 mod jetstream;
 mod observations;
 mod serve;

@@ -6,7 +6,7 @@
 
 use super::consumer::{self, Fault, Healthy, Judgement, Outcome, Policy, Progress};
 use crate::facts::{Losses, Observed, Sample, Unknown};
-use std::time::Duration;
+use core::time::Duration;
 
 /// What was seen of one consumer, in each look and in between. The first look is kept only as
 /// its judgement (`first_look`): the guard holds that, not the server's answer, for every

@@ -2,6 +2,8 @@
 //! process of `serve` with the same flags; its answer is the check's JSON document and exit
 //! code, exactly as the exec probe would have given them.
 
+use crate::prelude::*;
+
 /// How one look ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {

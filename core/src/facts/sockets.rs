@@ -1,8 +1,10 @@
 //! Sockets as the kernel reports them, whichever reader read them, and the processes whose
 //! sockets count.
 
-use std::fmt;
-use std::net::{IpAddr, SocketAddr};
+use crate::prelude::*;
+
+use core::fmt;
+use core::net::{IpAddr, SocketAddr};
 
 /// Kernel TCP states, numbered as in `include/net/tcp_states.h`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,9 +1,11 @@
 //! `--remote ADDR[/LEN]`: an address or network a connection's peer must be in, and the match.
 
+use crate::prelude::*;
+
 use crate::facts::unmap;
-use std::fmt;
-use std::net::IpAddr;
-use std::str::FromStr;
+use core::fmt;
+use core::net::IpAddr;
+use core::str::FromStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cidr {

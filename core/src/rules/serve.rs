@@ -7,8 +7,8 @@
 //! natsprobe's own path fails.
 
 use crate::facts::{Ended, Judged};
-use std::sync::Arc;
-use std::time::Duration;
+use alloc::sync::Arc;
+use core::time::Duration;
 
 /// What the kubelet asks.
 pub use crate::facts::ProbePath as Path;

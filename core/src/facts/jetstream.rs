@@ -1,9 +1,11 @@
 //! What JetStream said about a consumer and its stream, and the previous sample kept between
 //! runs. Decoded from the server's raw JSON by the observation layer.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::time::Duration;
+use crate::prelude::*;
+
+use alloc::collections::BTreeMap;
+use core::fmt;
+use core::time::Duration;
 
 /// Nanoseconds since the Unix epoch, on the server's clock (an i64 holds them until 2262; a
 /// later or earlier time is no time).
@@ -85,6 +87,40 @@ impl ConsumerFacts {
         self.num_pending + self.num_ack_pending
     }
 
+    /// A bound push consumer in a deliver group (`max_ack_pending: 1`, `ack_wait` 30 s), as a
+    /// 2.10 server describes it at `ts` with no ack since it started: where the examples and the
+    /// simulated world begin.
+    pub fn example(pending: u64, ack_pending: u64, floor: u64, ts: ServerTime) -> ConsumerFacts {
+        ConsumerFacts {
+            stream: "TF_RAW".into(),
+            name: "latest-kv".into(),
+            created: "2026-08-20T00:00:00Z".into(),
+            deliver_subject: Some("deliver.latest-kv".into()),
+            deliver_group: Some("latest-kv".into()),
+            push_bound: true,
+            num_pending: pending,
+            num_ack_pending: ack_pending,
+            num_waiting: 0,
+            num_redelivered: 0,
+            ack_floor: Sequence {
+                consumer_seq: floor,
+                stream_seq: floor,
+                last_active: None,
+            },
+            delivered: Sequence {
+                consumer_seq: floor + ack_pending,
+                stream_seq: floor + ack_pending,
+                last_active: None,
+            },
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Some(Duration::from_secs(30)),
+            max_deliver: None,
+            max_ack_pending: Some(1),
+            paused: false,
+            ts: Some(ts),
+        }
+    }
+
     /// `ts - t`, when the server gave both.
     pub fn age(&self, t: Option<ServerTime>) -> Option<Duration> {
         let ns = u64::try_from(self.ts?.saturating_sub(t?).max(0)).ok()?;
@@ -140,7 +176,7 @@ pub enum Unknown {
     NotReported,
     /// The server does not see this pod's address (NAT, a proxy, a service-mesh sidecar):
     /// its connection list cannot be matched to this pod's sockets. How it sees the probe.
-    CannotMatch(Option<std::net::SocketAddr>),
+    CannotMatch(Option<core::net::SocketAddr>),
     /// The pod's connection may be on a server whose connection list cannot be had from
     /// here (a leaf node, behind the server asked): why.
     OutOfSight(String),
@@ -149,7 +185,7 @@ pub enum Unknown {
     NotListed(String),
     /// Earlier lookups of the pod's connection went unanswered; the next is not due yet (the
     /// server is not asked again before then).
-    Waiting(std::time::Duration),
+    Waiting(core::time::Duration),
     /// Anything else: an unexpected API error or answer.
     Failed(String),
 }
@@ -355,7 +391,7 @@ impl fmt::Display for Wanted {
 /// One client connection as a server lists it (`/connz`): its address as the server sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConnection {
-    pub addr: std::net::SocketAddr,
+    pub addr: core::net::SocketAddr,
     pub name: Option<String>,
     /// Its subscriptions (subject, queue group); None when listed without them.
     pub subscriptions: Option<Vec<(String, Option<String>)>>,
@@ -384,7 +420,7 @@ pub struct Remembered {
     pub cid: u64,
     /// The pod's socket (local address, IPv4 unmapped) and its inode: another socket on the
     /// same port is another connection.
-    pub local: std::net::SocketAddr,
+    pub local: core::net::SocketAddr,
     pub inode: u64,
     /// When (local clock, ms since the epoch) the server last showed this connection holding
     /// the subscription; None when it showed it without.
@@ -432,7 +468,7 @@ pub struct Connz {
     pub all: Option<Vec<ServerConnection>>,
     /// How the servers see the probe's own connection, when it was found in `all`: whether
     /// addresses are seen as this pod's (no NAT, proxy or sidecar in between).
-    pub probe_seen_as: Option<std::net::SocketAddr>,
+    pub probe_seen_as: Option<core::net::SocketAddr>,
     /// How many servers answered.
     pub servers: usize,
     /// Why this pod's connection may be on a server whose list can never be had from here:

@@ -1,8 +1,10 @@
 //! What the servers said to a connect: their INFO, or why not; and where the kernel holds a
 //! connection to each.
 
-use std::fmt;
-use std::net::SocketAddr;
+use crate::prelude::*;
+
+use core::fmt;
+use core::net::SocketAddr;
 
 /// What one server said to a connect: NATS sends `INFO {...}` the moment it accepts one.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,7 @@
 
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, Gap, Observed, Sample, StreamFacts, Unknown};
-use std::time::Duration;
+use core::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Policy {
@@ -608,7 +608,7 @@ fn bare(outcome: Outcome, sample: Option<Sample>) -> Judgement {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::facts::{AckPolicy, Sequence, ServerTime};
+    use crate::facts::{AckPolicy, ServerTime};
 
     const S: i64 = 1_000_000_000;
     /// The server's clock at "now" in every row: 10 000 s after the epoch.
@@ -628,34 +628,7 @@ pub(crate) mod tests {
     /// A bound push consumer in a deliver group, max_ack_pending 1, on a stream without
     /// limits; no ack since the server started. (The guard's tests start from it too.)
     pub(crate) fn facts(pending: u64, ack_pending: u64, floor: u64) -> ConsumerFacts {
-        ConsumerFacts {
-            stream: "TF_RAW".into(),
-            name: "latest-kv".into(),
-            created: "2026-08-20T00:00:00Z".into(),
-            deliver_subject: Some("deliver.latest-kv".into()),
-            deliver_group: Some("latest-kv".into()),
-            push_bound: true,
-            num_pending: pending,
-            num_ack_pending: ack_pending,
-            num_waiting: 0,
-            num_redelivered: 0,
-            ack_floor: Sequence {
-                consumer_seq: floor,
-                stream_seq: floor,
-                last_active: None,
-            },
-            delivered: Sequence {
-                consumer_seq: floor + ack_pending,
-                stream_seq: floor + ack_pending,
-                last_active: None,
-            },
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: Some(Duration::from_secs(30)),
-            max_deliver: None,
-            max_ack_pending: Some(1),
-            paused: false,
-            ts: Some(TS),
-        }
+        ConsumerFacts::example(pending, ack_pending, floor, TS)
     }
 
     /// A stream: `limits` without limits unless a row sets them.
@@ -985,81 +958,6 @@ pub(crate) mod tests {
         ));
     }
 
-    /// Issue family 3: every setting under which the server deletes unacknowledged messages
-    /// (measured on 2.10.26), and the ones under which it does not.
-    #[test]
-    fn which_retention_settings_delete_unacknowledged_messages() {
-        let with = |f: fn(&mut StreamFacts)| {
-            let mut s = stream(1);
-            f(&mut s);
-            // The report words the typed settings (`report::words::retention`).
-            deletes_unacked(&s)
-                .map(|d| (d.front_only, crate::report::words::retention(&d.settings)))
-        };
-        type Row = (fn(&mut StreamFacts), Option<(bool, &'static str)>);
-        let rows: [Row; 9] = [
-            (|_| {}, None),
-            (
-                |s| s.max_msgs = Some(200),
-                Some((true, "max_msgs 200, discard old")),
-            ),
-            (
-                |s| s.max_bytes = Some(4096),
-                Some((true, "max_bytes 4096, discard old")),
-            ),
-            (
-                |s| {
-                    s.max_msgs = Some(200);
-                    s.discard = "new".into();
-                },
-                None,
-            ),
-            (
-                |s| {
-                    s.max_age = Some(Duration::from_secs(60));
-                    s.discard = "new".into();
-                },
-                Some((true, "max_age 1m, discard new")),
-            ),
-            (
-                |s| {
-                    s.max_msgs_per_subject = Some(1);
-                    s.discard = "new".into();
-                },
-                Some((false, "max_msgs_per_subject 1, discard new")),
-            ),
-            (
-                |s| {
-                    s.max_msgs_per_subject = Some(1);
-                    s.discard = "new".into();
-                    s.discard_new_per_subject = true;
-                },
-                None,
-            ),
-            (
-                |s| {
-                    s.retention = "workqueue".into();
-                    s.max_msgs = Some(10);
-                },
-                Some((false, "workqueue, max_msgs 10, discard old")),
-            ),
-            (
-                |s| {
-                    s.retention = "interest".into();
-                    s.max_age = Some(Duration::from_secs(90));
-                },
-                Some((false, "interest, max_age 1m30s, discard old")),
-            ),
-        ];
-        for (i, (set, expected)) in rows.into_iter().enumerate() {
-            assert_eq!(
-                with(set),
-                expected.map(|(f, s)| (f, s.to_string())),
-                "row {i}"
-            );
-        }
-    }
-
     /// Issue family 3: where retention deletes unacknowledged messages, a never-acking
     /// consumer's floor and last_active move as an ack would move them. That is never called
     /// progress; one look cannot tell it from acks, so it is not a fault either.
@@ -1259,8 +1157,11 @@ pub(crate) mod tests {
                     (Duration::from_secs(65), 1401, 190)
                 );
                 assert_eq!(
-                    crate::report::words::retention(&deletes.settings),
-                    "max_msgs 200, discard old"
+                    deletes.settings,
+                    [
+                        RetentionSetting::MaxMsgs(200),
+                        RetentionSetting::Discard("old".into())
+                    ]
                 );
             }
             other => panic!("{other:?}"),

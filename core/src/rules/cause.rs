@@ -19,9 +19,11 @@
 //!
 //! Never latched: a run without the cause clears it.
 
+use crate::prelude::*;
+
 use super::consumer::{Healthy, Outcome};
 use crate::facts::{Persisting, Unknown};
-use std::time::Duration;
+use core::time::Duration;
 
 /// Why a check could not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,11 +5,13 @@
 //! restart, the fleet's schedule, the timeline tests) call for the same: no copy of it
 //! anywhere. Pure.
 
+use crate::prelude::*;
+
 use super::check::excuse_young_client;
 use super::consumer::{self, Judgement, Outcome, Policy, Progress, Window};
 use super::remembered::{self, Carried, LastLook};
 use crate::facts::{ConsumerName, Sample, Wanted};
-use std::time::Duration;
+use core::time::Duration;
 
 /// One consumer after the look, as the verdict and the report take it.
 #[derive(Debug, Clone, PartialEq)]

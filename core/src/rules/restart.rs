@@ -8,14 +8,16 @@
 //! the span. The README's table of times to restart is this module's (tested), and an
 //! end-to-end test measures the same at scaled-down timings. Pure.
 
+use crate::prelude::*;
+
 use super::connection;
 use super::consumer::{self, Intervals, Outcome, Policy};
 use super::look;
 use super::remembered::{self, Asking, Cadence, LastLook, Plan, Sampling, Socket, TrustSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, ConsumerName, Observed, Remembered, Sample};
 use crate::facts::{Sequence, ServerIdent, StreamFacts};
-use std::net::SocketAddr;
-use std::time::Duration;
+use core::net::SocketAddr;
+use core::time::Duration;
 
 /// A fault, from the moment it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

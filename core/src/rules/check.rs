@@ -4,7 +4,7 @@
 
 use super::connection::{connected, Connections, Policy, WhenServerDown};
 use super::consumer::{Fault, Healthy, Outcome, Window};
-use std::time::Duration;
+use core::time::Duration;
 
 /// What the servers said, reduced to what the verdict needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,8 +179,9 @@ pub fn excuse_young_client(
 mod tests {
     use super::*;
     use crate::facts::{Holder, Socket, TcpState};
+    use crate::prelude::*;
     use crate::rules::connection::connections;
-    use std::collections::{BTreeMap, HashMap};
+    use alloc::collections::BTreeMap;
 
     fn sock(local: &str, remote: &str, state: TcpState, inode: u64) -> Socket {
         Socket {
@@ -254,7 +255,7 @@ mod tests {
         ];
         for &(ports, remotes, min, owned, est, others, health) in rows {
             let p = policy(ports, remotes, min);
-            let owned: Option<HashMap<u64, Holder>> =
+            let owned: Option<BTreeMap<u64, Holder>> =
                 owned.map(|o| o.iter().map(|&i| (i, Holder { pid: 1, fd: 3 })).collect());
             let c = connections(&table(), &p, owned.as_ref(), &[]);
             let row = format!("{ports:?} {remotes:?} min {min} owned {owned:?}");

@@ -2,6 +2,8 @@
 //! follows from a fact the check observed and the rule that judged it, never from a guess.
 //! Pure: the check's verdict and findings in, advice out (the report words it).
 
+use crate::prelude::*;
+
 use super::check::{Reason, Verdict};
 use super::connection::{Connections, Policy};
 use super::consumer::{Fault, Outcome};
@@ -143,7 +145,7 @@ mod tests {
     use crate::rules::check::Health;
     use crate::rules::connection::{HalfOpen, WhenServerDown};
     use crate::rules::consumer::{Evidence, Healthy};
-    use std::time::Duration;
+    use core::time::Duration;
 
     fn socket(state: TcpState) -> Socket {
         Socket {

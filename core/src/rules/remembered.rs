@@ -13,13 +13,15 @@
 //!   subscription, on the same socket since, is trusted for `--subscription-every`: given, or
 //!   `auto` (`trust_time`), which asks less often where each lookup costs the server more.
 
+use crate::prelude::*;
+
 use super::consumer::{gap_for, Fault, Healthy, Outcome};
 use super::subscription::{holds, Held};
 use crate::facts::{Connz, ConsumerName, Gap, LookedUp, Remembered, Sample, ServerConnection};
 pub use crate::facts::{Due, Sampling};
 use crate::facts::{Unanswered, Unknown, Wanted};
-use std::net::SocketAddr;
-use std::time::Duration;
+use core::net::SocketAddr;
+use core::time::Duration;
 
 /// One of this pod's ESTABLISHED connections: the local address (IPv4 unmapped) and the
 /// socket's inode.

@@ -1,12 +1,14 @@
 //! The connection rule: which sockets are this client's connections to NATS, and whether
 //! there are enough of them. Pure: sockets and policy in; nothing here reads a socket.
 
+use crate::prelude::*;
+
 use super::cidr::Cidr;
 use crate::facts::{same_address as same, Holder, Identity, Route, ServerAnswer, Socket};
 use crate::facts::{TcpInfo, TcpState, Via};
-use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
-use std::time::Duration;
+use alloc::collections::BTreeMap;
+use core::net::SocketAddr;
+use core::time::Duration;
 
 /// What counts as "this client holds its connection", and what to do when it does not.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +72,7 @@ impl Connections {
 pub fn connections(
     sockets: &[Socket],
     policy: &Policy,
-    owned: Option<&HashMap<u64, Holder>>,
+    owned: Option<&BTreeMap<u64, Holder>>,
     routes: &[Route],
 ) -> Connections {
     let mut found = Connections::default();
@@ -154,7 +156,7 @@ pub fn routes(servers: &[ServerAnswer]) -> Vec<Route> {
 /// target port). Their addresses, each once, at most `max`.
 pub fn candidates(
     sockets: &[Socket],
-    owned: Option<&HashMap<u64, Holder>>,
+    owned: Option<&BTreeMap<u64, Holder>>,
     counted: &Connections,
     routes: &[Route],
     max: usize,
@@ -186,7 +188,7 @@ pub fn same_nats(servers: &[ServerAnswer], asked: &[(SocketAddr, Option<Identity
     let mut found = Vec::new();
     for a in servers {
         let Some(theirs) = &a.identity else { continue };
-        for r in routes(std::slice::from_ref(a))
+        for r in routes(core::slice::from_ref(a))
             .into_iter()
             .filter(|r| matches!(r.via, Via::SocketLb { .. }))
         {

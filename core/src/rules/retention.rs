@@ -3,8 +3,10 @@
 //! (docs/server-facts.md), so the consumer rules and the guard ask this before they read a
 //! moving floor as progress.
 
+use crate::prelude::*;
+
 use crate::facts::StreamFacts;
-use std::time::Duration;
+use core::time::Duration;
 
 /// The stream settings under which the server deletes messages a consumer has not
 /// acknowledged (measured on 2.10.26: each such deletion moves the ack floor and its

@@ -4,8 +4,10 @@
 //! consumer stays bound while one replica is deaf; only the pod can tell which. Where
 //! addresses cannot match, it says so and never guesses. Pure.
 
+use crate::prelude::*;
+
 use crate::facts::{Connz, ServerConnection, Unknown, Wanted};
-use std::net::SocketAddr;
+use core::net::SocketAddr;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Held {
