@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn the_principles_are_the_rules() {
         use crate::facts::{Gap, Unknown};
-        use crate::rules::consumer::gap_for;
+        use crate::rules::answers::clock as gap_for;
         let checks = include_str!("../docs/checks.md");
         let row = |starts: &str| {
             checks

@@ -7,6 +7,7 @@ use super::input::CheckInput;
 use super::remembered::{found_word, sampling_word};
 use super::words::retention;
 use crate::facts::{ConsumerFacts, Lookup, Observed, Route, Socket, StreamFacts, Walked};
+use crate::rules::answers;
 use crate::rules::cause::{Class, Standing};
 use crate::rules::check::Health;
 use crate::rules::connection::{self, live, WhenServerDown};
@@ -524,7 +525,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         durable: r.seen.name.durable.clone(),
         verdict: r.health().as_str(),
         not_judged: match &r.outcome {
-            Outcome::NotJudged(why) => Some(why.kind()),
+            Outcome::NotJudged(why) => Some(answers::meaning(why).word),
             _ => None,
         },
         cannot_judge: r.standing.map(standing_json),
@@ -553,7 +554,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
 
 fn carried_json(c: &Carried) -> CarriedJson {
     CarriedJson {
-        could_not_look: c.why.kind(),
+        could_not_look: answers::meaning(&c.why).word,
         last_look_ago_ms: millis(c.ago),
     }
 }
@@ -564,7 +565,7 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         Held::NotByThisConnection { connection } => {
             ("not_by_this_connection", Some(connection.to_string()))
         }
-        Held::NotJudged(why) => (why.kind(), None),
+        Held::NotJudged(why) => (answers::meaning(why).word, None),
     };
     SubscriptionSection {
         subject: s.wanted.subject.clone(),

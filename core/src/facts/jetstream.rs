@@ -190,28 +190,6 @@ pub enum Unknown {
     Failed(String),
 }
 
-impl Unknown {
-    /// A word for scripts (the JSON `not_judged` field). The words predate the finer causes
-    /// (`rules::cause::Cause::as_str`, the JSON `cannot_judge.cause`), which a script that
-    /// needs them reads instead; these stay as they were.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Unknown::Unreachable(_) | Unknown::NoSystemAccount => "unreachable",
-            Unknown::Credentials | Unknown::NotPermitted(_) | Unknown::InboxDenied(_) => {
-                "not_permitted"
-            }
-            Unknown::Deadline | Unknown::JetStreamTimeout | Unknown::Waiting(_) => "timeout",
-            Unknown::NoResponders
-            | Unknown::JetStreamNotEnabled
-            | Unknown::TemporarilyUnavailable
-            | Unknown::NotReported => "jetstream_unavailable",
-            Unknown::Failed(_) => "failed",
-            Unknown::CannotMatch(_) => "cannot_match",
-            Unknown::OutOfSight(_) | Unknown::NotListed(_) => "cannot_see",
-        }
-    }
-}
-
 impl fmt::Display for Unknown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -21,6 +21,7 @@
 
 use crate::prelude::*;
 
+use super::answers::{self, Row};
 use super::consumer::{Healthy, Outcome};
 use crate::facts::{Persisting, Unknown};
 use core::time::Duration;
@@ -104,42 +105,32 @@ pub const ALL: [Cause; 15] = [
     Cause::NoStateDir,
 ];
 
-/// The table: every cause's class.
+/// Every cause's class: its row's in the table of NATS's answers (`answers::Row::class`), or
+/// the pod's own, for a cause no answer of NATS gives.
 pub fn class(cause: Cause) -> Class {
-    match cause {
-        Cause::Unreachable
-        | Cause::Timeout
-        | Cause::JetStreamUnavailable
-        | Cause::NotListed
-        | Cause::Failed => Class::Transient,
-        Cause::Credentials
-        | Cause::NotPermitted
-        | Cause::InboxDenied
-        | Cause::NoJetStream
-        | Cause::JetStreamNotEnabled
-        | Cause::NoSystemAccount
-        | Cause::CannotMatch
-        | Cause::CannotSee => Class::ConfigurationIfNeverJudged,
-        Cause::ClientAgeUnreadable | Cause::NoStateDir => Class::ConfigurationIfItPersists,
-    }
+    cause
+        .row()
+        .map_or(Class::ConfigurationIfItPersists, Row::class)
 }
 
 impl Cause {
+    /// The kind of answer behind it (`rules::answers`).
     pub fn of(why: &Unknown) -> Cause {
-        match why {
-            Unknown::Unreachable(_) => Cause::Unreachable,
-            Unknown::Deadline | Unknown::JetStreamTimeout | Unknown::Waiting(_) => Cause::Timeout,
-            Unknown::TemporarilyUnavailable | Unknown::NotReported => Cause::JetStreamUnavailable,
-            Unknown::NotListed(_) => Cause::NotListed,
-            Unknown::Failed(_) => Cause::Failed,
-            Unknown::Credentials => Cause::Credentials,
-            Unknown::NotPermitted(_) => Cause::NotPermitted,
-            Unknown::InboxDenied(_) => Cause::InboxDenied,
-            Unknown::NoResponders => Cause::NoJetStream,
-            Unknown::JetStreamNotEnabled => Cause::JetStreamNotEnabled,
-            Unknown::NoSystemAccount => Cause::NoSystemAccount,
-            Unknown::CannotMatch(_) => Cause::CannotMatch,
-            Unknown::OutOfSight(_) => Cause::CannotSee,
+        answers::meaning(why).cause
+    }
+
+    /// The row of the table of NATS's answers this cause is in; None for the pod's own.
+    pub fn row(self) -> Option<Row> {
+        match self {
+            Cause::Timeout | Cause::NotListed => Some(Row::Late),
+            Cause::Credentials | Cause::NotPermitted | Cause::InboxDenied => Some(Row::Refused),
+            Cause::Unreachable | Cause::JetStreamUnavailable | Cause::Failed => Some(Row::NotThere),
+            Cause::NoJetStream
+            | Cause::JetStreamNotEnabled
+            | Cause::NoSystemAccount
+            | Cause::CannotMatch
+            | Cause::CannotSee => Some(Row::NotHere),
+            Cause::ClientAgeUnreadable | Cause::NoStateDir => None,
         }
     }
 

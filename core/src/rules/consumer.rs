@@ -21,6 +21,7 @@
 //! lets the time count, anything else (NATS unreachable, an election) starts it over, as does
 //! a server restart.
 
+use super::answers;
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, Gap, Observed, Sample, StreamFacts, Unknown};
 use core::time::Duration;
@@ -231,9 +232,9 @@ pub fn judge(
         Observed::Found { facts, stream } => (facts, stream.as_ref()),
         Observed::StreamMissing => return bare(Outcome::Unhealthy(Fault::StreamMissing), None),
         Observed::ConsumerMissing => return bare(Outcome::Unhealthy(Fault::ConsumerMissing), None),
-        // Not observed: what this answer does to the clocks is the one table's (`gap_for`).
+        // Not observed: what this answer does to the clocks is the one table's.
         Observed::NotJudged(why) => {
-            let kept = prev.map(|p| gapped(p, gap_for(why)));
+            let kept = prev.map(|p| gapped(p, answers::clock(why)));
             return bare(Outcome::NotJudged(why.clone()), kept);
         }
     };
@@ -263,29 +264,6 @@ pub fn judge(
         window: Some(window),
         progress,
         sample: Some(sample),
-    }
-}
-
-/// What a run that could not look at the consumer does to its clocks: the one table
-/// (docs/checks.md, "what each answer does"), for the stall and the pinned floor alike.
-///
-/// - NATS answered, but not with the consumer: the probe's login or request refused (wrong
-///   credentials, or an auth service or resolver down), or the answer came too late (a slow
-///   server or a starved node). Nothing of the consumer's own connection is touched: the
-///   time counts, measured by the next look from the last.
-/// - Anything else (the server not reached, JetStream unavailable, an election, an unexpected
-///   answer) starts the clocks over: NATS may have lost an ack in flight, and a healthy
-///   consumer then waits up to 2 × ack_wait, which the window (never shorter) gives it from
-///   the next look on. So does a server that restarted (seen at the next look).
-pub fn gap_for(why: &Unknown) -> Gap {
-    match why {
-        Unknown::Credentials
-        | Unknown::NotPermitted(_)
-        | Unknown::Deadline
-        | Unknown::JetStreamTimeout
-        | Unknown::NotListed(_)
-        | Unknown::Waiting(_) => Gap::None,
-        _ => Gap::Resets,
     }
 }
 

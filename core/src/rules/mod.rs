@@ -4,6 +4,7 @@
 //! starts to.
 
 pub mod advice;
+pub mod answers;
 pub mod cause;
 pub mod check;
 pub mod cidr;

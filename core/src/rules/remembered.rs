@@ -15,9 +15,10 @@
 
 use crate::prelude::*;
 
-use super::consumer::{gap_for, Fault, Healthy, Outcome};
+use super::answers;
+use super::consumer::{Fault, Healthy, Outcome};
 use super::subscription::{holds, Held};
-use crate::facts::{Connz, ConsumerName, Gap, LookedUp, Remembered, Sample, ServerConnection};
+use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection};
 pub use crate::facts::{Due, Sampling};
 use crate::facts::{Unanswered, Unknown, Wanted};
 use core::net::SocketAddr;
@@ -87,7 +88,7 @@ pub fn standing_fault<'a>(
 /// (`why`): the look no older than the window, and no answer since that voids it
 /// (`consumer::gap_for`). The one test for consumers and subscriptions alike.
 pub fn stands(at_ms: i64, why: &Unknown, window_ms: i64, now_ms: i64) -> bool {
-    gap_for(why) != Gap::Resets && (0..=window_ms).contains(&(now_ms - at_ms))
+    answers::leaves_evidence(why) && (0..=window_ms).contains(&(now_ms - at_ms))
 }
 
 /// A subscription after this run, as the verdict takes it and the state dir keeps it.
@@ -448,15 +449,7 @@ pub fn retry_after(count: u32, trust: Duration) -> Duration {
 /// Whether a subscription's verdict is an unanswered ask (the server late or silent) that
 /// makes the next ask wait, rather than a refusal or an answer.
 pub fn unanswered(held: &Held) -> bool {
-    matches!(
-        held,
-        Held::NotJudged(
-            Unknown::Deadline
-                | Unknown::JetStreamTimeout
-                | Unknown::NotListed(_)
-                | Unknown::Waiting(_)
-        )
-    )
+    matches!(held, Held::NotJudged(why) if answers::unanswered(why))
 }
 
 /// The unanswered asks to keep after this run: one more after an ask that went unanswered,
