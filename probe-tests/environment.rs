@@ -315,8 +315,8 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     let kept: Vec<String> = walk(&private);
     assert_eq!(
         kept.len(),
-        3,
-        "one sample, the connections counted, and the lock: {kept:?}"
+        2,
+        "the check's state (its sample and the connections counted), and the lock: {kept:?}"
     );
     assert!(kept.contains(&".lock".to_string()), "{kept:?}");
 
@@ -756,20 +756,17 @@ fn a_thousand_runs_leave_nothing_behind() {
         let run = probe(args).ns(&pods.app).run();
         assert_eq!(run.code, Some(0), "run {i}\n{run}");
     }
-    // The consumer's sample, the connections the socket check counted, and
-    // (--own-subscription) the pod's remembered connection at the server.
+    // One state file per check: the one with --own-subscription (which also keeps the
+    // pod's connection at the server), and the one without (check and diagnose alike).
     let mut files: Vec<String> = walk(state.path());
     files.sort();
     assert_eq!(
         files.len(),
-        4,
-        "one sample file, the connections counted, one connection at the server, the lock that orders the probes' writes, nothing else: {files:?}"
+        3,
+        "one file per check, the lock that orders the probes' writes, nothing else: {files:?}"
     );
     assert!(
-        files[0] == ".lock"
-            && files[1].starts_with("consumer-")
-            && files[2].starts_with("sockets-")
-            && files[3].starts_with("subscription-"),
+        files[0] == ".lock" && files[1].starts_with("check-") && files[2].starts_with("check-"),
         "{files:?}"
     );
     for file in &files {

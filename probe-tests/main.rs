@@ -27,5 +27,4 @@ mod server_aware;
 mod service;
 mod socket_check;
 pub(crate) mod subscription;
-mod timelines;
 mod topologies;

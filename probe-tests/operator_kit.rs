@@ -71,8 +71,9 @@ fn diagnose_says_what_to_do() {
     pods.publish_n("s.x", 50);
     // Bound, never acking: stalled after the window.
     let _consumer = pods.consume("S", "D", &["-ack", "never"]);
-    // Checked as a kubelet would, until the window has passed with nothing acknowledged.
-    let runs = pods.check_through(&["S/D"], &[], PAST_WINDOW);
+    // Checked as a kubelet would, until the window has passed with nothing acknowledged:
+    // diagnose, run with the probe's arguments, goes on from what its runs kept.
+    let runs = pods.check_through(&["S/D"], &["--own-subscription"], PAST_WINDOW);
     runs.last().unwrap().expect(1);
     let run = pods.diagnose(&["S/D"], &["--own-subscription"]);
     show("diagnose, stalled consumer", &run);

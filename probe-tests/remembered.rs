@@ -32,8 +32,7 @@ fn replica(ns: &NetNs, url: &str) -> Peer {
     p
 }
 
-/// The remembered connection of pod `i`'s subscription file, as JSON.
-/// The remembered connection of pod `i`'s subscription, and its file.
+/// The remembered connection of pod `i`'s subscription, and the check's state file it is in.
 fn memo(r: &Replicas, i: usize) -> (std::path::PathBuf, serde_json::Value) {
     let dir = r.state.path().join(i.to_string());
     let file = std::fs::read_dir(&dir)
@@ -42,11 +41,13 @@ fn memo(r: &Replicas, i: usize) -> (std::path::PathBuf, serde_json::Value) {
         .map(|e| e.path())
         .find(|p| {
             p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("subscription-"))
+                .is_some_and(|n| n.to_string_lossy().starts_with("check-"))
         })
-        .unwrap_or_else(|| panic!("no subscription memo in {}", dir.display()));
+        .unwrap_or_else(|| panic!("no state file in {}", dir.display()));
     let value: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    (file, value["connection"].clone())
+    let connection = &value["body"]["subscriptions"][0][1]["connection"];
+    assert!(connection.is_object(), "no remembered connection: {value}");
+    (file, connection.clone())
 }
 
 fn found(run: &Run) -> String {
@@ -252,7 +253,10 @@ fn a_restarted_server_is_matched_again() {
     }
     seen.expect(0);
     let (_, now) = memo(&r, 1);
-    assert_ne!(now["server_id"], before[1]["server_id"], "a new server id");
+    assert_ne!(
+        now["server"]["id"], before[1]["server"]["id"],
+        "a new server id"
+    );
     assert_ne!(now["local"], before[1]["local"], "a new connection");
     apps[0].signal(libc::SIGHUP);
     apps[0].wait_for("unsubscribed", S10);
@@ -296,7 +300,7 @@ fn a_cid_that_is_now_another_connections() {
     // Pod 0's memo now names pod 1's cid (same server), and no trust.
     let (file, mut mine) = memo(&r, 0);
     let theirs = memo(&r, 1).1;
-    assert_eq!(mine["server_id"], theirs["server_id"]);
+    assert_eq!(mine["server"]["id"], theirs["server"]["id"]);
     assert_ne!(mine["cid"], theirs["cid"]);
     mine["cid"] = theirs["cid"].clone();
     mine["held_at_ms"] = serde_json::Value::Null;
@@ -312,7 +316,7 @@ fn a_cid_that_is_now_another_connections() {
     );
     // The same memo with another server id (as after a restart under the same name).
     let (file, mut mine) = memo(&r, 0);
-    mine["server_id"] = "NSOMEONEELSE".into();
+    mine["server"]["id"] = "NSOMEONEELSE".into();
     write(&file, &mine);
     let run = check(0, &["-v", "--subscription-every", "0s"]);
     run.expect(1);
@@ -327,7 +331,7 @@ fn a_cid_that_is_now_another_connections() {
 fn write(file: &Path, connection: &serde_json::Value) {
     let mut whole: serde_json::Value =
         serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
-    whole["connection"] = connection.clone();
+    whole["body"]["subscriptions"][0][1]["connection"] = connection.clone();
     std::fs::write(file, serde_json::to_vec(&whole).unwrap()).unwrap();
 }
 

@@ -111,9 +111,9 @@ mod tests {
             assert_eq!(row.contains("stands"), !resets, "{why:?}: {row}");
         }
         let flat = checks.split_whitespace().collect::<Vec<_>>().join(" ");
-        let (n, d) = crate::rules::remembered::WINDOW_SHARE;
+        let (n, d) = natsprobe_core::timing::WINDOW_SHARE;
         assert!(flat.contains(&format!("would come after {n}/{d} of the window")));
-        assert_eq!(crate::rules::remembered::SAMPLE_EVERY_SHARE, (3, 4));
+        assert_eq!(natsprobe_core::timing::SAMPLE_EVERY_SHARE, (3, 4));
         assert!(flat.contains("(default ¾ of `--stall-after`: 45s)"));
     }
 

@@ -53,11 +53,9 @@ pub fn connz(data: &[u8]) {
 pub fn state_file(data: &[u8]) {
     let key = state::Key {
         server: "nats://nats:4222".into(),
-        stream: "S".into(),
-        durable: "D".into(),
+        of: "ports 4222 anyone netns own consumers S/D subscriptions ".into(),
     };
     let _ = state::decode(data, &key);
-    let _ = state::decode_cause(data, &key);
 }
 
 /// Server URLs (`--server`, `NATS_URL`), the monitoring URL, durations.

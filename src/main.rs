@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = e.print();
-            return Exit::Healthy.into();
+            return ExitCode::from(Exit::Healthy.code());
         }
         Err(e) => {
             let mut text = e.render().to_string();
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
             } else {
                 let _ = write!(std::io::stderr(), "{text}");
             }
-            return Exit::Usage.into();
+            return ExitCode::from(Exit::Usage.code());
         }
     };
     let env = |name: &str| std::env::var(name).ok();
@@ -112,7 +112,7 @@ fn main() -> ExitCode {
             report::write_guard(&report, json, &mut out).and_then(|()| out.flush())
         }
     };
-    outcome.exit.into()
+    ExitCode::from(outcome.exit.code())
 }
 
 /// A command's validated configuration run, or the flag that failed validation: exit 2, worded

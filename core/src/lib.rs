@@ -8,13 +8,21 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod exit;
 pub mod facts;
 pub mod rules;
+pub mod run;
+pub mod state;
+#[cfg(test)]
+mod timelines;
+pub mod timing;
+pub mod world;
 
 /// What every module of the core uses from `alloc`.
 pub(crate) mod prelude {
     pub use alloc::format;
     pub use alloc::string::{String, ToString};
+    #[cfg(test)]
     pub use alloc::vec;
     pub use alloc::vec::Vec;
 }

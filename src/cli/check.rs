@@ -319,7 +319,6 @@ impl CheckArgs {
             monitor,
             consumer_policy: consumer::Policy {
                 stall_after: self.stall_after,
-                intervals: consumer::Intervals::UpToWindow,
             },
             state_dir: state_dir(self.state_dir, env),
             auth,
@@ -507,7 +506,7 @@ fn sampling(
         }
         Some(every) => every,
         None => {
-            let (n, d) = crate::rules::remembered::SAMPLE_EVERY_SHARE;
+            let (n, d) = natsprobe_core::timing::SAMPLE_EVERY_SHARE;
             stall_after * n / d
         }
     };

@@ -115,10 +115,7 @@ impl GuardArgs {
             expect,
             ignore,
             interval: self.interval,
-            consumer_policy: consumer::Policy {
-                stall_after,
-                intervals: consumer::Intervals::Any,
-            },
+            consumer_policy: consumer::Policy { stall_after },
             timeout: self.timeout,
             json: self.json,
         })

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 /// Kept back from the deadline for the report.
-const RESERVE: Duration = Duration::from_millis(15);
+const RESERVE: Duration = natsprobe_core::timing::AFTER_THE_NETWORK.at_least;
 
 /// `config` is the check's, with every socket listed (the caller sets `verbose`).
 pub fn run(
@@ -21,14 +21,15 @@ pub fn run(
     version: &str,
 ) -> Result<DiagnoseReport, Error> {
     // Every socket is listed: the table is walked.
-    let mut checked = check::judge(config, deadline, check::Sockets::Walk)?;
+    let mut checked = check::judge(config, deadline, true)?;
     // The check asks the servers only without a connection; a person wants to know anyway.
-    let asked_for_diagnose = checked.observations.servers.is_empty() && !config.servers.is_empty();
+    let asked_for_diagnose =
+        checked.ended.observations.servers.is_empty() && !config.servers.is_empty();
     if asked_for_diagnose {
         let network_deadline = server::network_deadline(deadline, RESERVE);
-        checked.observations.servers = observe::servers(&config.servers, network_deadline)?;
+        checked.ended.observations.servers = observe::servers(&config.servers, network_deadline)?;
     }
-    let c = &checked.connections;
+    let c = &checked.ended.connections;
     let inodes: HashSet<u64> = c
         .established
         .iter()
@@ -38,6 +39,7 @@ pub fn run(
         .collect();
     let holders = observe::owners(&inodes);
     let consumers: Vec<ConsumerFinding> = checked
+        .ended
         .consumers
         .iter()
         .map(|r| ConsumerFinding {
@@ -46,6 +48,7 @@ pub fn run(
         })
         .collect();
     let subscriptions: Vec<SubscriptionFinding> = checked
+        .ended
         .subscriptions
         .iter()
         .map(|s| SubscriptionFinding {
@@ -55,7 +58,7 @@ pub fn run(
         })
         .collect();
     let advice = advice::advise(
-        &checked.verdict,
+        &checked.ended.verdict,
         c,
         &config.policy,
         &consumers,

@@ -6,18 +6,13 @@
 
 use crate::config::StateDirChoice;
 use crate::facts::Judged;
-use crate::observe::state::{self, Key, StateDir};
+use crate::observe::state::{self, Envelope, Key, StateDir, VERSION};
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
-const VERSION: u32 = 1;
-
+/// The verdict kept; the envelope's time is when its look ended, by the wall clock.
 #[derive(Serialize, Deserialize)]
-struct File {
-    version: u32,
-    key: Key,
-    /// When the look ended, by the wall clock (ms since the epoch).
-    at_ms: i64,
+struct Verdict {
     code: u8,
     verdict: String,
     summary: String,
@@ -49,8 +44,7 @@ impl Kept {
         args.hash(&mut hasher);
         let key = Key {
             server: String::new(),
-            stream: String::new(),
-            durable: format!("serve {:016x}", hasher.finish()),
+            of: format!("serve {:016x}", hasher.finish()),
         };
         Some(Kept { dir, key })
     }
@@ -58,16 +52,18 @@ impl Kept {
     /// The verdict a look reached at `at_ms`; a failure to keep it is left unsaid (the next
     /// look tries again, and only a restart of `serve` would miss it).
     pub fn keep(&self, judged: &Judged, at_ms: i64, startup_passed: bool) {
-        let file = File {
+        let file = Envelope {
             version: VERSION,
             key: self.key.clone(),
             at_ms,
-            code: judged.code,
-            verdict: judged.verdict.clone(),
-            summary: judged.summary.clone(),
-            json: judged.json.clone(),
-            startup: judged.startup,
-            startup_passed,
+            body: Verdict {
+                code: judged.code,
+                verdict: judged.verdict.clone(),
+                summary: judged.summary.clone(),
+                json: judged.json.clone(),
+                startup: judged.startup,
+                startup_passed,
+            },
         };
         if let Ok(body) = serde_json::to_vec(&file) {
             let _ = self.dir.replace(&self.dir.named("serve", &self.key), &body);
@@ -77,17 +73,18 @@ impl Kept {
     /// What the last `serve` with these arguments kept, if anything readable.
     pub fn left(&self) -> Option<Left> {
         let text = self.dir.read_small(&self.dir.named("serve", &self.key))?;
-        let file: File = serde_json::from_slice(&text).ok()?;
+        let file: Envelope<Verdict> = serde_json::from_slice(&text).ok()?;
+        let v = file.body;
         (file.version == VERSION && file.key == self.key).then_some(Left {
             judged: Judged {
-                code: file.code,
-                verdict: file.verdict,
-                summary: file.summary,
-                json: file.json,
-                startup: file.startup,
+                code: v.code,
+                verdict: v.verdict,
+                summary: v.summary,
+                json: v.json,
+                startup: v.startup,
             },
             at_ms: file.at_ms,
-            startup_passed: file.startup_passed,
+            startup_passed: v.startup_passed,
         })
     }
 }

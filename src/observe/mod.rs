@@ -6,6 +6,7 @@
 
 pub mod account;
 pub mod advisories;
+pub mod check;
 pub mod connz;
 pub mod held;
 pub mod http;
@@ -14,16 +15,13 @@ pub mod kept;
 pub mod listing;
 pub mod look;
 pub mod nats;
-pub mod remembered;
 pub mod server;
 pub mod sockets;
 pub mod state;
 
 use crate::config::{Auth, JsApi, Owner, ReaderChoice, ServerUrl, Setting};
 use crate::error::Error;
-use crate::facts::{
-    ConsumerName, ConsumerSeen, KnownSocket, Observed, Pod, Process, Rechecked, ServerAnswer,
-};
+use crate::facts::{ConsumerName, KnownSocket, Observed, Pod, Process, Rechecked, ServerAnswer};
 use sockets::owner::{self, OwnerError};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -214,35 +212,16 @@ impl Nats {
             .is_ok_and(|s| s.client.server_info().jetstream)
     }
 
-    /// Every consumer at once, and each one's previous sample from the state dir.
-    pub fn consumers(
-        &self,
-        urls: &[ServerUrl],
-        api: &JsApi,
-        names: &[ConsumerName],
-        state: &state::StateDir,
-        deadline: Instant,
-    ) -> Vec<ConsumerSeen> {
+    /// Every consumer at once (and the streams where work waits).
+    pub fn consumers(&self, names: &[ConsumerName], deadline: Instant) -> Vec<Observed> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingJetStream);
-        let observed: Vec<Observed> = match &self.session {
+        match &self.session {
             Ok(session) => self.runtime.block_on(session.consumers(names, deadline)),
             Err(why) => names
                 .iter()
                 .map(|_| Observed::NotJudged(why.clone()))
                 .collect(),
-        };
-        crate::deadline::set_phase(crate::deadline::Phase::ComparingSamples);
-        let server = state::server_key(urls, api);
-        names
-            .iter()
-            .zip(observed)
-            .map(|(name, observed)| ConsumerSeen {
-                previous: Some(state.load_sample(&server, name)),
-                state_problem: None,
-                name: name.clone(),
-                observed,
-            })
-            .collect()
+        }
     }
 
     /// The server's connection list, as far as the wanted subscriptions need it. With
@@ -291,15 +270,6 @@ impl Nats {
 }
 
 impl Nats {
-    /// Whether a connection remembered at `at` is looked up at the monitoring port (it was
-    /// matched there), which finds a cid directly, rather than through the account's report.
-    pub fn direct_lookup(
-        at: &crate::facts::ServerIdent,
-        monitor: Option<&crate::config::MonitorUrl>,
-    ) -> bool {
-        monitor.is_some_and(|u| u.to_string() == at.name)
-    }
-
     /// Whether the probe's login went through: an ask over a session that never opened (the
     /// login refused, or late) never reached the server.
     pub fn reached(&self) -> bool {
@@ -307,7 +277,7 @@ impl Nats {
     }
 
     /// One remembered connection by its cid (`rules::remembered`): from the monitoring port
-    /// when it was matched there, else from the account's connection report.
+    /// `monitor` when given (it was matched there), else from the account's connection report.
     pub fn lookup(
         &self,
         at: &crate::facts::ServerIdent,
@@ -316,7 +286,7 @@ impl Nats {
         deadline: Instant,
     ) -> Result<Vec<crate::facts::LookedUp>, crate::facts::Unknown> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
-        if let Some(url) = monitor.filter(|_| Self::direct_lookup(at, monitor)) {
+        if let Some(url) = monitor {
             let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
             return self
                 .runtime

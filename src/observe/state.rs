@@ -1,233 +1,102 @@
-//! The state dir: small files, each naming its own key (`Of::key`: the servers as shown,
-//! and the consumer, subscription or look it is for): each consumer's previous sample, each
-//! persisting cause (`cause-*`), and what `observe::remembered` keeps (the last look, each
-//! subscription's connection). Written to a temporary file and renamed into place; no symlink
-//! is followed; at most 64 KiB read. A missing, corrupt, foreign or symlinked file is a first
-//! sample, never a fault, and a state dir that cannot be used makes every run a first sample
-//! (and says so): the probe still answers.
+//! The state dir: one file per check (`check-*.json`), holding what the check remembers from
+//! one run to the next (`natsprobe_core::state::State`: the connections counted, the last look,
+//! the samples, the subscriptions' connections, the faults and causes), and `serve`'s last
+//! verdict (`observe::kept`). Each file names its own key (`Key`: the servers as shown and
+//! what the check looks at) and its version, is written to a temporary file and renamed
+//! (never an older state over a newer one, under the dir's `.lock`), is read without following
+//! a symlink, at most 64 KiB. A missing, corrupt, foreign or symlinked file is nothing
+//! remembered, never a fault, and a state dir that cannot be used makes every run a first
+//! (and says so): the probe still answers. Files of another version, and the older layout's
+//! files (one per consumer, look, subscription, cause and set of sockets), are never read:
+//! one first sample after an upgrade.
 
-use crate::config::{JsApi, Owner, ServerUrl, StateDirChoice};
-use crate::facts::{ConsumerName, Gap, Loaded, Persisting, Sample, Wanted};
+use crate::config::{CheckConfig, JsApi, Owner, ServerUrl, StateDirChoice};
+use natsprobe_core::state::{Kept, State};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// 3: the gap as what it does to the clocks (files of other versions are foreign: a first
-/// sample).
-const VERSION: u32 = 3;
-const MAX_FILE: u64 = 64 * 1024;
+/// The one version of every state file: bumped when what a file holds changes.
+pub const VERSION: u32 = 6;
+const MAX_FILE: u64 = 256 * 1024;
 /// Free space below which a place is full: four pages, a few state files.
 const ROOM: u64 = 16 * 1024;
 
-/// Which consumer a file is for.
+/// Whose a state file is: the servers as shown (never with userinfo) and what is looked at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Key {
-    /// The server URLs as shown (never with userinfo).
     pub server: String,
-    pub stream: String,
-    pub durable: String,
+    pub of: String,
 }
 
-/// What a state file is for: a consumer's sample and cause, a subscription's cause and
-/// remembered connection, the last look at a check's consumers, or the connections a healthy
-/// socket check counted (by the sockets it reads: the ports, whose, and which namespace).
-#[derive(Debug, Clone, Copy)]
-pub enum Of<'a> {
-    Consumer(&'a ConsumerName),
-    Subscription(&'a Wanted),
-    Look(&'a [ConsumerName]),
-    Sockets {
-        ports: &'a [u16],
-        owner: &'a Owner,
-        netns_of: Option<u32>,
-    },
+/// A state file: its version, its key, when it was written (local clock, ms since the
+/// epoch), and what it holds.
+#[derive(Serialize, Deserialize)]
+pub struct Envelope<T> {
+    pub version: u32,
+    pub key: Key,
+    pub at_ms: i64,
+    pub body: T,
 }
 
-impl Of<'_> {
-    /// The key its files name: the one place a key is built. A subscription or a look has no
-    /// stream, and a durable name no consumer can have (NATS names hold no spaces).
-    pub fn key(self, server: &str) -> Key {
-        let server = server.to_string();
-        match self {
-            Of::Look(consumers) => Key {
-                server,
-                stream: String::new(),
-                durable: format!(
-                    "look {}",
-                    consumers
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-            },
-            Of::Consumer(name) => Key {
-                server,
-                stream: name.stream.clone(),
-                durable: name.durable.clone(),
-            },
-            Of::Subscription(w) => Key {
-                server,
-                stream: String::new(),
-                durable: format!(
-                    "subscription {} {}",
-                    w.subject,
-                    w.queue.as_deref().unwrap_or("")
-                ),
-            },
-            Of::Sockets {
-                ports,
-                owner,
-                netns_of,
-            } => Key {
-                server,
-                stream: String::new(),
-                durable: format!(
-                    "sockets {} {} netns {}",
-                    ports
-                        .iter()
-                        .map(u16::to_string)
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    match owner {
-                        Owner::Anyone => "anyone".to_string(),
-                        Owner::Pid(pid) => format!("pid {pid}"),
-                        Owner::Name(name) => format!("process {name}"),
-                    },
-                    netns_of.map_or("own".to_string(), |pid| format!("of {pid}")),
-                ),
-            },
-        }
+/// The check's key: the servers (and where the JetStream API is: another domain's stream may
+/// share a name with the local one), the sockets it reads (the ports, whose, which
+/// namespace), its consumers and subscriptions. Not `--startup`: the startup probe and the
+/// liveness probe of the same check share what they learn.
+pub fn key(config: &CheckConfig) -> Key {
+    let list = |items: Vec<String>| items.join(" ");
+    let owner = match &config.owner {
+        Owner::Anyone => "anyone".to_string(),
+        Owner::Pid(pid) => format!("pid {pid}"),
+        Owner::Name(name) => format!("process {name}"),
+    };
+    let of = format!(
+        "ports {} {owner} netns {} consumers {} subscriptions {}{}",
+        list(config.policy.ports.iter().map(u16::to_string).collect()),
+        config
+            .netns_of
+            .map_or("own".to_string(), |pid| format!("of {pid}")),
+        list(config.consumers.iter().map(ToString::to_string).collect()),
+        list(
+            config
+                .subscriptions
+                .iter()
+                .map(|w| format!("{}@{}", w.subject, w.queue.as_deref().unwrap_or("")))
+                .collect()
+        ),
+        if config.own_subscription { " own" } else { "" },
+    );
+    Key {
+        server: server_key(&config.servers, &config.js_api),
+        of,
     }
 }
 
-/// A cause kept between runs (`rules::cause`), in its own file beside the consumer's sample.
-#[derive(Serialize, Deserialize)]
-struct CauseFile {
-    version: u32,
-    key: Key,
-    cause: String,
-    since_ms: i64,
-    last_ms: i64,
-}
-
-/// The servers part of a key: the URLs as shown, so a sample never holds a credential.
+/// The servers part of a key: the URLs as shown, so a state file never holds a credential.
 pub fn server_key(urls: &[ServerUrl], api: &JsApi) -> String {
     let urls = urls
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    // Another domain's stream may share a name with the local one: not the same consumer.
     match api {
         JsApi::Local => urls,
         other => format!("{urls} {}", other.base()),
     }
 }
 
-#[derive(Serialize, Deserialize)]
-struct File {
-    version: u32,
-    key: Key,
-    sample: Stored,
-}
-
-/// The file's form of a sample: the rules' `Sample` knows nothing of serialization.
-#[derive(Serialize, Deserialize)]
-struct Stored {
-    created: String,
-    floor_consumer_seq: u64,
-    floor_stream_seq: u64,
-    delivered_stream_seq: u64,
-    /// Nanoseconds since the epoch on the server's clock, as a string (JSON numbers past 2^53
-    /// lose digits in some readers).
-    ack_last_active: Option<String>,
-    delivered_last_active: Option<String>,
-    waiting: u64,
-    stalled_ms: i64,
-    pinned_ms: Option<i64>,
-    seen_at_ms: i64,
-    seen_ts: Option<String>,
-    /// `none` or `resets`.
-    gap: String,
-}
-
-impl From<&Sample> for Stored {
-    fn from(s: &Sample) -> Stored {
-        Stored {
-            created: s.created.clone(),
-            floor_consumer_seq: s.floor_consumer_seq,
-            floor_stream_seq: s.floor_stream_seq,
-            delivered_stream_seq: s.delivered_stream_seq,
-            ack_last_active: s.ack_last_active.map(|t| t.to_string()),
-            delivered_last_active: s.delivered_last_active.map(|t| t.to_string()),
-            waiting: s.waiting,
-            stalled_ms: s.stalled_ms,
-            pinned_ms: s.pinned_ms,
-            seen_at_ms: s.seen_at_ms,
-            seen_ts: s.seen_ts.map(|t| t.to_string()),
-            gap: match s.gap {
-                Gap::None => "none",
-                Gap::Resets => "resets",
-            }
-            .to_string(),
-        }
-    }
-}
-
-impl Stored {
-    fn sample(self) -> Option<Sample> {
-        let time = |t: Option<String>| match t {
-            Some(t) => t.parse().ok().map(Some),
-            None => Some(None),
-        };
-        let ack_last_active = time(self.ack_last_active)?;
-        let delivered_last_active = time(self.delivered_last_active)?;
-        let seen_ts = time(self.seen_ts)?;
-        Some(Sample {
-            created: self.created,
-            floor_consumer_seq: self.floor_consumer_seq,
-            floor_stream_seq: self.floor_stream_seq,
-            delivered_stream_seq: self.delivered_stream_seq,
-            ack_last_active,
-            delivered_last_active,
-            waiting: self.waiting,
-            stalled_ms: self.stalled_ms,
-            pinned_ms: self.pinned_ms,
-            seen_at_ms: self.seen_at_ms,
-            seen_ts,
-            gap: match self.gap.as_str() {
-                "none" => Gap::None,
-                "resets" => Gap::Resets,
-                _ => return None,
-            },
-        })
-    }
-}
-
-/// A cause file's contents, for `key`: the cause kept, or none (unreadable, foreign).
-pub fn decode_cause(text: &[u8], key: &Key) -> Option<Persisting> {
-    match serde_json::from_slice::<CauseFile>(text).ok()? {
-        f if f.version == VERSION && f.key == *key => Some(Persisting {
-            cause: f.cause,
-            since_ms: f.since_ms,
-            last_ms: f.last_ms,
-        }),
-        _ => None,
-    }
-}
-
-/// A state file's contents, for `key`: its sample, or why not.
-pub fn decode(text: &[u8], key: &Key) -> Loaded {
-    match serde_json::from_slice::<File>(text) {
-        Ok(f) if f.version == VERSION && f.key == *key => match f.sample.sample() {
-            Some(sample) => Loaded::Sample(sample),
-            None => Loaded::Corrupt("not a sample".into()),
+/// A check's state file's contents, for `key`: its state, or why there is none.
+pub fn decode(text: &[u8], key: &Key) -> Kept {
+    match serde_json::from_slice::<Envelope<State>>(text) {
+        Ok(f) if f.version == VERSION && f.key == *key => Kept::State(f.body),
+        Ok(_) => Kept::Foreign,
+        // Another version's body may not parse: foreign, as long as the envelope does.
+        Err(_) => match serde_json::from_slice::<Envelope<serde_json::Value>>(text) {
+            Ok(_) => Kept::Foreign,
+            Err(_) => Kept::Corrupt("not a state file".into()),
         },
-        Ok(_) => Loaded::Foreign,
-        Err(_) => Loaded::Corrupt("not a sample".into()),
     }
 }
 
@@ -371,10 +240,6 @@ impl StateDir {
         }
     }
 
-    fn cause_file(&self, key: &Key) -> PathBuf {
-        self.named("cause", key)
-    }
-
     /// The file of one kind (`consumer`, `cause`, `look`, `subscription`, `sockets`) for a key: the one
     /// place a state file is named. The key inside the file settles a hash collision.
     pub fn named(&self, kind: &str, key: &Key) -> PathBuf {
@@ -382,39 +247,34 @@ impl StateDir {
             .join(format!("{kind}-{:016x}.json", key_hash(key)))
     }
 
-    /// The cause the last run kept for a consumer or subscription, if any (an unreadable or
-    /// foreign file: none).
-    pub fn load_cause(&self, server: &str, of: Of) -> Option<Persisting> {
-        self.load_cause_of(&of.key(server))
+    /// The check's state, and when any run of the check last wrote or read it (ms since
+    /// the epoch); reading marks the file with this run's time, so the next run learns how
+    /// far apart the runs come.
+    pub fn load(&self, key: &Key) -> (Kept, Option<i64>) {
+        let path = self.named("check", key);
+        match self.read_small_marking(&path) {
+            Ok((text, marked)) => (decode(&text, key), marked),
+            Err(kept) => (kept, None),
+        }
     }
 
-    /// Keeps the cause of a consumer or subscription, or clears what was kept (None).
-    pub fn store_cause(
-        &self,
-        server: &str,
-        of: Of,
-        cause: Option<&Persisting>,
-    ) -> Result<(), String> {
-        self.store_cause_of(&of.key(server), cause)
-    }
-
-    /// A consumer's previous sample, or why there is none.
-    pub fn load_sample(&self, server: &str, name: &ConsumerName) -> Loaded {
-        self.load(&Of::Consumer(name).key(server))
-    }
-
-    /// Keeps a consumer's sample for the next run.
-    pub fn store_sample(
-        &self,
-        server: &str,
-        name: &ConsumerName,
-        sample: &Sample,
-    ) -> Result<(), String> {
-        self.store(&Of::Consumer(name).key(server), sample)
-    }
-
-    fn load_cause_of(&self, key: &Key) -> Option<Persisting> {
-        decode_cause(&self.read_small(&self.cause_file(key))?, key)
+    /// Keeps the check's state for the next run, unless a run of the same check kept a newer
+    /// one meanwhile.
+    pub fn store(&self, key: &Key, state: &State, at_ms: i64) -> Result<(), String> {
+        let body = serde_json::to_vec(&Envelope {
+            version: VERSION,
+            key: key.clone(),
+            at_ms,
+            body: state,
+        })
+        .map_err(|e| e.to_string())?;
+        let at = |text: &[u8]| {
+            serde_json::from_slice::<Envelope<serde::de::IgnoredAny>>(text)
+                .ok()
+                .filter(|f| f.key == *key)
+                .map(|f| f.at_ms)
+        };
+        self.replace_unless_newer(&self.named("check", key), &body, at_ms, at)
     }
 
     /// A small file's bytes, read without following a symlink; None when missing, a symlink,
@@ -432,26 +292,39 @@ impl StateDir {
     }
 
     /// `read_small`, and when the file was last written or marked (ms since the epoch); the
-    /// file is then marked with this run's time (its mtime, one `futimens`), so the next run
-    /// that reads it learns how far apart the runs come. Writing nothing, it costs no room.
-    pub(crate) fn read_small_marking(&self, path: &Path) -> Option<(Vec<u8>, Option<i64>)> {
+    /// file is then marked with this run's time (its mtime, one `futimens`). Writing nothing,
+    /// it costs no room. Err: what was found instead of a file to read.
+    fn read_small_marking(&self, path: &Path) -> Result<(Vec<u8>, Option<i64>), Kept> {
         use std::os::fd::AsFd;
-        let file = OpenOptions::new()
+        let file = match OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
-            .ok()?;
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Kept::Missing),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(Kept::Corrupt("a symlink".into()))
+            }
+            Err(e) => return Err(Kept::Corrupt(text(&e))),
+        };
         let marked = file
             .metadata()
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as i64);
-        let mut text = Vec::new();
-        (&file).take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
+        let mut body = Vec::with_capacity(2048);
+        (&file)
+            .take(MAX_FILE + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| Kept::Corrupt(text(&e)))?;
         let now = nix::sys::time::TimeSpec::UTIME_NOW;
         let _ = nix::sys::stat::futimens(file.as_fd(), &nix::sys::time::TimeSpec::UTIME_OMIT, &now);
-        (text.len() as u64 <= MAX_FILE).then_some((text, marked))
+        match body.len() as u64 <= MAX_FILE {
+            true => Ok((body, marked)),
+            false => Err(Kept::Corrupt("larger than any state file".into())),
+        }
     }
 
     /// `replace`, unless the file already holds something newer (`at_of` reads when the
@@ -488,55 +361,6 @@ impl StateDir {
         result
     }
 
-    fn store_cause_of(&self, key: &Key, cause: Option<&Persisting>) -> Result<(), String> {
-        let target = self.cause_file(key);
-        let Some(c) = cause else {
-            return match fs::remove_file(&target) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    Err(format!("cannot remove {}: {}", target.display(), text(&e)))
-                }
-                _ => Ok(()),
-            };
-        };
-        let body = serde_json::to_vec(&CauseFile {
-            version: VERSION,
-            key: key.clone(),
-            cause: c.cause.clone(),
-            since_ms: c.since_ms,
-            last_ms: c.last_ms,
-        })
-        .map_err(|e| e.to_string())?;
-        self.replace(&target, &body)
-    }
-
-    fn file(&self, key: &Key) -> PathBuf {
-        self.named("consumer", key)
-    }
-
-    fn load(&self, key: &Key) -> Loaded {
-        let path = self.file(key);
-        let opened = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path);
-        let mut file = match opened {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Loaded::Missing,
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Loaded::Corrupt("a symlink".into())
-            }
-            Err(e) => return Loaded::Corrupt(e.to_string()),
-        };
-        let mut text = Vec::new();
-        if let Err(e) = Read::by_ref(&mut file)
-            .take(MAX_FILE)
-            .read_to_end(&mut text)
-        {
-            return Loaded::Corrupt(e.to_string());
-        }
-        decode(&text, key)
-    }
-
     /// Removes temporary files a run left when it was killed between writing and renaming
     /// (the deadline, SIGKILL): older than a minute, no run is still writing them.
     fn sweep(&self) {
@@ -558,22 +382,6 @@ impl StateDir {
                 let _ = fs::remove_file(entry.path());
             }
         }
-    }
-
-    /// Replaces the file atomically: a reader sees the old sample or the new, never half;
-    /// and never an older sample over a newer one another probe kept meanwhile.
-    fn store(&self, key: &Key, sample: &Sample) -> Result<(), String> {
-        let body = serde_json::to_vec(&File {
-            version: VERSION,
-            key: key.clone(),
-            sample: sample.into(),
-        })
-        .map_err(|e| e.to_string())?;
-        let seen_at = |text: &[u8]| match decode(text, key) {
-            Loaded::Sample(s) => Some(s.seen_at_ms),
-            _ => None,
-        };
-        self.replace_unless_newer(&self.file(key), &body, sample.seen_at_ms, seen_at)
     }
 
     /// Writes `body` to a temporary file and renames it over `target` (a file in this dir):
@@ -618,7 +426,7 @@ fn text(e: &io::Error) -> String {
 
 /// A stable file name per key (FNV-1a, 64 bit); the key inside the file settles collisions.
 fn key_hash(key: &Key) -> u64 {
-    let parts = [&key.server, &key.stream, &key.durable];
+    let parts = [&key.server, &key.of];
     fnv1a(parts.iter().flat_map(|p| p.bytes().chain([0u8])))
 }
 
@@ -633,169 +441,4 @@ fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(durable: &str) -> Key {
-        Key {
-            server: "nats://nats:4222".into(),
-            stream: "ORDERS".into(),
-            durable: durable.into(),
-        }
-    }
-
-    fn sample(floor: u64) -> Sample {
-        Sample {
-            created: "2026-12-01T00:00:00Z".into(),
-            floor_consumer_seq: floor,
-            floor_stream_seq: floor,
-            delivered_stream_seq: floor + 1,
-            ack_last_active: Some(1_796_112_042_536_597_137),
-            delivered_last_active: None,
-            waiting: 3,
-            stalled_ms: 1200,
-            pinned_ms: None,
-            seen_at_ms: 2,
-            seen_ts: Some(1_796_112_043_000_000_000),
-            gap: Gap::None,
-        }
-    }
-
-    #[test]
-    fn round_trip_and_replace() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
-        assert_eq!(dir.load(&key("a")), Loaded::Missing);
-        dir.store(&key("a"), &sample(1)).unwrap();
-        dir.store(&key("a"), &sample(2)).unwrap();
-        assert_eq!(dir.load(&key("a")), Loaded::Sample(sample(2)));
-        assert_eq!(dir.load(&key("b")), Loaded::Missing);
-        let mode = fs::metadata(dir.file(&key("a")))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
-        assert_eq!(mode, 0o600);
-        let leftovers: Vec<_> = fs::read_dir(&dir.path)
-            .unwrap()
-            .filter_map(Result::ok)
-            .filter(|e| e.file_name() != ".lock")
-            .collect();
-        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
-        // Another probe's newer sample stays: an older one written last is not kept.
-        dir.store(
-            &key("a"),
-            &Sample {
-                seen_at_ms: 1,
-                ..sample(9)
-            },
-        )
-        .unwrap();
-        assert_eq!(dir.load(&key("a")), Loaded::Sample(sample(2)));
-    }
-
-    #[test]
-    fn corrupt_foreign_and_symlinked_files_are_first_samples() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = StateDir::open(tmp.path().to_path_buf(), true).unwrap();
-        fs::write(dir.file(&key("a")), b"{\"version\":1,\"key\":").unwrap();
-        assert!(matches!(dir.load(&key("a")), Loaded::Corrupt(_)));
-        // A file holding another key (as after a hash collision, or a copied dir).
-        dir.store(&key("b"), &sample(5)).unwrap();
-        fs::rename(dir.file(&key("b")), dir.file(&key("c"))).unwrap();
-        assert_eq!(dir.load(&key("c")), Loaded::Foreign);
-        // A symlink where the file should be is neither read nor written through.
-        let outside = tmp.path().join("outside");
-        fs::write(&outside, b"precious").unwrap();
-        std::os::unix::fs::symlink(&outside, dir.file(&key("d"))).unwrap();
-        assert_eq!(dir.load(&key("d")), Loaded::Corrupt("a symlink".into()));
-        dir.store(&key("d"), &sample(7)).unwrap();
-        assert_eq!(fs::read(&outside).unwrap(), b"precious");
-        assert_eq!(dir.load(&key("d")), Loaded::Sample(sample(7)));
-    }
-
-    #[test]
-    fn unusable_dirs_are_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let real = tmp.path().join("real");
-        fs::create_dir(&real).unwrap();
-        let link = tmp.path().join("link");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(StateDir::open(link, true).unwrap_err().contains("symlink"));
-        let file = tmp.path().join("file");
-        fs::write(&file, b"").unwrap();
-        assert!(StateDir::open(file, true)
-            .unwrap_err()
-            .contains("not a directory"));
-        let open = tmp.path().join("open");
-        fs::create_dir(&open).unwrap();
-        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(StateDir::open(open.clone(), false)
-            .unwrap_err()
-            .contains("private"));
-        // An explicit --state-dir that others may write to (an emptyDir): the samples go in
-        // a private directory inside it.
-        let uid = nix::unistd::geteuid();
-        let dir = StateDir::open(open.clone(), true).unwrap();
-        assert_eq!(dir.path, open.join(format!("natsprobe-{uid}")));
-        let mode = fs::metadata(&dir.path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
-        // ... unless that is taken by something else.
-        fs::remove_dir(&dir.path).unwrap();
-        std::os::unix::fs::symlink(&real, &dir.path).unwrap();
-        assert!(StateDir::open(open, true).unwrap_err().contains("symlink"));
-    }
-
-    /// A state file larger than any sample (64 KiB read at most) is a first sample.
-    #[test]
-    fn an_oversized_file_is_a_first_sample() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
-        let mut body = serde_json::to_vec(&File {
-            version: VERSION,
-            key: key("a"),
-            sample: (&sample(1)).into(),
-        })
-        .unwrap();
-        body.truncate(body.len() - 1);
-        body.extend(std::iter::repeat_n(b' ', 1 << 20));
-        body.push(b'}');
-        fs::write(dir.file(&key("a")), &body).unwrap();
-        assert!(matches!(dir.load(&key("a")), Loaded::Corrupt(_)));
-    }
-
-    /// A temporary file a killed run left is removed once it is a minute old; a fresh one
-    /// (another run writing now) is not.
-    #[test]
-    fn stale_temporary_files_are_swept() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
-        let stale = dir.path.join(".consumer-00000000000000aa.json.4242.tmp");
-        let fresh = dir.path.join(".consumer-00000000000000bb.json.4343.tmp");
-        fs::write(&stale, b"half").unwrap();
-        fs::write(&fresh, b"half").unwrap();
-        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
-        fs::File::options()
-            .write(true)
-            .open(&stale)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
-        dir.store(&key("a"), &sample(1)).unwrap();
-        assert!(!stale.exists(), "the stale file stays");
-        assert!(fresh.exists(), "a fresh file was removed");
-    }
-
-    #[test]
-    fn the_default_dir_is_per_user_under_tmpdir() {
-        let uid = nix::unistd::geteuid();
-        assert_eq!(
-            default_dir(Some("/run/x")),
-            PathBuf::from(format!("/run/x/natsprobe-{uid}"))
-        );
-        assert_eq!(
-            default_dir(None),
-            PathBuf::from(format!("/tmp/natsprobe-{uid}"))
-        );
-    }
-}
+mod tests {}

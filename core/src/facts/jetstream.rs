@@ -2,6 +2,7 @@
 //! runs. Decoded from the server's raw JSON by the observation layer.
 
 use crate::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use alloc::collections::BTreeMap;
 use core::fmt;
@@ -12,7 +13,7 @@ use core::time::Duration;
 pub type ServerTime = i64;
 
 /// `STREAM/DURABLE`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ConsumerName {
     pub stream: String,
     pub durable: String,
@@ -265,7 +266,7 @@ pub enum Observed {
 
 /// One consumer's previous observation, kept between runs in the state dir: what was seen,
 /// and how long work had been seen waiting without progress. Never a verdict.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// The consumer's creation time: a recreated consumer is not the same one.
     pub created: String,
@@ -289,14 +290,17 @@ pub struct Sample {
     /// The server's clock then (`ts`, 2.10+): an ack after it is an ack since.
     pub seen_ts: Option<ServerTime>,
     /// What the runs since `seen_at_ms` that could not look did to the clocks
-    /// (`rules::consumer::gap_for`: the one table of NATS's answers).
+    /// (`rules::answers`: the one table of NATS's answers).
     pub gap: Gap,
+    /// The consumer's window then (`--stall-after`, or 2 × its `ack_wait` when longer): what
+    /// a run that cannot see its `ack_wait` goes by.
+    pub window_ms: i64,
 }
 
 /// What the runs since a sample that could not look at the consumer did to its clocks: the
 /// time since counts (none, or only refusals and late answers), or the clocks start over
 /// (anything else).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Gap {
     None,
     Resets,
@@ -351,7 +355,7 @@ pub enum Advisories {
 
 /// A subscription the pod's client must hold: a consumer's deliver subject (and group), or
 /// a core subscription (`--subscription SUBJECT[@QUEUE]`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Wanted {
     pub subject: String,
     pub queue: Option<String>,
@@ -384,7 +388,7 @@ pub struct ServerConnection {
 
 /// A server as its connection report names it. The id is new at every start, so a restarted
 /// server (whose cids start again from 1) is another one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServerIdent {
     pub name: String,
     pub id: String,
@@ -392,7 +396,7 @@ pub struct ServerIdent {
 
 /// What identifies this pod's connection at the server between runs, once matched by address:
 /// the server, the connection's cid there, and the socket it was matched by.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Remembered {
     pub server: ServerIdent,
     pub cid: u64,
@@ -409,7 +413,7 @@ pub struct Remembered {
 
 /// Asks of the server about a subscription's connection (a lookup by cid, or a match) that
 /// went unanswered run after run: a server that answers late is asked less often, not more.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unanswered {
     /// How many in a row.
     pub count: u32,
@@ -419,13 +423,10 @@ pub struct Unanswered {
 
 /// What the state dir keeps for one wanted subscription: the pod's connection at the server
 /// once matched, and the asks that went unanswered since the last answer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SubscriptionMemo {
     pub connection: Option<Remembered>,
     pub unanswered: Option<Unanswered>,
-    /// Local clock, ms since the epoch: when an answer last showed that connection without
-    /// the subscription, while that evidence stands (`rules::remembered::settle_held`).
-    pub missing_at_ms: Option<i64>,
 }
 
 /// One server's answer to a lookup by cid: the connection with that cid, if any.

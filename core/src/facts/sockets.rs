@@ -2,6 +2,7 @@
 //! sockets count.
 
 use crate::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use core::fmt;
 use core::net::{IpAddr, SocketAddr};
@@ -86,14 +87,14 @@ pub struct Socket {
 /// What sock_diag names a socket by besides its addresses: the cookie the kernel gave it (never
 /// given to another socket while the system runs) and the interface it is bound to (0: none).
 /// With both addresses and ports it is the full `inet_diag_sockid` an exact lookup sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct DiagId {
     pub cookie: u64,
     pub interface: u32,
 }
 
 /// The descriptor through which a named process (`--pid`, `--process`) holds a socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Holder {
     pub pid: u32,
     pub fd: u32,
@@ -101,7 +102,7 @@ pub struct Holder {
 
 /// A connection a healthy run counted, kept so the next run can ask the kernel for exactly
 /// that socket (one hash lookup) instead of walking the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct KnownSocket {
     /// Its family is its addresses': an IPv4 pair is AF_INET, any other AF_INET6.
     pub local: SocketAddr,

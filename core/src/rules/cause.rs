@@ -19,15 +19,15 @@
 //!
 //! Never latched: a run without the cause clears it.
 
-use crate::prelude::*;
-
 use super::answers::{self, Row};
 use super::consumer::{Healthy, Outcome};
-use crate::facts::{Persisting, Unknown};
+use crate::facts::Unknown;
 use core::time::Duration;
+use serde::{Deserialize, Serialize};
 
 /// Why a check could not run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Cause {
     /// The probe could not connect (the server down, or not reachable).
     Unreachable,
@@ -156,6 +156,16 @@ impl Cause {
     }
 }
 
+/// A cause that kept a check from running, as the last run left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Persisting {
+    pub cause: Cause,
+    /// Local clock, ms since the epoch: the first run of the stretch that saw it.
+    pub since_ms: i64,
+    /// The last run that saw it.
+    pub last_ms: i64,
+}
+
 /// Where a check that could not run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Standing {
@@ -247,7 +257,7 @@ pub fn carry(
     let class = class(cause);
     let window_ms = window.as_millis() as i64;
     let continuous = |p: &Persisting| {
-        p.cause == cause.as_str() && p.since_ms <= now_ms && now_ms - p.last_ms <= window_ms
+        p.cause == cause && p.since_ms <= now_ms && now_ms - p.last_ms <= window_ms
     };
     let since_ms = match prev {
         Some(p) if continuous(p) => p.since_ms,
@@ -261,8 +271,8 @@ pub fn carry(
         judged_before: seen.judged_before,
     };
     // Only what may still become an error needs its start kept.
-    let keep = seen.kept().then(|| Persisting {
-        cause: cause.as_str().to_string(),
+    let keep = seen.kept().then_some(Persisting {
+        cause,
         since_ms,
         last_ms: now_ms,
     });

@@ -25,22 +25,11 @@ use super::answers;
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, Gap, Observed, Sample, StreamFacts, Unknown};
 use core::time::Duration;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Policy {
     pub stall_after: Duration,
-    /// Which intervals between two observations the stall clock may count.
-    pub intervals: Intervals,
-}
-
-/// The in-pod check runs every `periodSeconds` and cannot vouch for an interval longer than
-/// the window (the probe was not running); the guard's two looks are deliberately an interval
-/// apart, and nothing moved between them is a fact (an ack moves `last_active`, a restart
-/// loses it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Intervals {
-    UpToWindow,
-    Any,
 }
 
 /// The stall window actually used, and why it is longer than `--stall-after` when it is.
@@ -132,7 +121,7 @@ pub enum Unmeasured {
 }
 
 /// Which clock measured the time without progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Evidence {
     /// `ack_floor.last_active` (and `delivered.last_active`) against the server's `ts`.
     LastActive,
@@ -174,7 +163,7 @@ pub enum Healthy {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Fault {
     StreamMissing,
     ConsumerMissing,
@@ -244,10 +233,10 @@ pub fn judge(
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
     let unbound = facts.push() && !facts.push_bound;
     let unmeasured = unmeasured(facts, prev);
-    let interval = counted(unmeasured, policy, &window, prev, now_ms);
+    let interval = counted(unmeasured, prev, now_ms);
     let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
-    let sample = next_sample(facts, unbound, stalled, pinned, now_ms);
+    let sample = next_sample(facts, unbound, (stalled, pinned), &window, now_ms);
     let outcome = verdict(Verdict {
         facts,
         stream,
@@ -304,22 +293,13 @@ fn restarted_since(facts: &ConsumerFacts, prev: &Sample) -> bool {
         || prev.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
 }
 
-/// The interval the clocks count: as long as it was, up to the window where the runs should
-/// have come within one (the in-pod check: runs or a node that stalled hide nothing longer
-/// than a window, and one interval never counts more); the guard's two looks are an interval
-/// apart by design and count in full. None when the samples cannot measure it.
-fn counted(
-    unmeasured: Option<Unmeasured>,
-    policy: &Policy,
-    window: &Window,
-    prev: Option<&Sample>,
-    now_ms: i64,
-) -> Option<Duration> {
-    let interval = ms(now_ms - prev?.seen_at_ms);
-    match (unmeasured, policy.intervals) {
-        (Some(_), _) => None,
-        (None, Intervals::Any) => Some(interval),
-        (None, Intervals::UpToWindow) => Some(interval.min(window.duration)),
+/// The interval the clocks count: as long as it was, whoever looked (nothing moved between
+/// two looks is a fact: an ack moves `last_active`, a restart loses it). None when the
+/// samples cannot measure it.
+fn counted(unmeasured: Option<Unmeasured>, prev: Option<&Sample>, now_ms: i64) -> Option<Duration> {
+    match unmeasured {
+        Some(_) => None,
+        None => Some(ms(now_ms - prev?.seen_at_ms)),
     }
 }
 
@@ -378,8 +358,8 @@ fn pinned(
 fn next_sample(
     facts: &ConsumerFacts,
     unbound: bool,
-    stalled: Option<(Duration, Evidence)>,
-    pinned: Option<Duration>,
+    (stalled, pinned): (Option<(Duration, Evidence)>, Option<Duration>),
+    window: &Window,
     now_ms: i64,
 ) -> Sample {
     Sample {
@@ -400,6 +380,7 @@ fn next_sample(
         seen_at_ms: now_ms,
         seen_ts: facts.ts,
         gap: Gap::None,
+        window_ms: window.duration.as_millis() as i64,
     }
 }
 
@@ -595,7 +576,6 @@ pub(crate) mod tests {
     /// --stall-after 60s; the consumers' ack_wait is 30 s: the window is 60 s.
     const POLICY: Policy = Policy {
         stall_after: Duration::from_secs(60),
-        intervals: Intervals::UpToWindow,
     };
 
     /// `secs` seconds before the server's "now".
@@ -647,6 +627,7 @@ pub(crate) mod tests {
             seen_at_ms: NOW_MS - seen_secs_ago * 1000,
             seen_ts: Some(TS - seen_secs_ago * S),
             gap: Gap::None,
+            window_ms: 60_000,
         }
     }
 
@@ -796,10 +777,10 @@ pub(crate) mod tests {
             outcome(&found(after.clone()), Some(&seen)),
             Outcome::Healthy(Healthy::Unmeasured(Unmeasured::ServerRestarted))
         );
-        // Without a mark, an interval longer than the window counts one window.
+        // Without a mark, an interval longer than the window counts as long as it was.
         assert_eq!(
             stalled(&outcome(&found(after), Some(&sample(40, 1, 10, 70)))),
-            Some(Duration::from_secs(70))
+            Some(Duration::from_secs(80))
         );
         // A run that could not observe the consumer keeps the sample, marked.
         let j = judged(
@@ -873,17 +854,17 @@ pub(crate) mod tests {
     }
 
     /// A look later than the window after the last (the node or the kubelet stalled between
-    /// the runs): the interval counts as long as it was, up to the window, whatever the
-    /// sample before it said: nothing acknowledged across more than a window with work waiting
-    /// at both ends is a stall.
+    /// the runs): the interval counts as long as it was, whatever the sample before it said:
+    /// nothing acknowledged across more than a window with work waiting at both ends is a
+    /// stall (an ack would have moved `last_active`; a restart shows in its loss).
     #[test]
-    fn a_look_later_than_the_window_counts_one_window() {
+    fn a_look_later_than_the_window_counts_as_long_as_it_was() {
         // Progressing when last seen, 70 s ago (the window is 60 s); nothing acked since.
         let wedged = facts(5, 1, 40);
         let calm = sample(40, 1, 0, 70);
         assert!(matches!(
             outcome(&found(wedged.clone()), Some(&calm)),
-            Outcome::Unhealthy(Fault::Stalled { stalled, .. }) if stalled == Duration::from_secs(60)
+            Outcome::Unhealthy(Fault::Stalled { stalled, .. }) if stalled == Duration::from_secs(70)
         ));
         // Idle when last seen: only since the work's delivery.
         let mut delivered = wedged.clone();

@@ -18,10 +18,15 @@ pub fn may_decide(asked: usize) -> bool {
     asked == 0
 }
 
+/// The most connections a run keeps for the next: the check's state file is read whole every
+/// run (at most 64 KiB), and a pod holding more connections to NATS than this walks.
+pub const MAX_REMEMBERED: usize = 64;
+
 /// What to keep for the next run: each live connection counted (ESTABLISHED, not half-open)
 /// with its sock_diag identity and, when whose sockets count was named, its holder. Nothing
-/// when the run was not healthy by its connections, or when a counted one has no identity
-/// (the /proc reader): a run with nothing remembered walks.
+/// when the run was not healthy by its connections, when a counted one has no identity (the
+/// /proc reader), or when there are more than `MAX_REMEMBERED`: a run with nothing remembered
+/// walks.
 pub fn remember(
     connections: &Connections,
     policy: &Policy,
@@ -54,6 +59,9 @@ pub fn remember(
             holder,
             stands_for: stands_for(connections, s.remote),
         });
+    }
+    if kept.len() > MAX_REMEMBERED {
+        return Vec::new();
     }
     kept.sort();
     kept

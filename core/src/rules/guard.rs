@@ -187,14 +187,12 @@ pub fn is_idle(v: &Verdict) -> bool {
 mod tests {
     use super::*;
     use crate::facts::{ConsumerFacts, StreamFacts};
-    use crate::rules::consumer::Intervals;
 
     const S: i64 = 1_000_000_000;
     const T0: i64 = 10_000_000;
     const INTERVAL_MS: i64 = 30_000;
     const POLICY: Policy = Policy {
         stall_after: Duration::from_secs(30),
-        intervals: Intervals::Any,
     };
 
     /// A bound push consumer at `floor` with `pending` + `ack_pending` waiting, looked at

@@ -13,7 +13,6 @@ pub mod consumer;
 pub mod exact;
 pub mod guard;
 pub mod judged;
-pub mod look;
 pub mod remembered;
 pub mod restart;
 pub mod retention;

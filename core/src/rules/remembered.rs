@@ -21,8 +21,12 @@ use super::subscription::{holds, Held};
 use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection};
 pub use crate::facts::{Due, Sampling};
 use crate::facts::{Unanswered, Unknown, Wanted};
+use crate::timing::{
+    AUTO_AT_LOOK_UP_TO, AUTO_TRUST, AUTO_TRUST_MAX, AUTO_TRUST_PER_CONNECTION, WINDOW_SHARE,
+};
 use core::net::SocketAddr;
 use core::time::Duration;
+use serde::{Deserialize, Serialize};
 
 /// One of this pod's ESTABLISHED connections: the local address (IPv4 unmapped) and the
 /// socket's inode.
@@ -33,119 +37,68 @@ pub struct Socket {
 }
 
 /// The last run that asked the server about the consumers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastLook {
     /// Local clock, ms since the epoch.
     pub at_ms: i64,
-    /// Every consumer healthy, its stall clock at zero, nothing pinned.
+    /// Every consumer idle, paused or progressing, its stall clock at zero, nothing pinned,
+    /// no fault standing.
     pub calm: bool,
-    /// The inodes of the connections counted then.
+    /// The inodes of the pod's live connections then.
     pub inodes: Vec<u64>,
     /// The deliver subscriptions the consumers had then (`--own-subscription`).
     pub wanted: Vec<(Wanted, ConsumerName)>,
-    /// The look found the deliver subscriptions (`--own-subscription`): a run that checks
-    /// them may take them from it.
-    pub own_subscription: bool,
-    /// The shortest window of the consumers then: no two looks may be further apart.
+    /// The least window of the consumers then: the next look comes inside every one.
     pub window_ms: i64,
-    /// The run before this one (any probe on this state dir, looking or not): how far apart
-    /// the runs come.
-    pub previous_run_ms: Option<i64>,
-    /// The faults the freshest look at each consumer saw: what a run that cannot look
-    /// reports while they are fresh (`standing_fault`).
-    pub faults: Vec<SeenFault>,
 }
 
-/// A fault a look saw, and when: the freshest evidence of that consumer until a look sees it
-/// again.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a kept fault is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Of {
+    Consumer(ConsumerName),
+    Subscription(Wanted),
+}
+
+/// What a look saw wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Wrong {
+    /// A consumer's fault.
+    Consumer(Fault),
+    /// The pod's connection listed without the subscription.
+    NotHeld { connection: SocketAddr },
+}
+
+/// A fault a look saw, kept as the freshest evidence of what it is about until a look sees
+/// that again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeenFault {
-    pub consumer: ConsumerName,
-    pub fault: Fault,
+    pub of: Of,
+    pub wrong: Wrong,
     /// Local clock, ms since the epoch.
     pub at_ms: i64,
+    /// The window of what it is about then: how long it stays fresh.
+    pub window_ms: i64,
+    /// The pod's live connections then.
+    pub inodes: Vec<u64>,
 }
 
-/// The fault a run that could not look at `consumer` (`why`) reports: the one the last look
-/// at it saw, while that look is younger than the window and nothing since can have made
-/// NATS the cause. A refusal or a late answer leaves the evidence standing; an answer that
-/// resets the clocks (`consumer::gap_for`: NATS not reached, an election) voids it, and so
-/// does time. Never made by a run that could not look, never latched: the next look replaces
-/// it.
-pub fn standing_fault<'a>(
-    last: Option<&'a LastLook>,
-    consumer: &ConsumerName,
-    why: &Unknown,
-    now_ms: i64,
-) -> Option<&'a SeenFault> {
-    let last = last?;
-    last.faults
-        .iter()
-        .find(|f| f.consumer == *consumer && stands(f.at_ms, why, last.window_ms, now_ms))
-}
+impl SeenFault {
+    /// Whether it is still the verdict of a run that could not look (`why`), with the pod's
+    /// live connections `live`, at `now_ms`: fresh (its look no older than its window, and the
+    /// pod on no connection it did not hold then: a new one may hold what was missing), and
+    /// left standing by the answer (`answers::leaves_evidence`: NATS took the ask). The one
+    /// test, for a consumer's fault and a missing subscription alike. Never latched: only a
+    /// look makes one, and time voids it.
+    pub fn stands(&self, why: &Unknown, live: &[u64], now_ms: i64) -> bool {
+        answers::leaves_evidence(why)
+            && (0..=self.window_ms).contains(&(now_ms - self.at_ms))
+            && !live.is_empty()
+            && live.iter().all(|i| self.inodes.contains(i))
+    }
 
-/// Whether a fault a look saw at `at_ms` is still the verdict of a run that could not look
-/// (`why`): the look no older than the window, and no answer since that voids it
-/// (`consumer::gap_for`). The one test for consumers and subscriptions alike.
-pub fn stands(at_ms: i64, why: &Unknown, window_ms: i64, now_ms: i64) -> bool {
-    answers::leaves_evidence(why) && (0..=window_ms).contains(&(now_ms - at_ms))
-}
-
-/// A subscription after this run, as the verdict takes it and the state dir keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeldSettled {
-    pub held: Held,
-    /// This run could not look, and reports what the last look saw.
-    pub carried: Option<Carried>,
-    /// When an answer last showed the pod's connection without the subscription, while that
-    /// still stands (`SubscriptionMemo::missing_at_ms`).
-    pub missing_at_ms: Option<i64>,
-}
-
-/// A subscription judged (`held`) against what the runs before kept (`memo`), with the
-/// consumers' principle: a run that cannot look reports the freshest evidence. The pod's
-/// connection seen without the subscription stays this run's verdict while that look
-/// `stands` and the connection is still one of the pod's live sockets (`live`: a new
-/// connection may hold it); a look that sees it held clears it.
-pub fn settle_held(
-    memo: &crate::facts::SubscriptionMemo,
-    held: Held,
-    live: &[Socket],
-    window_ms: i64,
-    now_ms: i64,
-) -> HeldSettled {
-    let standing = |why: &Unknown| {
-        let at = memo.missing_at_ms?;
-        let c = memo.connection.as_ref()?;
-        (stands(at, why, window_ms, now_ms) && live.iter().any(|s| s.inode == c.inode))
-            .then_some((at, c.local))
-    };
-    match held {
-        Held::NotByThisConnection { .. } => HeldSettled {
-            held,
-            carried: None,
-            missing_at_ms: Some(now_ms),
-        },
-        Held::NotJudged(why) => match standing(&why) {
-            Some((at, connection)) => HeldSettled {
-                held: Held::NotByThisConnection { connection },
-                carried: Some(Carried {
-                    why,
-                    ago: Duration::from_millis((now_ms - at) as u64),
-                }),
-                missing_at_ms: Some(at),
-            },
-            None => HeldSettled {
-                held: Held::NotJudged(why),
-                carried: None,
-                missing_at_ms: None,
-            },
-        },
-        Held::Yes { .. } => HeldSettled {
-            held,
-            carried: None,
-            missing_at_ms: None,
-        },
+    /// How long ago its look was.
+    pub fn ago(&self, now_ms: i64) -> Duration {
+        Duration::from_millis((now_ms - self.at_ms).max(0) as u64)
     }
 }
 
@@ -158,68 +111,18 @@ pub struct Carried {
     pub ago: Duration,
 }
 
-/// The outcome a run that could not look at `consumer` reports: the standing fault, and
-/// why it is this run's (None: the outcome stands as it is).
-pub fn carried(
-    last: Option<&LastLook>,
-    consumer: &ConsumerName,
-    outcome: &Outcome,
-    now_ms: i64,
-) -> Option<(Outcome, Carried)> {
-    let Outcome::NotJudged(why) = outcome else {
-        return None;
-    };
-    let seen = standing_fault(last, consumer, why, now_ms)?;
-    Some((
-        Outcome::Unhealthy(seen.fault.clone()),
-        Carried {
-            why: why.clone(),
-            ago: Duration::from_millis((now_ms - seen.at_ms) as u64),
-        },
-    ))
-}
-
-/// The faults a look keeps for the runs after it: each consumer's as this look judged it
-/// (the check's per-pod policy applied), or, where this look could not judge it, the one
-/// still standing from before (with its own time).
-pub fn faults_seen(
-    last: Option<&LastLook>,
-    judged: &[(&ConsumerName, &Outcome)],
-    now_ms: i64,
-) -> Vec<SeenFault> {
-    judged
-        .iter()
-        .filter_map(|(consumer, outcome)| match outcome {
-            Outcome::Unhealthy(fault) => Some(SeenFault {
-                consumer: (*consumer).clone(),
-                fault: fault.clone(),
-                at_ms: now_ms,
-            }),
-            Outcome::NotJudged(why) => standing_fault(last, consumer, why, now_ms).cloned(),
-            Outcome::Healthy(_) => None,
-        })
-        .collect()
-}
-
-/// `--sample-every`'s default share of `--stall-after`: a calm look is carried this long.
-pub const SAMPLE_EVERY_SHARE: (u32, u32) = (3, 4);
-
-/// How much of the window the next look may come at the latest: the rest absorbs a late run.
-pub const WINDOW_SHARE: (i64, i64) = (9, 10);
-
-/// Whether to ask about the consumers now. `own_subscription`: this run checks the deliver
-/// subscriptions, which only a look that found them gives.
+/// Whether to ask about the consumers now, with the pod's live connections `inodes`.
 ///
 /// Between looks a run skips the consumers while the last look was calm, on the same
-/// connections, covered what this run checks, is younger than `every`, and waiting for the
-/// next run keeps the next look inside the window: the runs' period is learned from the run
-/// before this one (any probe's on this state dir), so a `periodSeconds` up to half the
+/// connections, is younger than `every`, and waiting for the next run keeps the next look
+/// inside the window: the runs' period is learned from the run before this one
+/// (`previous_run_ms`: any probe's run of this check), so a `periodSeconds` up to half the
 /// window never leaves two looks further apart than the window.
 pub fn sampling(
     last: Option<&LastLook>,
+    previous_run_ms: Option<i64>,
     inodes: &[u64],
     every: Duration,
-    own_subscription: bool,
     now_ms: i64,
 ) -> Sampling {
     if every.is_zero() {
@@ -238,13 +141,9 @@ pub fn sampling(
     if inodes.is_empty() || inodes.iter().any(|i| !last.inodes.contains(i)) {
         return Sampling::Ask(Due::NewConnection);
     }
-    if own_subscription && !last.own_subscription {
-        return Sampling::Ask(Due::NotCovered);
-    }
     // The next run comes about a period later (the last run's spacing; without one, as long
     // again as the look's age).
-    let period = last
-        .previous_run_ms
+    let period = previous_run_ms
         .map_or(age, |p| now_ms - p)
         .clamp(0, i64::MAX / 4);
     if (age + period) * WINDOW_SHARE.1 > last.window_ms * WINDOW_SHARE.0 {
@@ -333,23 +232,6 @@ pub struct Trust {
     /// for the server (the monitoring port's, or a small account's).
     pub at_look: bool,
 }
-
-/// `auto`'s trust time where a lookup costs the server more than a look at the consumers: a
-/// deaf replica (its connection up, its subscription gone) is seen at most this long after
-/// it went deaf, plus the kubelet's threshold.
-pub const AUTO_TRUST: Duration = Duration::from_secs(300);
-/// Up to this many connections in the account, `auto` asks with each look at the consumers:
-/// a lookup by cid through the account's report then costs the server about what a look
-/// does (0.4 ms of CPU at 100 connections, 0.6 ms at 1,000: docs/server-facts.md), and a
-/// fleet's share of a server core stays within its goal.
-pub const AUTO_AT_LOOK_UP_TO: u64 = 1_000;
-/// `auto`'s trust time per connection the server lists for the account, where a lookup by
-/// cid goes through the account's report, whose cost grows with those connections
-/// (docs/server-facts.md): a fleet's lookups then cost the server about the same per second
-/// at 10,000 connections as at 100.
-pub const AUTO_TRUST_PER_CONNECTION: Duration = Duration::from_millis(120);
-/// `auto` never trusts longer than this (reached at 30,000 connections).
-pub const AUTO_TRUST_MAX: Duration = Duration::from_secs(3600);
 
 /// How the run may ask for the pod's connection: `--subscription-every`, the consumers'
 /// `--sample-every`, whether the lookup goes to the monitoring port (direct), and whether
@@ -616,69 +498,58 @@ mod tests {
         }
     }
 
-    /// The pod's connection seen without its subscription stays the verdict of the runs that
-    /// cannot look, while the look is younger than the window, the answers leave it standing,
-    /// and the socket is the same; a look that sees it held clears it, and nothing is made by a
-    /// run that could not look.
+    /// A fault a look saw stays the verdict of the runs that cannot look while it is fresh
+    /// (its look no older than its window, the pod on no connection it did not hold then) and
+    /// the answer leaves it standing (NATS took the ask: late, refused, not asked yet); NATS's
+    /// own trouble voids it, and so does time.
     #[test]
-    fn a_missing_subscription_once_seen_is_reported_while_fresh() {
-        use crate::facts::SubscriptionMemo;
-        let live = [socket("10.200.0.2:51828", 4242)];
-        let window = 15_000;
-        let deaf = Held::NotByThisConnection {
-            connection: "10.200.0.2:51828".parse().unwrap(),
+    fn a_fault_stands_while_fresh_and_the_answer_leaves_it() {
+        let seen = |secs_ago: i64| SeenFault {
+            of: Of::Subscription(wanted()),
+            wrong: Wrong::NotHeld {
+                connection: "10.200.0.2:51828".parse().unwrap(),
+            },
+            at_ms: NOW - secs_ago * 1000,
+            window_ms: 15_000,
+            inodes: vec![4242],
         };
-        let seen = |secs_ago: i64| SubscriptionMemo {
-            connection: Some(memo(None)),
-            unanswered: None,
-            missing_at_ms: Some(NOW - secs_ago * 1000),
-        };
-        // Seen without it: kept from now.
-        let now = settle_held(&seen(3), deaf.clone(), &live, window, NOW);
-        assert_eq!(
-            (now.held.clone(), now.carried, now.missing_at_ms),
-            (deaf.clone(), None, Some(NOW))
-        );
-        // Late, refused, not asked yet: the fault stands, with why and how long ago.
         for why in [
             Unknown::Deadline,
             Unknown::Credentials,
+            Unknown::InboxDenied("_INBOX.>".into()),
             Unknown::NotListed("n1 did not answer in time".into()),
             Unknown::Waiting(Duration::from_secs(2)),
         ] {
-            let s = settle_held(&seen(3), Held::NotJudged(why.clone()), &live, window, NOW);
-            assert_eq!(s.held, deaf, "{why:?}");
-            assert_eq!(
-                s.carried,
-                Some(Carried {
-                    why: why.clone(),
-                    ago: Duration::from_secs(3)
-                })
+            assert!(seen(3).stands(&why, &[4242], NOW), "{why:?}");
+            assert!(
+                seen(15).stands(&why, &[4242], NOW),
+                "{why:?}: at the window"
             );
-            assert_eq!(s.missing_at_ms, Some(NOW - 3000), "the look's own time");
+            assert!(!seen(16).stands(&why, &[4242], NOW), "{why:?}: past it");
+            assert!(
+                !seen(-1).stands(&why, &[4242], NOW),
+                "{why:?}: from the future"
+            );
         }
-        let not_judged = |memo: &SubscriptionMemo, why: Unknown, live: &[Socket]| {
-            let s = settle_held(memo, Held::NotJudged(why.clone()), live, window, NOW);
-            assert_eq!(s.held, Held::NotJudged(why), "{memo:?}");
-            assert_eq!((s.carried, s.missing_at_ms), (None, None));
+        assert_eq!(seen(3).ago(NOW), Duration::from_secs(3));
+        // NATS's own trouble: void.
+        for why in [
+            Unknown::Unreachable("refused".into()),
+            Unknown::TemporarilyUnavailable,
+            Unknown::NoResponders,
+            Unknown::Failed("?".into()),
+        ] {
+            assert!(!seen(3).stands(&why, &[4242], NOW), "{why:?}");
+        }
+        // A new connection may hold what was missing: void; one of them gone is not.
+        assert!(!seen(3).stands(&Unknown::Deadline, &[4242, 4343], NOW));
+        assert!(!seen(3).stands(&Unknown::Deadline, &[4343], NOW));
+        assert!(!seen(3).stands(&Unknown::Deadline, &[], NOW));
+        let two = SeenFault {
+            inodes: vec![4242, 4343],
+            ..seen(3)
         };
-        // Past the window; NATS's own trouble; another socket; never seen: not judged.
-        not_judged(&seen(16), Unknown::Deadline, &live);
-        not_judged(&seen(3), Unknown::Unreachable("refused".into()), &live);
-        not_judged(&seen(3), Unknown::TemporarilyUnavailable, &live);
-        not_judged(
-            &seen(3),
-            Unknown::Deadline,
-            &[socket("10.200.0.2:51900", 4343)],
-        );
-        not_judged(&SubscriptionMemo::default(), Unknown::Deadline, &live);
-        // Held: cleared.
-        let by = "10.200.0.2:51828".parse().unwrap();
-        let held = settle_held(&seen(3), Held::Yes { by }, &live, window, NOW);
-        assert_eq!(
-            (held.held, held.carried, held.missing_at_ms),
-            (Held::Yes { by }, None, None)
-        );
+        assert!(two.stands(&Unknown::Deadline, &[4343], NOW));
     }
 
     const TRUST: TrustSetting = TrustSetting::Fixed(Duration::from_secs(300));
@@ -975,10 +846,7 @@ mod tests {
             calm,
             inodes: vec![1, 2],
             wanted: vec![],
-            own_subscription: false,
             window_ms: 60_000,
-            previous_run_ms: None,
-            faults: vec![],
         }
     }
 
@@ -986,33 +854,33 @@ mod tests {
     fn the_consumers_are_skipped_only_after_a_calm_look_on_the_same_connections() {
         let every = Duration::from_secs(45);
         assert_eq!(
-            sampling(Some(&look(true, 10)), &[1], every, false, NOW),
+            sampling(Some(&look(true, 10)), None, &[1], every, NOW),
             Sampling::Skip {
                 asked_ago: Duration::from_secs(10),
             }
         );
         assert_eq!(
-            sampling(Some(&look(true, 10)), &[1], Duration::ZERO, false, NOW),
+            sampling(Some(&look(true, 10)), None, &[1], Duration::ZERO, NOW),
             Sampling::Ask(Due::EveryRun)
         );
         assert_eq!(
-            sampling(None, &[1], every, false, NOW),
+            sampling(None, None, &[1], every, NOW),
             Sampling::Ask(Due::FirstLook)
         );
         assert_eq!(
-            sampling(Some(&look(false, 10)), &[1], every, false, NOW),
+            sampling(Some(&look(false, 10)), None, &[1], every, NOW),
             Sampling::Ask(Due::NotCalm)
         );
         assert_eq!(
-            sampling(Some(&look(true, 45)), &[1], every, false, NOW),
+            sampling(Some(&look(true, 45)), None, &[1], every, NOW),
             Sampling::Ask(Due::Old)
         );
         assert_eq!(
-            sampling(Some(&look(true, -1)), &[1], every, false, NOW),
+            sampling(Some(&look(true, -1)), None, &[1], every, NOW),
             Sampling::Ask(Due::Old)
         );
         assert_eq!(
-            sampling(Some(&look(true, 10)), &[1, 3], every, false, NOW),
+            sampling(Some(&look(true, 10)), None, &[1, 3], every, NOW),
             Sampling::Ask(Due::NewConnection)
         );
     }
@@ -1129,11 +997,9 @@ mod tests {
         let mut looks = Vec::new();
         for run in 0..runs {
             let now = NOW + run as i64 * cadence.period.as_millis() as i64;
-            if let Some(l) = &mut last {
-                l.previous_run_ms = Some(now - cadence.period.as_millis() as i64);
-            }
+            let previous = (run > 0).then(|| now - cadence.period.as_millis() as i64);
             if let Sampling::Ask(_) =
-                sampling(last.as_ref(), &[1], cadence.sample_every, false, now)
+                sampling(last.as_ref(), previous, &[1], cadence.sample_every, now)
             {
                 looks.push(now);
                 last = Some(LastLook {
@@ -1141,128 +1007,12 @@ mod tests {
                     calm: true,
                     inodes: vec![1],
                     wanted: vec![],
-                    own_subscription: false,
                     window_ms: cadence.window.as_millis() as i64,
-                    previous_run_ms: None,
-                    faults: vec![],
                 });
             }
         }
         let most = looks.windows(2).map(|w| w[1] - w[0]).max().unwrap();
         Duration::from_millis(most as u64)
-    }
-
-    /// A look by another probe that did not find the deliver subscriptions (a readiness
-    /// probe without `--own-subscription`) does not let a run that checks them skip.
-    #[test]
-    fn a_look_that_did_not_cover_this_runs_checks_is_asked_again() {
-        let every = Duration::from_secs(45);
-        let readiness = look(true, 10);
-        assert_eq!(
-            sampling(Some(&readiness), &[1], every, true, NOW),
-            Sampling::Ask(Due::NotCovered)
-        );
-        let liveness = LastLook {
-            own_subscription: true,
-            ..look(true, 10)
-        };
-        assert!(matches!(
-            sampling(Some(&liveness), &[1], every, true, NOW),
-            Sampling::Skip { .. }
-        ));
-        // A run without --own-subscription may take either.
-        assert!(matches!(
-            sampling(Some(&liveness), &[1], every, false, NOW),
-            Sampling::Skip { .. }
-        ));
-    }
-
-    /// The stall clock across skipped runs. A consumer acks every 5 s with work waiting, then
-    /// stops at 100 s. Judged every 10 s run, and judged only when `sampling` says so (the
-    /// defaults: `--sample-every` 45s): neither calls it stalled before a whole window (60 s)
-    /// without progress, no skipped run is a gap or stall time, the stall clock never exceeds
-    /// the time since the last ack, and the skipping probe sees the stall at most
-    /// `--sample-every` + a period later.
-    #[test]
-    fn skipped_runs_are_neither_gaps_nor_stall_time() {
-        use crate::rules::consumer::{Intervals, Policy};
-        let policy = Policy {
-            stall_after: Duration::from_secs(60),
-            intervals: Intervals::UpToWindow,
-        };
-        let every = Duration::from_secs(45);
-        // Stopping right after a look, between looks, and on one.
-        for stop in [55, 72, 100] {
-            stalls_once(stop, every, &policy);
-        }
-    }
-
-    fn stalls_once(stop: i64, every: Duration, policy: &crate::rules::consumer::Policy) {
-        use crate::facts::Observed;
-        use crate::rules::consumer::{self, tests::facts, Fault, Unmeasured};
-        const S: i64 = 1_000_000_000;
-        let seen = |t: i64| {
-            let last_ack = if t < stop { t - t % 5 } else { stop - 5 };
-            let mut f = facts(4, 1, (last_ack / 5) as u64 + 1);
-            f.ts = Some(1_000 * S + t * S);
-            f.ack_floor.last_active = Some(1_000 * S + last_ack * S);
-            f.delivered.last_active = Some(1_000 * S + last_ack * S);
-            (
-                Observed::Found {
-                    facts: f,
-                    stream: None,
-                },
-                last_ack,
-            )
-        };
-        let mut first_stall = [None, None];
-        for (i, skipping) in [false, true].into_iter().enumerate() {
-            let mut prev: Option<Sample> = None;
-            let mut last: Option<LastLook> = None;
-            for t in (0..400).step_by(10) {
-                let now = NOW + t * 1000;
-                let every = if skipping { every } else { Duration::ZERO };
-                if let Sampling::Skip { .. } = sampling(last.as_ref(), &[1], every, false, now) {
-                    continue;
-                }
-                let (observed, last_ack) = seen(t);
-                let j = consumer::judge(&observed, prev.as_ref(), policy, now);
-                let stalled_ms = j.sample.as_ref().map_or(0, |s| s.stalled_ms);
-                assert!(
-                    stalled_ms <= (t - last_ack) * 1000,
-                    "t={t}: {stalled_ms} ms"
-                );
-                assert!(
-                    !matches!(
-                        j.outcome,
-                        Outcome::Healthy(Healthy::Unmeasured(Unmeasured::Gap))
-                    ),
-                    "t={t}"
-                );
-                if let Outcome::Unhealthy(Fault::Stalled { .. }) = j.outcome {
-                    assert!(t - last_ack >= 60, "t={t}: stalled before a window");
-                    first_stall[i].get_or_insert(t);
-                }
-                last = Some(LastLook {
-                    at_ms: now,
-                    calm: calm(&[(&j.outcome, j.sample.as_ref())]),
-                    inodes: vec![1],
-                    wanted: vec![],
-                    own_subscription: false,
-                    window_ms: 60_000,
-                    previous_run_ms: None,
-                    faults: vec![],
-                });
-                prev = j.sample;
-            }
-        }
-        let [Some(every_run), Some(sampled)] = first_stall else {
-            panic!("never stalled: {first_stall:?}");
-        };
-        assert!(
-            sampled >= every_run && sampled <= every_run + 45 + 10,
-            "stopped at {stop} s: stalled at {every_run} s every run, {sampled} s sampled"
-        );
     }
 
     #[test]
@@ -1281,6 +1031,7 @@ mod tests {
             seen_at_ms: NOW,
             seen_ts: None,
             gap: crate::facts::Gap::None,
+            window_ms: 60_000,
         };
         let healthy = Outcome::Healthy(Healthy::Idle);
         let unbound = Outcome::Unhealthy(Fault::Unbound { waiting: 1 });

@@ -1,22 +1,17 @@
-//! The probe's own rules run after run, for what the documents promise: how long from a fault
-//! to the kubelet's restart, and how often each kind of run comes (`schedule`, which the fleet
-//! benchmark weighs). How long from a fault to the kubelet's restart, by the probe's own rules: the runs a
-//! kubelet makes (`periodSeconds`, `failureThreshold`), which of them ask what
-//! (`remembered::sampling` for the consumers, `remembered::plan` for the pod's connection),
-//! and when an asked check calls the fault (`consumer::judge` for a stall). Every phase of the
-//! fault against the runs, the looks and the lookups is tried; the fastest and the slowest are
-//! the span. The README's table of times to restart is this module's (tested), and an
-//! end-to-end test measures the same at scaled-down timings. Pure.
+//! The probe's own run, run after run, for what the documents promise: how long from a fault
+//! to the kubelet's restart (the README's table of times to restart), and how often each kind
+//! of run comes (`schedule`, which the fleet benchmark weighs). Every run is the check's own
+//! (`run::Run`), driven by a simulated pod and NATS (`world`) under a kubelet that runs it
+//! every `periodSeconds` and restarts at `failureThreshold` failures in a row. Every phase of
+//! the fault against the runs, the looks and the lookups is tried; the fastest and the slowest
+//! are the span. The README's table is this module's (tested), and an end-to-end test measures
+//! the same at scaled-down timings. Pure.
 
-use crate::prelude::*;
-
-use super::connection;
-use super::consumer::{self, Intervals, Outcome, Policy};
-use super::look;
-use super::remembered::{self, Asking, Cadence, LastLook, Plan, Sampling, Socket, TrustSetting};
-use crate::facts::{AckPolicy, ConsumerFacts, ConsumerName, Observed, Remembered, Sample};
-use crate::facts::{Sequence, ServerIdent, StreamFacts};
-use core::net::SocketAddr;
+use super::remembered::{self, Asking, Cadence, TrustSetting};
+use crate::facts::Wanted;
+use crate::run::Check;
+use crate::world::{self, Behaviour, Consumer, Ms, Subscription, World};
+use alloc::vec;
 use core::time::Duration;
 
 /// A fault, from the moment it happens.
@@ -27,16 +22,15 @@ pub enum Fault {
     /// The peer is gone without a word: from the client's first send it never acknowledges
     /// (called at the kernel's first retransmission timeout past `--half-open-after`).
     HalfOpen,
-    /// Nothing subscribed to the push consumer while work waits (or its pull loop stopped).
+    /// Nothing subscribed to the push consumer while work waits.
     Unbound,
-    /// The durable, or its stream, deleted.
+    /// The durable deleted.
     Absent,
     /// Work waiting and no ack since: from the last ack.
     Stalled,
     /// No ack since, on a stream whose retention deletes what is not acknowledged (max_msgs,
     /// discard old), ten messages a second: its floor held at the front of the stream, moved
-    /// by the deletions. From the last ack; the floor's clock starts at the first look that
-    /// sees it held.
+    /// by the deletions. From the last ack.
     Losing,
     /// This pod's connection lost the subscription (a deaf replica), in an account of this
     /// many connections; `direct`: `--monitor` finds the connection at the monitoring port.
@@ -83,7 +77,12 @@ pub fn time_to_restart(fault: Fault, settings: &Settings) -> Span {
             connections,
             direct,
         } => {
-            let asking = asking(settings, direct, false);
+            let asking = Asking {
+                setting: settings.trust,
+                sample_every: settings.cadence.sample_every,
+                direct,
+                looking: false,
+            };
             ms(remembered::trust_time(asking, connections).length) + 2 * period
         }
     };
@@ -107,13 +106,58 @@ fn ms(d: Duration) -> i64 {
     d.as_millis() as i64
 }
 
-fn asking(settings: &Settings, direct: bool, looking: bool) -> Asking {
-    Asking {
-        setting: settings.trust,
-        sample_every: settings.cadence.sample_every,
-        direct,
-        looking,
+/// The pod with `fault` at 0: a push consumer `S/D` with work waiting, acking once a second
+/// (`ack_wait` 1 s) until a fault that is its own; its deliver subscription held by the pod's
+/// connection, until a deaf replica's.
+fn world_with(fault: Fault) -> World {
+    let behaviour = match fault {
+        Fault::Unbound => Behaviour::Unbound { at: 0 },
+        Fault::Absent => Behaviour::Absent { at: 0 },
+        Fault::Stalled => Behaviour::Wedged {
+            at: 0,
+            until: Ms::MAX,
+        },
+        Fault::Losing => Behaviour::Losing { at: 0, rate: 10 },
+        _ => Behaviour::Acking,
+    };
+    let consumer = Consumer {
+        name: world::name("S", "D"),
+        behaviour,
+        every: 1000,
+        ack_wait: 1000,
+    };
+    let mut w = World::new(vec![consumer], vec![world::Answer::OnTime]);
+    w.client.started = Ms::MIN / 2;
+    match fault {
+        Fault::GaveUp => w.client.gave_up = Some(0),
+        Fault::HalfOpen => w.client.half_open = Some(0),
+        Fault::Deaf {
+            connections,
+            direct,
+        } => {
+            w.subscription = Some(Subscription {
+                wanted: Wanted {
+                    subject: "events.>".into(),
+                    queue: None,
+                },
+                deaf_at: Some(0),
+                account_connections: connections,
+                direct,
+            })
+        }
+        _ => {}
     }
+    w
+}
+
+fn check_of(world: &World, settings: &Settings) -> Check {
+    let mut check = world.check(
+        ms(settings.cadence.window),
+        ms(settings.cadence.sample_every),
+    );
+    check.connection.half_open_after = Some(settings.half_open_after);
+    check.subscription_every = settings.trust;
+    check
 }
 
 /// Runs `period` apart, the fault at 0 `offset` into its cycle, after two cycles of calm: the
@@ -121,54 +165,15 @@ fn asking(settings: &Settings, direct: bool, looking: bool) -> Asking {
 fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -> i64 {
     let period = ms(settings.cadence.period);
     let warm = (2 * cycle / period + 2) * period + offset;
-    let ours = [Socket {
-        addr: SocketAddr::from(([10, 0, 0, 2], 40000)),
-        inode: 1,
-    }];
-    let mut last: Option<LastLook> = None;
-    let mut sample: Option<Sample> = None;
-    let mut memo: Option<Remembered> = None;
+    let mut world = world_with(fault);
+    let check = check_of(&world, settings);
     let mut failures = 0;
-    let policy = policy(settings);
     for run in 0.. {
         let now = run * period - warm;
-        if let Some(l) = &mut last {
-            l.previous_run_ms = (run > 0).then_some(now - period);
-        }
-        let every = settings.cadence.sample_every;
-        let looking = matches!(
-            remembered::sampling(last.as_ref(), &[1], every, false, now),
-            Sampling::Ask(_)
-        );
-        // The consumer is looked at as `check` does: judged, settled against the last look.
-        let consumer_failed = match looking {
-            true => {
-                let observed = consumer_at(fault, now);
-                let outcome = look_at(&observed, &mut last, &mut sample, &policy, now);
-                matches!(outcome, Outcome::Unhealthy(_))
-            }
-            false => false,
+        failures = match world.run(&check, now).exit {
+            0 => 0,
+            _ => failures + 1,
         };
-        let failed = match fault {
-            Fault::GaveUp => now >= 0,
-            Fault::HalfOpen => {
-                let rto = Duration::from_millis(200);
-                now >= ms(connection::half_open_called(settings.half_open_after, rto))
-            }
-            Fault::Unbound | Fault::Absent | Fault::Stalled | Fault::Losing => consumer_failed,
-            Fault::Deaf { direct, .. } => {
-                let asking = asking(settings, direct, looking);
-                match remembered::plan(memo.as_ref(), None, &ours, asking, now) {
-                    Plan::Trust { .. } | Plan::Wait(_) => false,
-                    Plan::LookUp | Plan::Match(_) => {
-                        let holds = now < 0;
-                        memo = Some(remembered_at(fault, ours[0], holds.then_some(now)));
-                        !holds
-                    }
-                }
-            }
-        };
-        failures = if failed { failures + 1 } else { 0 };
         if failures == settings.failure_threshold {
             return now;
         }
@@ -177,8 +182,9 @@ fn restarted_after(fault: Fault, settings: &Settings, cycle: i64, offset: i64) -
 }
 
 /// How often each kind of run comes, over `runs` runs `period` apart of a pod whose client
-/// keeps its connection and whose consumers stay calm: what `sampling` and `plan` decide,
-/// run after run (the fleet benchmark weighs its measured kinds of run by it).
+/// keeps its connection and whose consumer stays calm, its deliver subscription held
+/// (`--own-subscription`): what the check's run asks, run after run (the fleet benchmark
+/// weighs its measured kinds of run by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Schedule {
     /// Runs that ask about the consumers and trust the connection.
@@ -200,213 +206,32 @@ pub fn schedule(
     account_connections: u64,
     direct: bool,
 ) -> Schedule {
-    let Cadence {
-        period,
-        sample_every,
-        window,
-    } = cadence;
-    let policy = Policy {
-        stall_after: window,
-        intervals: Intervals::UpToWindow,
+    let mut world = world_with(Fault::Deaf {
+        connections: account_connections,
+        direct,
+    });
+    if let Some(s) = &mut world.subscription {
+        s.deaf_at = None;
+    }
+    let settings = Settings {
+        cadence,
+        trust,
+        ..Settings::RECOMMENDED
     };
-    let mut sample: Option<Sample> = None;
-    let ours = [Socket {
-        addr: SocketAddr::from(([10, 0, 0, 1], 40000)),
-        inode: 1,
-    }];
-    let mut last: Option<LastLook> = None;
-    let mut kept: Option<Remembered> = None;
+    let check = check_of(&world, &settings);
     let mut s = Schedule::default();
     for run in 0..runs {
-        let now = run as i64 * period.as_millis() as i64;
-        if let Some(l) = &mut last {
-            l.previous_run_ms = (run > 0).then(|| now - period.as_millis() as i64);
-        }
-        let look = matches!(
-            remembered::sampling(last.as_ref(), &[1], sample_every, false, now),
-            Sampling::Ask(_)
-        );
-        if look {
-            // A consumer acking with work waiting, judged and settled as `check` does.
-            look_at(
-                &acking_until(now, now),
-                &mut last,
-                &mut sample,
-                &policy,
-                now,
-            );
-        }
-        let asking = Asking {
-            setting: trust,
-            sample_every,
-            direct,
-            looking: look,
-        };
-        let planned = remembered::plan(kept.as_ref(), None, &ours, asking, now);
-        match (planned, look) {
-            (Plan::Trust { .. } | Plan::Wait(_), true) => s.looks += 1,
-            (Plan::Trust { .. } | Plan::Wait(_), false) => s.quiet += 1,
-            (Plan::LookUp, true) => s.looks_with_lookup += 1,
-            (Plan::LookUp, false) => s.lookups_alone += 1,
-            (Plan::Match(_), _) => s.matches += 1,
-        }
-        if !matches!(planned, Plan::Trust { .. } | Plan::Wait(_)) {
-            kept = Some(Remembered {
-                server: ServerIdent {
-                    name: "n".into(),
-                    id: "N".into(),
-                },
-                cid: 1,
-                local: ours[0].addr,
-                inode: 1,
-                held_at_ms: Some(now),
-                account_connections,
-            });
+        let now = i64::from(run) * ms(cadence.period);
+        let asked = world.run(&check, now).asked;
+        match (asked.consumers, asked.lookups, asked.connz) {
+            (_, _, true) => s.matches += 1,
+            (true, true, false) => s.looks_with_lookup += 1,
+            (true, false, false) => s.looks += 1,
+            (false, true, false) => s.lookups_alone += 1,
+            (false, false, false) => s.quiet += 1,
         }
     }
     s
-}
-
-fn policy(settings: &Settings) -> Policy {
-    Policy {
-        stall_after: settings.cadence.window,
-        intervals: Intervals::UpToWindow,
-    }
-}
-
-fn remembered_at(fault: Fault, socket: Socket, held_at_ms: Option<i64>) -> Remembered {
-    let connections = match fault {
-        Fault::Deaf { connections, .. } => connections,
-        _ => 0,
-    };
-    Remembered {
-        server: ServerIdent {
-            name: "n1".into(),
-            id: "N1".into(),
-        },
-        cid: 7,
-        local: socket.addr,
-        inode: socket.inode,
-        held_at_ms,
-        account_connections: connections,
-    }
-}
-
-/// The pod's consumer at `now`, as a 2.10 server describes it: acking once a second with
-/// work waiting, until the fault (at 0) if it is the consumer's.
-fn consumer_at(fault: Fault, now: i64) -> Observed {
-    let faulty = now >= 0;
-    match fault {
-        Fault::Absent if faulty => Observed::ConsumerMissing,
-        Fault::Stalled => acking_until(0, now),
-        Fault::Losing => losing_from(acking_until(0, now), now),
-        Fault::Unbound => match acking_until(now, now) {
-            Observed::Found { mut facts, stream } => {
-                facts.push_bound = !faulty;
-                Observed::Found { facts, stream }
-            }
-            other => other,
-        },
-        _ => acking_until(now, now),
-    }
-}
-
-/// A push consumer with work waiting that acked once a second until `until` and never since,
-/// as a 2.10 server describes it at `now` (its clock: `ts`, `last_active`).
-fn acking_until(until: i64, now: i64) -> Observed {
-    const NS: i64 = 1_000_000;
-    // A server clock far from zero, as a real one is.
-    const EPOCH: i64 = 1_800_000_000_000;
-    let last_ack = now.min(until).div_euclid(1000) * 1000;
-    let acked = (EPOCH + last_ack) / 1000;
-    let seq = |n: i64| Sequence {
-        consumer_seq: n as u64,
-        stream_seq: n as u64,
-        last_active: Some((EPOCH + last_ack) * NS),
-    };
-    Observed::Found {
-        facts: ConsumerFacts {
-            stream: "S".into(),
-            name: "D".into(),
-            created: "2026-12-01T00:00:00Z".into(),
-            deliver_subject: Some("deliver.D".into()),
-            deliver_group: Some("D".into()),
-            push_bound: true,
-            num_pending: 10,
-            num_ack_pending: 1,
-            num_waiting: 0,
-            num_redelivered: 0,
-            ack_floor: seq(acked),
-            delivered: seq(acked + 1),
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: Some(Duration::from_secs(1)),
-            max_deliver: None,
-            max_ack_pending: Some(1),
-            paused: false,
-            ts: Some((EPOCH + now) * NS),
-        },
-        stream: None,
-    }
-}
-
-/// One look at the pod's consumer `S/D`, as `check` makes it: judged against its sample,
-/// settled against the last look, both kept for the next; its outcome.
-fn look_at(
-    observed: &Observed,
-    last: &mut Option<LastLook>,
-    sample: &mut Option<Sample>,
-    policy: &Policy,
-    now: i64,
-) -> Outcome {
-    let names = [ConsumerName {
-        stream: "S".into(),
-        durable: "D".into(),
-    }];
-    let j = consumer::judge(observed, sample.as_ref(), policy, now);
-    let context = look::Context {
-        inodes: vec![1],
-        wanted: vec![],
-        own_subscription: true,
-    };
-    let (settled, look) = look::settle(last.as_ref(), &names, vec![j], None, policy, context, now);
-    let [settled] = <[_; 1]>::try_from(settled).expect("one consumer");
-    *sample = settled.sample.or(sample.take());
-    *last = Some(look);
-    settled.outcome
-}
-
-/// `consumer` on a stream that deletes from the front, 1,000 messages long: before 0 its floor
-/// is inside the stream; from 0 on retention deletes ten messages a second past the floor,
-/// which moves with them (each deletion moves `last_active` as an ack would).
-fn losing_from(consumer: Observed, now: i64) -> Observed {
-    let Observed::Found { mut facts, .. } = consumer else {
-        return consumer;
-    };
-    let deleted = (now.max(0) / 100) as u64;
-    let first_seq = match deleted {
-        0 => facts.ack_floor.stream_seq.saturating_sub(499) + 1,
-        _ => {
-            facts.ack_floor.consumer_seq += deleted;
-            facts.ack_floor.stream_seq += deleted;
-            facts.ack_floor.last_active = facts.ts;
-            facts.ack_floor.stream_seq + 1
-        }
-    };
-    let stream = StreamFacts {
-        retention: "limits".into(),
-        discard: "old".into(),
-        max_msgs: Some(1000),
-        max_bytes: None,
-        max_age: None,
-        max_msgs_per_subject: None,
-        discard_new_per_subject: false,
-        first_seq,
-        last_seq: first_seq + 999,
-    };
-    Observed::Found {
-        facts,
-        stream: Some(stream),
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! moving floor as progress.
 
 use crate::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::StreamFacts;
 use core::time::Duration;
@@ -11,7 +12,7 @@ use core::time::Duration;
 /// The stream settings under which the server deletes messages a consumer has not
 /// acknowledged (measured on 2.10.26: each such deletion moves the ack floor and its
 /// `last_active` exactly as an ack would).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deletes {
     /// Only from the front of the stream (`max_msgs`/`max_bytes` with discard old, `max_age`
     /// on a limits stream): `first_seq` tells how far they reached.
@@ -22,7 +23,7 @@ pub struct Deletes {
 }
 
 /// One stream setting under which retention deletes unacknowledged messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RetentionSetting {
     /// The retention policy, when it is not `limits`: `interest` or `workqueue`.
     Retention(String),

@@ -1,0 +1,1156 @@
+//! One run of the check, as a sans-I/O machine: every decision a run makes, in order, and
+//! nothing else. Given the configuration (`Check`), what the check's state file held (`Kept`)
+//! and the time, it says which observation it needs next (`Run::ask`), is fed the answer
+//! (`Run::feed`), and at the end yields the verdict, the report's facts and the state to keep
+//! (`Run::end`). `check`, `diagnose` and `serve`'s looks drive it with the real observations;
+//! the times to restart (`rules::restart`) and the property tests drive it with a simulated
+//! pod and NATS (`world`). The shell performs the asks and writes what it is given.
+//!
+//! The order: the connections first (the ones the last healthy run counted, looked up
+//! exactly, when they alone decide; else a walk of the table), the servers only without a
+//! connection (and, where their answers show the connection held elsewhere, a second walk and
+//! the client's other backends asked which NATS they are), then, with a connection, the
+//! consumers when a look is due, the pod's connection at the server for each subscription
+//! (trusted, looked up by cid, or matched by address), the client's age where a stall needs
+//! it, and the state to keep.
+
+use crate::facts::{
+    unmap, Connz, ConsumerName, ConsumerSeen, Holder, Identity, KnownSocket, Loaded, LookedUp,
+    Lookup, Observations, Observed, Pod, Process, Reader, Rechecked, Remembered, Route, Sampling,
+    ServerAnswer, ServerIdent, SocketScan, StateDirUsed, SubscriptionMemo, Unknown, Via, Walked,
+    Wanted,
+};
+use crate::prelude::*;
+use crate::rules::cause::{self, Cause, Standing};
+use crate::rules::check::{self as verdict, ServerState, Verdict};
+use crate::rules::connection::{self, Connections};
+use crate::rules::consumer::{self, Judgement, Outcome};
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
+use crate::rules::remembered::{
+    self, Asking, Carried, Confirmed, Found, LastLook, Of, Plan, Rematch, SeenFault, Socket,
+    TrustSetting, Wrong,
+};
+use crate::rules::subscription::{self, Held};
+use crate::state::{Kept, State};
+use alloc::collections::BTreeMap;
+use core::net::SocketAddr;
+use core::time::Duration;
+
+/// The most of a client's sockets asked which NATS they reach, in one run.
+pub const MAX_ASKED: usize = 8;
+
+/// What the core decides a check with: its flags, as the rules read them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub connection: connection::Policy,
+    /// `--pid` or `--process`: only the named processes' sockets count.
+    pub owner_named: bool,
+    /// `--netns-of`: whose network namespace is read (for the report).
+    pub netns_of: Option<u32>,
+    /// The remembered connections may be looked up exactly (a netlink reader).
+    pub exact: bool,
+    /// `diagnose`: every socket listed (a walk), and the counted connections not kept.
+    pub diagnose: bool,
+    pub consumers: Vec<ConsumerName>,
+    pub consumer: consumer::Policy,
+    /// Each push consumer's deliver subscription must be held by this pod's connection.
+    pub own_subscription: bool,
+    /// Core subscriptions this pod's connection must hold.
+    pub subscriptions: Vec<Wanted>,
+    /// The monitoring port's URL as shown: a connection matched there is looked up there.
+    pub monitor: Option<String>,
+    pub sample_every: Duration,
+    pub subscription_every: TrustSetting,
+}
+
+impl Check {
+    /// How many consumers and subscriptions the server is asked about.
+    fn asked(&self) -> usize {
+        let subscriptions = self.own_subscription || !self.subscriptions.is_empty();
+        self.consumers.len() + usize::from(subscriptions)
+    }
+
+    /// A consumer's window: by this run's facts, else by its last sample's, else
+    /// `--stall-after`'s.
+    fn window_of(
+        &self,
+        state: &State,
+        consumer: &ConsumerName,
+        judged: Option<&Judgement>,
+    ) -> Duration {
+        judged
+            .and_then(|j| j.window)
+            .map(|w| w.duration)
+            .or_else(|| state.sample(consumer).map(|s| ms(s.window_ms)))
+            .unwrap_or(self.consumer.stall_after)
+    }
+}
+
+/// Where the state dir is, or every place tried with why it cannot be used.
+pub type Place = Result<StateDirUsed, Vec<(String, String)>>;
+
+/// What the run starts from besides the configuration.
+#[derive(Debug, Clone)]
+pub struct Start {
+    /// The check's state file, as read.
+    pub kept: Kept,
+    pub place: Place,
+    /// When any probe of this check last ran (the state file's mark): how far apart the runs
+    /// come.
+    pub previous_run_ms: Option<i64>,
+    /// Local clock, ms since the epoch: the run's one reading.
+    pub now_ms: i64,
+}
+
+/// What the run needs next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ask<'r> {
+    /// The remembered connections, each by its sock_diag identity (one hash lookup each).
+    Exact(&'r [KnownSocket]),
+    /// A walk of the socket table, to these remote ports.
+    Walk(&'r [u16]),
+    /// Every server's INFO.
+    Servers,
+    /// Which NATS the peers of these client sockets are (their INFO, asked directly).
+    Identities(&'r [SocketAddr]),
+    /// The consumers (and the streams where work waits).
+    Consumers(&'r [ConsumerName]),
+    /// Remembered connections at their servers, by cid (`direct`: at the monitoring port).
+    Lookups(&'r [Lookup1]),
+    /// The account's connection list, for these subscriptions and this pod's addresses.
+    Connz {
+        wanted: &'r [Wanted],
+        ours: &'r [SocketAddr],
+    },
+    /// How long ago the youngest holder of the counted connections started.
+    ClientAge(ClientOf<'r>),
+    /// The state to keep for the next run.
+    Store(&'r State),
+}
+
+/// One remembered connection asked for by cid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lookup1 {
+    pub server: ServerIdent,
+    pub cid: u64,
+    /// At the monitoring port, where it was matched there.
+    pub direct: bool,
+}
+
+/// Whose age: the named processes holding these (`pids`), else whoever holds these inodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientOf<'r> {
+    Pids(Vec<u32>),
+    Inodes(&'r [u64]),
+}
+
+/// An answer.
+#[derive(Debug, Clone)]
+pub enum Seen {
+    /// For each remembered connection, what the kernel said; the named processes holding
+    /// them. Err: the questions could not be asked.
+    Exact(Result<(Vec<Rechecked>, Vec<Process>), String>),
+    Walk(Pod),
+    Servers(Vec<ServerAnswer>),
+    /// Each candidate's identity (None: it did not answer as NATS); None: none could be asked.
+    Identities(Option<Vec<Option<Identity>>>),
+    Consumers {
+        observed: Vec<Observed>,
+        /// The JetStream domain the connected server announced.
+        server_domain: Option<String>,
+        /// Whether it announced JetStream of its own.
+        server_jetstream: bool,
+    },
+    /// Each lookup's answer, and whether the ask reached the server (the probe's login went
+    /// through, or the monitoring port was asked).
+    Lookups(Vec<(Result<Vec<LookedUp>, Unknown>, bool)>),
+    Connz(Result<Connz, Unknown>, bool),
+    ClientAge(Option<Duration>),
+    Stored(Result<(), String>),
+}
+
+/// A configuration that can never work, found by the run: exit 2 at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No place to keep samples: every place tried, with why.
+    NoPlace(Vec<(String, String)>),
+    /// `--own-subscription` on a pull consumer.
+    PullConsumer(ConsumerName),
+}
+
+/// The run's end: what `check` reports and `diagnose` explains.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub verdict: Verdict,
+    pub connections: Connections,
+    pub observations: Observations,
+    pub consumers: Vec<JudgedConsumer>,
+    pub subscriptions: Vec<JudgedSubscription>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Exact,
+    Walk,
+    Servers,
+    Identities,
+    Consumers,
+    Lookups,
+    Connz,
+    ClientAge,
+    Store,
+    Done,
+}
+
+/// One subscription on its way through the run.
+#[derive(Debug, Clone)]
+struct Sub {
+    wanted: Wanted,
+    consumer: Option<ConsumerName>,
+    memo: SubscriptionMemo,
+    rematch: Rematch,
+    result: Option<SubJudged>,
+}
+
+#[derive(Debug, Clone)]
+struct SubJudged {
+    held: Held,
+    found: Found,
+    connection: Option<Remembered>,
+    /// The ask reached the server.
+    asked: bool,
+}
+
+/// The machine.
+#[derive(Debug, Clone)]
+pub struct Run<'c> {
+    check: &'c Check,
+    start: Start,
+    state: State,
+    step: Step,
+    /// The ports walked, and the routes through which a socket counts.
+    ports: Vec<u16>,
+    routes: Vec<Route>,
+    walked: Walked,
+    connections: Connections,
+    candidates: Vec<SocketAddr>,
+    obs: Observations,
+    judgements: Vec<Judgement>,
+    subs: Vec<Sub>,
+    lookups: Vec<Lookup1>,
+    wanted: Vec<Wanted>,
+    ours: Vec<SocketAddr>,
+    client_inodes: Vec<u64>,
+    consumers: Vec<JudgedConsumer>,
+    subscriptions: Vec<JudgedSubscription>,
+    refusal: Option<Refusal>,
+    /// Decided by the exact lookup alone.
+    decided: Option<Verdict>,
+}
+
+impl<'c> Run<'c> {
+    pub fn new(check: &'c Check, start: Start) -> Run<'c> {
+        let state = start.kept.state();
+        // The connections the last healthy run counted stand for the addresses they stood
+        // for while they last (`Via::Counted`).
+        let routes: Vec<Route> = state
+            .sockets
+            .iter()
+            .filter_map(|k| {
+                Some(Route {
+                    dialled: k.stands_for?,
+                    held_as: k.remote,
+                    via: Via::Counted { local: k.local },
+                })
+            })
+            .collect();
+        let exact = check.exact && !check.diagnose && check.asked() == 0;
+        let (step, walked) = match (exact, state.sockets.is_empty()) {
+            (true, false) => (Step::Exact, Walked::NotTried),
+            (true, true) => (Step::Walk, Walked::NothingRemembered),
+            (false, _) => (Step::Walk, Walked::NotTried),
+        };
+        let obs = Observations {
+            pod: Pod {
+                processes: Vec::new(),
+                owned: None,
+                scan: SocketScan {
+                    sockets: Vec::new(),
+                    reader: Reader::Netlink,
+                    fallback: None,
+                    skipped_lines: 0,
+                    lookup: Lookup::Walk(walked),
+                },
+                netns_of: check.netns_of,
+            },
+            servers: Vec::new(),
+            consumers: Vec::new(),
+            client_age: None,
+            now_ms: start.now_ms,
+            connz: None,
+            sampling: None,
+            state_dir: None,
+            server_domain: None,
+            server_jetstream: false,
+        };
+        Run {
+            ports: ports_with(&check.connection.ports, &routes),
+            check,
+            state,
+            step,
+            routes,
+            walked,
+            connections: Connections::default(),
+            candidates: Vec::new(),
+            obs,
+            judgements: Vec::new(),
+            subs: Vec::new(),
+            lookups: Vec::new(),
+            wanted: Vec::new(),
+            ours: Vec::new(),
+            client_inodes: Vec::new(),
+            consumers: Vec::new(),
+            subscriptions: Vec::new(),
+            refusal: None,
+            decided: None,
+            start,
+        }
+    }
+
+    /// What the run needs next; None when it has ended.
+    pub fn ask(&self) -> Option<Ask<'_>> {
+        Some(match self.step {
+            Step::Exact => Ask::Exact(&self.state.sockets),
+            Step::Walk => Ask::Walk(&self.ports),
+            Step::Servers => Ask::Servers,
+            Step::Identities => Ask::Identities(&self.candidates),
+            Step::Consumers => Ask::Consumers(&self.check.consumers),
+            Step::Lookups => Ask::Lookups(&self.lookups),
+            Step::Connz => Ask::Connz {
+                wanted: &self.wanted,
+                ours: &self.ours,
+            },
+            Step::ClientAge => Ask::ClientAge(match &self.obs.pod.owned {
+                Some(owned) => ClientOf::Pids(
+                    self.connections
+                        .established
+                        .iter()
+                        .filter_map(|s| owned.get(&s.inode).map(|h| h.pid))
+                        .collect(),
+                ),
+                None => ClientOf::Inodes(&self.client_inodes),
+            }),
+            Step::Store => Ask::Store(&self.state),
+            Step::Done => return None,
+        })
+    }
+
+    /// Feeds the answer to the last ask.
+    pub fn feed(&mut self, seen: Seen) {
+        match (self.step, seen) {
+            (Step::Exact, Seen::Exact(answer)) => self.exact(answer),
+            (Step::Walk, Seen::Walk(pod)) => self.walked(pod),
+            (Step::Servers, Seen::Servers(answers)) => self.servers(answers),
+            (Step::Identities, Seen::Identities(answers)) => self.identities(answers),
+            (
+                Step::Consumers,
+                Seen::Consumers {
+                    observed,
+                    server_domain,
+                    server_jetstream,
+                },
+            ) => {
+                self.obs.server_domain = server_domain;
+                self.obs.server_jetstream = server_jetstream;
+                self.consumers_seen(observed);
+            }
+            (Step::Lookups, Seen::Lookups(answers)) => self.looked_up(answers),
+            (Step::Connz, Seen::Connz(answer, reached)) => self.matched(answer, reached),
+            (Step::ClientAge, Seen::ClientAge(age)) => {
+                self.obs.client_age = Some(age);
+                self.settle();
+            }
+            (Step::Store, Seen::Stored(result)) => self.stored(result),
+            (step, seen) => panic!("{seen:?} fed to a run waiting for {step:?}"),
+        }
+    }
+
+    /// The run's end: its verdict and facts, or a configuration that can never work.
+    pub fn end(self) -> Result<Ended, Refusal> {
+        assert_eq!(self.step, Step::Done, "a run ended before it was done");
+        if let Some(refusal) = self.refusal {
+            return Err(refusal);
+        }
+        let verdict = self.decided.unwrap_or_else(|| {
+            let healths: Vec<_> = self
+                .consumers
+                .iter()
+                .map(JudgedConsumer::health)
+                .chain(self.subscriptions.iter().map(JudgedSubscription::health))
+                .collect();
+            verdict::decide(
+                &self.connections,
+                server_state(&self.obs.servers),
+                &healths,
+                &self.check.connection,
+            )
+        });
+        Ok(Ended {
+            verdict,
+            connections: self.connections,
+            observations: self.obs,
+            consumers: self.consumers,
+            subscriptions: self.subscriptions,
+        })
+    }
+
+    // The connections.
+
+    /// The exact lookup decides the run when enough of the remembered connections are as
+    /// they were (`rules::exact::unchanged`) and live; else the table is walked.
+    fn exact(&mut self, answer: Result<(Vec<Rechecked>, Vec<Process>), String>) {
+        let Ok((rechecked, processes)) = answer else {
+            return self.walk(Walked::LookupFailed);
+        };
+        let remembered = self.state.sockets.len();
+        let found: Vec<(KnownSocket, _)> = self
+            .state
+            .sockets
+            .iter()
+            .zip(&rechecked)
+            .filter_map(|(k, again)| Some((*k, crate::rules::exact::unchanged(k, again)?)))
+            .collect();
+        let owned: Option<BTreeMap<u64, Holder>> = self.check.owner_named.then(|| {
+            found
+                .iter()
+                .filter_map(|(k, _)| Some((k.inode, k.holder?)))
+                .collect()
+        });
+        let sockets: Vec<_> = found.into_iter().map(|(_, s)| s).collect();
+        let policy = &self.check.connection;
+        let connections = connection::connections(&sockets, policy, owned.as_ref(), &self.routes);
+        if !connection::connected(&connections, policy) {
+            let changed = Walked::Changed {
+                remembered,
+                live: connection::live(&connections),
+            };
+            return self.walk(changed);
+        }
+        self.obs.pod = Pod {
+            processes,
+            owned,
+            scan: SocketScan {
+                sockets,
+                reader: Reader::Netlink,
+                fallback: None,
+                skipped_lines: 0,
+                lookup: Lookup::Exact { remembered },
+            },
+            netns_of: self.check.netns_of,
+        };
+        self.connections = connections;
+        self.decided = Some(verdict::decide(&self.connections, None, &[], policy));
+        self.keep_connections();
+        self.finish();
+    }
+
+    fn walk(&mut self, why: Walked) {
+        self.walked = why;
+        self.step = Step::Walk;
+    }
+
+    fn walked(&mut self, mut pod: Pod) {
+        pod.scan.lookup = Lookup::Walk(self.walked);
+        let again = !self.obs.servers.is_empty();
+        self.obs.pod = pod;
+        self.count();
+        let policy = &self.check.connection;
+        match again {
+            false if verdict::needs_server(&self.connections, policy) => self.step = Step::Servers,
+            false => self.sockets_done(),
+            true => self.other_backends(),
+        }
+    }
+
+    /// The pod's sockets that are this client's connections, by the routes known.
+    fn count(&mut self) {
+        let pod = &self.obs.pod;
+        self.connections = connection::connections(
+            &pod.scan.sockets,
+            &self.check.connection,
+            pod.owned.as_ref(),
+            &self.routes,
+        );
+    }
+
+    /// The servers' answers: where they show the connection held elsewhere (socket-level
+    /// load balancing, a cluster's members), the sockets to those ports count too.
+    fn servers(&mut self, answers: Vec<ServerAnswer>) {
+        self.obs.servers = answers;
+        let learned = connection::routes(&self.obs.servers);
+        if learned.is_empty() {
+            return self.sockets_done();
+        }
+        self.routes.extend(learned);
+        let ports = ports_with(&self.check.connection.ports, &self.routes);
+        if ports != self.ports {
+            self.ports = ports;
+            self.step = Step::Walk;
+            return;
+        }
+        self.count();
+        self.other_backends();
+    }
+
+    /// Still too few: the client's sockets to a learned backend's port that count for
+    /// nothing yet are asked which NATS they reach (`rules::connection::same_nats`).
+    fn other_backends(&mut self) {
+        if connection::connected(&self.connections, &self.check.connection) {
+            return self.sockets_done();
+        }
+        let pod = &self.obs.pod;
+        self.candidates = connection::candidates(
+            &pod.scan.sockets,
+            pod.owned.as_ref(),
+            &self.connections,
+            &self.routes,
+            MAX_ASKED,
+        );
+        match self.candidates.is_empty() {
+            true => self.sockets_done(),
+            false => self.step = Step::Identities,
+        }
+    }
+
+    fn identities(&mut self, answers: Option<Vec<Option<Identity>>>) {
+        if let Some(identities) = answers {
+            let asked: Vec<_> = self.candidates.iter().copied().zip(identities).collect();
+            let same = connection::same_nats(&self.obs.servers, &asked);
+            self.routes.extend(same);
+            self.count();
+        }
+        self.sockets_done();
+    }
+
+    /// A healthy run keeps what the next one looks up (`rules::exact::remember`); an
+    /// unhealthy one leaves it (a connection gone costs the next run one lookup, one back is
+    /// found again). `diagnose` only reads.
+    fn keep_connections(&mut self) {
+        if self.check.diagnose || !connection::connected(&self.connections, &self.check.connection)
+        {
+            return;
+        }
+        self.state.sockets = crate::rules::exact::remember(
+            &self.connections,
+            &self.check.connection,
+            self.obs.pod.owned.as_ref(),
+        );
+    }
+
+    /// The connections are known: with one, the consumers and subscriptions.
+    fn sockets_done(&mut self) {
+        self.keep_connections();
+        let check = self.check;
+        if !verdict::needs_consumers(&self.connections, &check.connection, check.asked()) {
+            // Not looked at: the pod held no connection to judge them by (NATS may have
+            // dropped it), which the table's "not asked" row makes a start-over.
+            for name in &check.consumers {
+                if let Some(marked) = self.state.sample(name).and_then(consumer::unobserved) {
+                    self.state.set_sample(name, Some(marked));
+                }
+            }
+            return self.finish();
+        }
+        let place = match &self.start.place {
+            Ok(place) => place.clone(),
+            Err(tried) => {
+                self.refusal = Some(Refusal::NoPlace(tried.clone()));
+                self.step = Step::Done;
+                return;
+            }
+        };
+        self.obs.state_dir = Some(place);
+        let (sockets, live) = our_sockets(&self.connections);
+        self.ours = sockets.iter().map(|s| s.addr).collect();
+        self.client_inodes = self
+            .connections
+            .established
+            .iter()
+            .map(|s| s.inode)
+            .collect();
+        let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
+        if !check.consumers.is_empty() {
+            self.obs.sampling = Some(remembered::sampling(
+                self.state.look.as_ref(),
+                self.start.previous_run_ms,
+                &live,
+                check.sample_every,
+                self.start.now_ms,
+            ));
+        }
+        match self.obs.sampling {
+            Some(Sampling::Ask(_)) => self.step = Step::Consumers,
+            _ => {
+                // Between looks, the deliver subscriptions the last look found.
+                if check.own_subscription {
+                    let last = self.state.look.iter().flat_map(|l| &l.wanted);
+                    self.subs = last
+                        .map(|(w, c)| self.sub(w.clone(), Some(c.clone())))
+                        .collect();
+                }
+                self.subscriptions_due();
+            }
+        }
+    }
+
+    // The consumers.
+
+    fn consumers_seen(&mut self, observed: Vec<Observed>) {
+        let (check, now) = (self.check, self.start.now_ms);
+        self.obs.consumers = check
+            .consumers
+            .iter()
+            .zip(observed)
+            .map(|(name, observed)| ConsumerSeen {
+                previous: Some(self.start.kept.sample(name)),
+                state_problem: None,
+                name: name.clone(),
+                observed,
+            })
+            .collect();
+        self.judgements = self
+            .obs
+            .consumers
+            .iter()
+            .map(|c| {
+                let previous = self.state.sample(&c.name);
+                consumer::judge(&c.observed, previous, &check.consumer, now)
+            })
+            .collect();
+        if check.own_subscription {
+            match self.deliver_subscriptions() {
+                Ok(subs) => self.subs = subs,
+                Err(refusal) => {
+                    self.refusal = Some(refusal);
+                    self.step = Step::Done;
+                    return;
+                }
+            }
+        }
+        self.subscriptions_due();
+    }
+
+    /// Each push consumer's deliver subject (and group); a pull consumer has none to match.
+    /// One NATS did not answer for keeps the one the last look found: the freshest evidence.
+    fn deliver_subscriptions(&self) -> Result<Vec<Sub>, Refusal> {
+        let mut subs = Vec::new();
+        for seen in &self.obs.consumers {
+            let facts = match &seen.observed {
+                Observed::Found { facts, .. } => facts,
+                Observed::NotJudged(_) => {
+                    let kept = self.state.look.iter().flat_map(|l| &l.wanted);
+                    subs.extend(
+                        kept.filter(|(_, c)| *c == seen.name)
+                            .map(|(w, c)| self.sub(w.clone(), Some(c.clone()))),
+                    );
+                    continue;
+                }
+                _ => continue,
+            };
+            let Some(subject) = &facts.deliver_subject else {
+                return Err(Refusal::PullConsumer(seen.name.clone()));
+            };
+            let wanted = Wanted {
+                subject: subject.clone(),
+                queue: facts.deliver_group.clone(),
+            };
+            subs.push(self.sub(wanted, Some(seen.name.clone())));
+        }
+        Ok(subs)
+    }
+
+    fn sub(&self, wanted: Wanted, consumer: Option<ConsumerName>) -> Sub {
+        Sub {
+            memo: self.state.memo(&wanted),
+            wanted,
+            consumer,
+            rematch: Rematch::FirstTime,
+            result: None,
+        }
+    }
+
+    // The subscriptions.
+
+    /// Trust, look up or match each subscription's connection (`remembered::plan`).
+    fn subscriptions_due(&mut self) {
+        let core: Vec<Sub> = self
+            .check
+            .subscriptions
+            .iter()
+            .map(|w| self.sub(w.clone(), None))
+            .collect();
+        self.subs.extend(core);
+        let (check, now) = (self.check, self.start.now_ms);
+        let (_, live) = our_sockets(&self.connections);
+        let looking = matches!(self.obs.sampling, Some(Sampling::Ask(_)));
+        for sub in &mut self.subs {
+            let kept = sub.memo.connection.as_ref();
+            let direct = kept.is_some_and(|m| is_direct(check, &m.server));
+            let asking = Asking {
+                setting: check.subscription_every,
+                sample_every: check.sample_every,
+                direct,
+                looking,
+            };
+            match (
+                remembered::plan(kept, sub.memo.unanswered.as_ref(), &live, asking, now),
+                kept,
+            ) {
+                (Plan::Trust { held_ago, trust }, Some(m)) => {
+                    sub.result = Some(SubJudged {
+                        held: Held::Yes { by: m.local },
+                        found: Found::Trusted { held_ago, trust },
+                        connection: Some(m.clone()),
+                        asked: false,
+                    });
+                }
+                (Plan::Wait(next), _) => {
+                    sub.result = Some(SubJudged {
+                        held: Held::NotJudged(Unknown::Waiting(next)),
+                        found: Found::Waited,
+                        connection: kept.cloned(),
+                        asked: false,
+                    });
+                }
+                (Plan::LookUp, Some(m)) => {
+                    let lookup = Lookup1 {
+                        server: m.server.clone(),
+                        cid: m.cid,
+                        direct,
+                    };
+                    if !self.lookups.contains(&lookup) {
+                        self.lookups.push(lookup);
+                    }
+                }
+                (Plan::Match(why), _) => sub.rematch = why,
+                (_, None) => {}
+            }
+        }
+        match self.lookups.is_empty() {
+            false => self.step = Step::Lookups,
+            true => self.match_rest(),
+        }
+    }
+
+    /// The remembered connections as their servers answered: still this pod's (judged), not
+    /// answered (not judged, asked again later), or another's (matched by address again).
+    fn looked_up(&mut self, answers: Vec<(Result<Vec<LookedUp>, Unknown>, bool)>) {
+        let now = self.start.now_ms;
+        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+            let Some(m) = sub.memo.connection.clone() else {
+                continue;
+            };
+            let Some(i) = self
+                .lookups
+                .iter()
+                .position(|l| l.server == m.server && l.cid == m.cid)
+            else {
+                continue;
+            };
+            let (answer, reached) = &answers[i];
+            let (held, connection) = match answer {
+                Err(why) => (Held::NotJudged(why.clone()), m.clone()),
+                Ok(answers) => match remembered::confirm(&m, answers) {
+                    Confirmed::Yes(c) => {
+                        let held = remembered::judge_confirmed(&sub.wanted, c);
+                        let again = Remembered {
+                            held_at_ms: matches!(held, Held::Yes { .. }).then_some(now),
+                            account_connections: c.account_connections,
+                            ..m.clone()
+                        };
+                        (held, again)
+                    }
+                    Confirmed::Unanswered => {
+                        let why = format!(
+                            "server {} did not answer the lookup of cid {} in time",
+                            m.server.name, m.cid
+                        );
+                        (Held::NotJudged(Unknown::NotListed(why)), m.clone())
+                    }
+                    Confirmed::Changed(why) => {
+                        sub.rematch = why;
+                        continue;
+                    }
+                },
+            };
+            sub.result = Some(SubJudged {
+                held,
+                found: Found::LookedUp { cid: m.cid },
+                connection: Some(connection),
+                asked: *reached,
+            });
+        }
+        self.match_rest();
+    }
+
+    /// The subscriptions still without an answer are matched by address in the server's
+    /// connection list.
+    fn match_rest(&mut self) {
+        self.wanted = self
+            .subs
+            .iter()
+            .filter(|s| s.result.is_none())
+            .map(|s| s.wanted.clone())
+            .collect();
+        match self.wanted.is_empty() {
+            true => self.subscriptions_done(),
+            false => self.step = Step::Connz,
+        }
+    }
+
+    /// A match that could not be judged keeps what was remembered.
+    fn matched(&mut self, answer: Result<Connz, Unknown>, reached: bool) {
+        let (sockets, _) = our_sockets(&self.connections);
+        let now = self.start.now_ms;
+        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+            let held = subscription::judge(&sub.wanted, &self.ours, &answer);
+            let connection = match held {
+                Held::NotJudged(_) => sub.memo.connection.clone(),
+                _ => answer.as_ref().ok().and_then(|c| {
+                    let listed = remembered::listed(c);
+                    remembered::remember(&sub.wanted, &held, &sockets, &listed, now)
+                }),
+            };
+            sub.result = Some(SubJudged {
+                held,
+                found: Found::Matched(sub.rematch),
+                connection,
+                asked: reached,
+            });
+        }
+        self.obs.connz = Some(answer);
+        self.subscriptions_done();
+    }
+
+    /// Each subscription judged, with the freshest evidence where this run could not look,
+    /// and what is kept for it.
+    fn subscriptions_done(&mut self) {
+        let now = self.start.now_ms;
+        let (_, live) = our_sockets(&self.connections);
+        let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
+        let subs = core::mem::take(&mut self.subs);
+        for sub in subs {
+            let j = sub.result.expect("every subscription judged");
+            let unanswered =
+                remembered::count_unanswered(sub.memo.unanswered.as_ref(), &j.held, j.asked, now);
+            let of = Of::Subscription(sub.wanted.clone());
+            let window = match &sub.consumer {
+                Some(c) => {
+                    let i = self.check.consumers.iter().position(|n| n == c);
+                    let judged = i.and_then(|i| self.judgements.get(i));
+                    self.check.window_of(&self.state, c, judged)
+                }
+                None => self.check.consumer.stall_after,
+            };
+            let (held, carried) = self.freshest(&of, j.held, &live, window, |h| match h {
+                Held::NotByThisConnection { connection } => Some(Wrong::NotHeld {
+                    connection: *connection,
+                }),
+                _ => None,
+            });
+            let held = match (held, &carried) {
+                (Held::NotJudged(_), Some((Wrong::NotHeld { connection }, _))) => {
+                    Held::NotByThisConnection {
+                        connection: *connection,
+                    }
+                }
+                (held, _) => held,
+            };
+            self.state.set_memo(
+                &sub.wanted,
+                SubscriptionMemo {
+                    connection: j.connection,
+                    unanswered,
+                },
+            );
+            self.subscriptions.push(JudgedSubscription {
+                held,
+                carried: carried.map(|(_, c)| c),
+                found: Some(j.found),
+                wanted: sub.wanted,
+                consumer: sub.consumer,
+                standing: None,
+                judged_before: sub.memo.connection.is_some(),
+            });
+        }
+        let outcomes: Vec<&Outcome> = self.judgements.iter().map(|j| &j.outcome).collect();
+        match verdict::needs_client_age(&outcomes) {
+            true => self.step = Step::ClientAge,
+            false => self.settle(),
+        }
+    }
+
+    /// The freshest evidence of `of`: this run's, where it looked (its fault kept, or none);
+    /// else the fault the last look saw, while it stands (`SeenFault::stands`), carried.
+    fn freshest<T>(
+        &mut self,
+        of: &Of,
+        now_seen: T,
+        live: &[u64],
+        window: Duration,
+        wrong: impl Fn(&T) -> Option<Wrong>,
+    ) -> (T, Option<(Wrong, Carried)>)
+    where
+        T: NotJudged,
+    {
+        let now = self.start.now_ms;
+        let Some(why) = now_seen.not_judged().cloned() else {
+            let fault = wrong(&now_seen).map(|wrong| SeenFault {
+                of: of.clone(),
+                wrong,
+                at_ms: now,
+                window_ms: window.as_millis() as i64,
+                inodes: live.to_vec(),
+            });
+            self.state.set_fault(of, fault);
+            return (now_seen, None);
+        };
+        let standing = self
+            .state
+            .fault(of)
+            .filter(|f| f.stands(&why, live, now))
+            .cloned();
+        self.state.set_fault(of, standing.clone());
+        let carried = standing.map(|f| {
+            let ago = f.ago(now);
+            (f.wrong, Carried { why, ago })
+        });
+        (now_seen, carried)
+    }
+
+    // The look settled.
+
+    /// Each consumer's judgement with the per-pod policy (a young client gets its window),
+    /// the freshest evidence where this run could not look, the look the next runs go on
+    /// from, the samples and the causes.
+    fn settle(&mut self) {
+        let (check, now) = (self.check, self.start.now_ms);
+        let (_, live) = our_sockets(&self.connections);
+        let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
+        let judgements = core::mem::take(&mut self.judgements);
+        let looked = !judgements.is_empty();
+        let mut calm = true;
+        let mut all_unanswered = looked;
+        let mut least_window: Option<Duration> = None;
+        for (i, j) in judgements.iter().enumerate() {
+            let seen = self.obs.consumers[i].clone();
+            let name = &seen.name;
+            let window = check.window_of(&self.state, name, Some(j));
+            least_window = Some(least_window.map_or(window, |w| w.min(window)));
+            let outcome =
+                verdict::excuse_young_client(j.outcome.clone(), j.window, self.obs.client_age);
+            let of = Of::Consumer(name.clone());
+            let (outcome, carried) = self.freshest(&of, outcome, &live, window, |o| match o {
+                Outcome::Unhealthy(f) => Some(Wrong::Consumer(f.clone())),
+                _ => None,
+            });
+            let outcome = match (outcome, &carried) {
+                (Outcome::NotJudged(_), Some((Wrong::Consumer(f), _))) => {
+                    Outcome::Unhealthy(f.clone())
+                }
+                (outcome, _) => outcome,
+            };
+            all_unanswered &= matches!(j.outcome, Outcome::NotJudged(_));
+            calm &= remembered::calm(&[(&outcome, j.sample.as_ref())]);
+            if let Some(sample) = &j.sample {
+                self.state.set_sample(name, Some(sample.clone()));
+            }
+            self.consumers.push(JudgedConsumer {
+                seen,
+                outcome,
+                window: j.window,
+                progress: j.progress,
+                standing: None,
+                carried: carried.map(|(_, c)| c),
+            });
+        }
+        // A look NATS answered for no consumer is no evidence: it refreshes nothing of the
+        // last (its time, its calm). Only a run that asked has a look to remember.
+        if looked && !all_unanswered {
+            self.state.look = Some(LastLook {
+                at_ms: now,
+                calm,
+                inodes: live,
+                wanted: self
+                    .subscriptions
+                    .iter()
+                    .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
+                    .collect(),
+                window_ms: least_window
+                    .unwrap_or(check.consumer.stall_after)
+                    .as_millis() as i64,
+            });
+        }
+        self.carry_causes(None);
+        self.finish();
+    }
+
+    /// Each consumer's and subscription's cause carried from the last run (`rules::cause`):
+    /// one of the configuration becomes an error once it has lasted longer than its window;
+    /// one gone is cleared. `no_room`: the state could not be kept, which is a cause of its
+    /// own, lasting since the last sample that could be.
+    fn carry_causes(&mut self, no_room: Option<&str>) {
+        let check = self.check;
+        for i in 0..self.consumers.len() {
+            let r = &self.consumers[i];
+            let name = r.seen.name.clone();
+            // A sample kept by an earlier run: this consumer was judged with this
+            // configuration on these servers.
+            let before = match &r.seen.previous {
+                Some(Loaded::Sample(p)) => Some(p.seen_at_ms),
+                _ => None,
+            };
+            let now_cause = cause::of_consumer(&r.outcome, no_room.is_some(), before.is_some());
+            let window = check.window_of(&self.state, &name, None);
+            let since = no_room.and(before);
+            let standing = self.carry(Of::Consumer(name), now_cause, window, since);
+            let r = &mut self.consumers[i];
+            r.standing = standing;
+            if let Some(why) = no_room {
+                r.seen.state_problem = Some(why.to_string());
+            }
+        }
+        for i in 0..self.subscriptions.len() {
+            let s = &self.subscriptions[i];
+            let now_cause = match &s.held {
+                Held::NotJudged(why) => Some(cause::Seen::new(Cause::of(why), s.judged_before)),
+                _ => None,
+            };
+            let of = Of::Subscription(s.wanted.clone());
+            let window = check.consumer.stall_after;
+            self.subscriptions[i].standing = self.carry(of, now_cause, window, None);
+        }
+    }
+
+    /// `since_ms`: when the cause began, where no kept cause can say (None: as kept).
+    fn carry(
+        &mut self,
+        of: Of,
+        now_cause: Option<cause::Seen>,
+        window: Duration,
+        since_ms: Option<i64>,
+    ) -> Option<Standing> {
+        let now = self.start.now_ms;
+        // Only a cause that may still become an error was kept; nothing else needs reading.
+        let prev = now_cause.filter(cause::Seen::kept).and_then(|seen| {
+            self.state.cause(&of).copied().or_else(|| {
+                since_ms.map(|since_ms| cause::Persisting {
+                    cause: seen.cause,
+                    since_ms,
+                    last_ms: now,
+                })
+            })
+        });
+        let (keep, standing) = cause::carry(prev.as_ref(), now_cause, now, window);
+        self.state.set_cause(&of, keep);
+        standing
+    }
+
+    /// The state is kept when it changed (and there is a place for it).
+    fn finish(&mut self) {
+        let changed = match &self.start.kept {
+            Kept::State(kept) => self.state != *kept,
+            _ => self.state != State::default(),
+        };
+        self.step = match changed && self.start.place.is_ok() {
+            true => Step::Store,
+            false => Step::Done,
+        };
+    }
+
+    /// A state that could not be kept: each consumer judged this run says why, and its
+    /// cause (no place with room) counts from the last sample kept.
+    fn stored(&mut self, result: Result<(), String>) {
+        if let Err(why) = result {
+            if !self.consumers.is_empty() {
+                self.carry_causes(Some(&why));
+            }
+        }
+        self.step = Step::Done;
+    }
+}
+
+/// A judgement that may say the server could not be asked.
+trait NotJudged {
+    fn not_judged(&self) -> Option<&Unknown>;
+}
+
+impl NotJudged for Outcome {
+    fn not_judged(&self) -> Option<&Unknown> {
+        match self {
+            Outcome::NotJudged(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+impl NotJudged for Held {
+    fn not_judged(&self) -> Option<&Unknown> {
+        match self {
+            Held::NotJudged(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a connection remembered at `at` is looked up at the monitoring port (it was
+/// matched there), which finds a cid directly, rather than through the account's report.
+pub fn is_direct(check: &Check, at: &ServerIdent) -> bool {
+    check.monitor.as_ref().is_some_and(|u| *u == at.name)
+}
+
+/// The ports, and the ports the routes' `held_as` have: each once, in order.
+fn ports_with(ports: &[u16], routes: &[Route]) -> Vec<u16> {
+    let mut ports = ports.to_vec();
+    ports.extend(routes.iter().map(|r| r.held_as.port()));
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// Whether any server answered as NATS; None when none was asked.
+fn server_state(servers: &[ServerAnswer]) -> Option<ServerState> {
+    (!servers.is_empty()).then(|| match servers.iter().any(|a| a.answer.is_nats()) {
+        true => ServerState::Answers,
+        false => ServerState::NotAnswering,
+    })
+}
+
+/// This pod's counted connections as the server sees them (an IPv4-mapped address
+/// unmapped), and of them the live ones: only a live connection is trusted or looked up; a
+/// half-open one is matched again.
+fn our_sockets(connections: &Connections) -> (Vec<Socket>, Vec<Socket>) {
+    let sockets: Vec<Socket> = connections
+        .established
+        .iter()
+        .map(|s| Socket {
+            addr: SocketAddr::new(unmap(s.local.ip()), s.local.port()),
+            inode: s.inode,
+        })
+        .collect();
+    let live = sockets
+        .iter()
+        .filter(|s| {
+            !connections
+                .half_open
+                .iter()
+                .any(|(h, _)| h.inode == s.inode)
+        })
+        .copied()
+        .collect();
+    (sockets, live)
+}
+
+fn ms(millis: i64) -> Duration {
+    Duration::from_millis(millis.max(0) as u64)
+}

@@ -1,0 +1,624 @@
+//! The principles over generated timelines, proven on the check's own run (`run::Run`),
+//! driven through a simulated pod and NATS (`world::World`): consumers (acking at a pace,
+//! serialized with a backlog, idle, paused, recreated, wedged for a while or for good, losing
+//! messages to retention, unbound, deleted), the pod's deliver subscriptions (held, or deaf),
+//! what NATS does to each run that asks it (on time, every kind of not-judged answer, a
+//! restarted server), the client's connections (replaced, the client restarted young), the
+//! runs' cadence (a period with jitter, a stalled node, runs further apart than the window,
+//! a second probe of the same check sharing its state file) and a kubelet counting
+//! `failureThreshold` failures in a row. Nothing of the run is rebuilt here.
+//!
+//! The promises of docs/checks.md ("the principles"), each a property:
+//! 1. no false restart: consumers that ack at least once every (window − 2 × ack_wait) while
+//!    work waits, and a pod that holds its subscriptions, never collect `failureThreshold`
+//!    failures in a row, whatever NATS does: no run fails at all once a look was answered;
+//! 2. bounded detection: a fault at t0 (a consumer wedged, losing messages, unbound or
+//!    deleted; the pod's subscription gone), while NATS answers at least one look in three on
+//!    time and the others late or refused, is restarted by t0 + the time to restart
+//!    (`rules::restart`, every look answered) + the bound for the looks NATS did not answer;
+//! 3. NATS silent restarts nothing: with no answer at all, no run fails;
+//! 4. a run that cannot look never makes a fault: a run NATS did not answer on time fails only
+//!    by a fault a look saw (carried);
+//! 5. a fault never outlives its evidence: every failing run is backed by a look that saw the
+//!    fault, no look since saw it gone, and that look is no older than the fault's window.
+//!
+//! `PROPTEST_CASES` sets the timelines per property (default 200; the README's test command runs 2,000); proptest keeps a failing
+//! seed in `core/src/timelines.proptest-regressions` to try first on every later run.
+
+use crate::facts::{Unknown, Wanted};
+use crate::prelude::*;
+use crate::rules::consumer::Outcome;
+use crate::rules::remembered::{self, Cadence, TrustSetting};
+use crate::rules::restart::{self, Settings};
+use crate::rules::subscription::Held;
+use crate::run::Check;
+use crate::world::{self, Answer, Behaviour, Consumer, Ms, Ran, Subscription, World};
+use core::time::Duration;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence};
+use std::boxed::Box;
+use std::format;
+
+const FAILURE_THRESHOLD: u32 = 3;
+
+/// One timeline.
+#[derive(Debug, Clone)]
+struct Timeline {
+    world: World,
+    stall_after: Ms,
+    ack_wait: Ms,
+    period: Ms,
+    /// Each run comes up to this much later than its period.
+    jitter: Vec<Ms>,
+    /// A node stall before the run with this index: every later run is this much later.
+    stall: Option<(usize, Ms)>,
+    /// A second probe of the same check (a readiness probe), this far after each run.
+    second_probe: Option<Ms>,
+    every_run: bool,
+    runs: usize,
+}
+
+/// One run of the timeline.
+#[derive(Debug, Clone)]
+struct Played {
+    at: Ms,
+    liveness: bool,
+    ran: Ran,
+}
+
+impl Timeline {
+    fn window(&self) -> Ms {
+        self.stall_after.max(2 * self.ack_wait)
+    }
+
+    fn sample_every(&self) -> Ms {
+        match self.every_run {
+            true => 0,
+            false => self.stall_after * 3 / 4,
+        }
+    }
+
+    fn check(&self) -> Check {
+        self.world.check(self.stall_after, self.sample_every())
+    }
+
+    /// The liveness probe's runs, in time.
+    fn run_times(&self) -> Vec<Ms> {
+        let mut t = 0;
+        (0..self.runs)
+            .map(|i| {
+                t += self.period;
+                if let Some((at, len)) = self.stall {
+                    if at == i {
+                        t += len;
+                    }
+                }
+                t + self.jitter[i % self.jitter.len()]
+            })
+            .collect()
+    }
+
+    /// Every run of the timeline, both probes' in time order.
+    fn play(&self) -> Vec<Played> {
+        let mut runs: Vec<(Ms, bool)> = self.run_times().into_iter().map(|t| (t, true)).collect();
+        if let Some(offset) = self.second_probe {
+            let more: Vec<(Ms, bool)> = runs.iter().map(|(t, _)| (t + offset, false)).collect();
+            runs.extend(more);
+            runs.sort_by_key(|r| r.0);
+        }
+        let check = self.check();
+        let mut world = self.world.clone();
+        runs.into_iter()
+            .map(|(at, liveness)| Played {
+                at,
+                liveness,
+                ran: world.run(&check, at),
+            })
+            .collect()
+    }
+}
+
+/// When the kubelet restarts: the liveness probe's run that makes the threshold-th failure
+/// in a row.
+fn restarted_at(played: &[Played]) -> Option<Ms> {
+    let mut in_a_row = 0;
+    for p in played.iter().filter(|p| p.liveness) {
+        in_a_row = match p.ran.exit {
+            0 => 0,
+            _ => in_a_row + 1,
+        };
+        if in_a_row == FAILURE_THRESHOLD {
+            return Some(p.at);
+        }
+    }
+    None
+}
+
+fn on_time(answer: &Option<Answer>) -> bool {
+    matches!(answer, Some(Answer::OnTime | Answer::Restarted))
+}
+
+/// Which of a run's two turns of answers (`World`'s) a fault is about.
+fn turn(fault: &str) -> usize {
+    match fault.starts_with("S/") {
+        true => 0,
+        false => 1,
+    }
+}
+
+/// The faults a run reported: each consumer's and subscription's, and whether carried.
+fn faults(ran: &Ran) -> Vec<(String, bool)> {
+    let Ok(e) = &ran.ended else {
+        return Vec::new();
+    };
+    let consumers = e.consumers.iter().filter_map(|c| match &c.outcome {
+        Outcome::Unhealthy(f) => Some((format!("{} {f:?}", c.seen.name), c.carried.is_some())),
+        _ => None,
+    });
+    let subscriptions = e.subscriptions.iter().filter_map(|s| match &s.held {
+        Held::NotByThisConnection { .. } => Some((format!("{}", s.wanted), s.carried.is_some())),
+        _ => None,
+    });
+    consumers.chain(subscriptions).collect()
+}
+
+/// Promise 4 and 5 over any played timeline: a run NATS did not answer on time fails only by
+/// carried faults; every failing run's faults were seen by a look (on time) no older than the
+/// window, with no look since that saw them gone.
+fn no_fault_without_evidence(t: &Timeline, played: &[Played]) -> Result<(), TestCaseError> {
+    for (i, p) in played.iter().enumerate() {
+        if p.ran.exit != 1 {
+            continue;
+        }
+        let Ok(e) = &p.ran.ended else { continue };
+        if !crate::rules::connection::connected(&e.connections, &t.check().connection) {
+            // The connection's own verdict: no look is involved.
+            continue;
+        }
+        let faults = faults(&p.ran);
+        prop_assert!(!faults.is_empty(), "run {i} failed with no fault: {:?}", p);
+        for (fault, carried) in &faults {
+            prop_assert!(
+                *carried || on_time(&p.ran.answers[turn(fault)]),
+                "run {i} could not look and made a fault: {faults:?}"
+            );
+        }
+        for (fault, carried) in faults.iter().filter(|(_, c)| *c) {
+            let what = fault.split(' ').next().unwrap_or_default();
+            let k = turn(fault);
+            // The last look on time at what this fault is about, before this run.
+            let look = played[..i]
+                .iter()
+                .rev()
+                .find(|q| on_time(&q.ran.answers[k]) && q.ran.asked.nats());
+            let look = look.expect("a carried fault has a look behind it");
+            let saw = faults_of(&look.ran)
+                .iter()
+                .any(|(f, _)| f.starts_with(what));
+            prop_assert!(
+                saw,
+                "run {i} carried {fault} ({carried}) but the last look at {} did not see it",
+                look.at
+            );
+            prop_assert!(
+                p.at - look.at <= t.window(),
+                "run {i} carried {fault} from a look {} ms old (window {})",
+                p.at - look.at,
+                t.window()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn faults_of(ran: &Ran) -> Vec<(String, bool)> {
+    faults(ran)
+}
+
+/// How far a restart may come after the fault, by what docs/checks.md states: the time to
+/// restart (`rules::restart`, every look answered) at this cadence, and, where NATS leaves up
+/// to `unanswered` looks in a row unanswered, that many more runs at each end (the first look
+/// to see the fault and the first to see it last a window), with the runs' jitter.
+fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
+    let settings = Settings {
+        cadence: Cadence {
+            period: world_ms(t.period),
+            sample_every: world_ms(t.sample_every()),
+            window: world_ms(t.window()),
+        },
+        failure_threshold: FAILURE_THRESHOLD,
+        half_open_after: Duration::from_secs(30),
+        trust: TrustSetting::Auto,
+    };
+    let slowest = restart::time_to_restart(fault, &settings).slowest;
+    let jitter = t.jitter.iter().max().copied().unwrap_or(0);
+    // A run's jitter may also move the look that sees the window out by one run.
+    let moved = if jitter > 0 { t.period } else { 0 };
+    // A subscription's lookups NATS left unanswered make the next ones wait
+    // (`remembered::retry_after`): a slow server is asked less often, not more.
+    let waited: Ms = match fault {
+        restart::Fault::Deaf {
+            connections,
+            direct,
+        } => {
+            let asking = remembered::Asking {
+                setting: settings.trust,
+                sample_every: settings.cadence.sample_every,
+                direct,
+                looking: false,
+            };
+            let trust = remembered::trust_time(asking, connections).length;
+            (1..=unanswered)
+                .map(|n| remembered::retry_after(n, trust).as_millis() as Ms)
+                .sum()
+        }
+        _ => 0,
+    };
+    slowest.as_millis() as Ms + (2 * unanswered as Ms + 1) * (t.period + jitter) + moved + waited
+}
+
+fn world_ms(ms: Ms) -> Duration {
+    Duration::from_millis(ms.max(0) as u64)
+}
+
+fn config() -> Config {
+    Config {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(200),
+        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
+            "proptest-regressions",
+        ))),
+        ..Config::default()
+    }
+}
+
+/// A period, jitter up to a tenth of it, a second probe anywhere inside a period, every run
+/// or the default `--sample-every`.
+fn cadence() -> impl Strategy<Value = (Ms, Vec<Ms>, Option<Ms>, bool)> {
+    (
+        prop_oneof![Just(500), Just(1_000), Just(2_000), Just(10_000)],
+        prop::collection::vec(0..=10i64, 1..8),
+        prop::option::of(1..=9i64),
+        any::<bool>(),
+    )
+        .prop_map(|(period, jitter, second, every_run)| {
+            let jitter = jitter.into_iter().map(|j| j * period / 100).collect();
+            (period, jitter, second.map(|s| s * period / 10), every_run)
+        })
+}
+
+/// `--stall-after` 4 to 20 periods, and an ack_wait from a tenth of it to all of it: the
+/// window is raised to 2 × ack_wait past half.
+fn window_of(period: Ms) -> impl Strategy<Value = (Ms, Ms)> {
+    (4..=20i64, 1..=10i64).prop_map(move |(periods, tenths)| {
+        let stall_after = periods * period;
+        (stall_after, stall_after * tenths / 10)
+    })
+}
+
+/// Every kind of answer, on time four times as often.
+fn any_answer() -> impl Strategy<Value = Answer> {
+    let kinds: Vec<Unknown> = crate::rules::answers::tests::every_kind();
+    prop_oneof![
+        4 => Just(Answer::OnTime),
+        1 => Just(Answer::Restarted),
+        3 => prop::sample::select(kinds).prop_map(Answer::Not),
+    ]
+}
+
+/// NATS's answers to looks that are not on time but leave the evidence: late or refused.
+fn late_or_refused() -> impl Strategy<Value = Answer> {
+    prop::sample::select(vec![
+        Answer::Not(Unknown::Deadline),
+        Answer::Not(Unknown::JetStreamTimeout),
+        Answer::Not(Unknown::Credentials),
+        Answer::Not(Unknown::NotPermitted("$JS.API.CONSUMER.INFO.S.D".into())),
+        Answer::Not(Unknown::InboxDenied("_INBOX.>".into())),
+        Answer::Not(Unknown::NotListed("n1 did not answer".into())),
+    ])
+}
+
+fn consumers(n: usize, behaviours: &[Behaviour], every: Ms, ack_wait: Ms) -> Vec<Consumer> {
+    (0..n)
+        .map(|i| Consumer {
+            name: world::name("S", &format!("D{i}")),
+            behaviour: behaviours.get(i).copied().unwrap_or(Behaviour::Acking),
+            every,
+            ack_wait,
+        })
+        .collect()
+}
+
+fn deliver_subscriptions(deaf_at: Option<Ms>, direct: bool) -> Subscription {
+    Subscription {
+        wanted: Wanted {
+            subject: "events.>".into(),
+            queue: None,
+        },
+        deaf_at,
+        account_connections: 100,
+        direct,
+    }
+}
+
+/// Promise 1: healthy consumers and subscriptions through every kind of answer, connections
+/// replaced, a young client, node stalls up to three windows, a second probe.
+fn healthy_timeline() -> impl Strategy<Value = Timeline> {
+    cadence().prop_flat_map(|(period, jitter, second_probe, every_run)| {
+        (
+            window_of(period),
+            prop::collection::vec(any_answer(), 1..12),
+            prop::option::of((0..60usize, 1..=30i64)),
+            prop::collection::vec(0..4u8, 1..=3),
+            1..=100i64,
+            (
+                20..80usize,
+                any::<bool>(),
+                prop::collection::vec(0..80i64, 0..3),
+            ),
+        )
+            .prop_filter_map(
+                "a window longer than twice the ack_wait by a period",
+                move |(
+                    (stall_after, ack_wait),
+                    mut answers,
+                    stall,
+                    kinds,
+                    share,
+                    (runs, subs, reconnects),
+                )| {
+                    let window = stall_after.max(2 * ack_wait);
+                    let room = window - 2 * ack_wait;
+                    if room < period {
+                        return None;
+                    }
+                    // The first look is answered: the configuration worked once.
+                    answers.insert(0, Answer::OnTime);
+                    let every = (room * share / 100).max(1);
+                    let recreate_at = period * runs as i64 / 2;
+                    let behaviours: Vec<Behaviour> = kinds
+                        .iter()
+                        .map(|k| match k {
+                            0 => Behaviour::Acking,
+                            1 => Behaviour::Idle,
+                            2 => Behaviour::Paused,
+                            _ => Behaviour::Recreated { at: recreate_at },
+                        })
+                        .collect();
+                    let mut world = World::new(
+                        consumers(kinds.len(), &behaviours, every, ack_wait),
+                        answers,
+                    );
+                    if subs {
+                        world.subscription = Some(deliver_subscriptions(None, false));
+                    }
+                    // Reconnects: the last one a restart of the client, which is young then.
+                    world.client.reconnects = reconnects.iter().map(|r| r * period).collect();
+                    world.client.started = world
+                        .client
+                        .reconnects
+                        .iter()
+                        .max()
+                        .copied()
+                        .unwrap_or(-1_000_000);
+                    Some(Timeline {
+                        world,
+                        stall_after,
+                        ack_wait,
+                        period,
+                        jitter: jitter.clone(),
+                        // A stall of the node: up to 3 windows.
+                        stall: stall.map(|(at, w)| (at, w * window / 10)),
+                        second_probe,
+                        every_run,
+                        runs,
+                    })
+                },
+            )
+    })
+}
+
+/// Promise 2: a fault at t0, NATS answering at least one look in three on time and the others
+/// late or refused.
+fn faulty_timeline() -> impl Strategy<Value = (Timeline, restart::Fault, Ms, u32)> {
+    cadence().prop_flat_map(|(period, jitter, second_probe, every_run)| {
+        (
+            window_of(period),
+            prop::collection::vec(prop_oneof![Just(Answer::OnTime), late_or_refused()], 0..3),
+            0..5u8,
+            1..=10i64,
+            5..40i64,
+            1..=3usize,
+        )
+            .prop_map(
+                move |((stall_after, ack_wait), flaky, kind, every_tenths, wedge_runs, n)| {
+                    let unanswered = flaky.iter().filter(|a| **a != Answer::OnTime).count();
+                    let mut answers = vec![Answer::OnTime];
+                    answers.extend(flaky);
+                    let window = stall_after.max(2 * ack_wait);
+                    let every = (stall_after * every_tenths / 20).max(1);
+                    let at = wedge_runs * period + period / 3;
+                    let (behaviour, fault) = match kind {
+                        0 => (
+                            Behaviour::Wedged { at, until: Ms::MAX },
+                            restart::Fault::Stalled,
+                        ),
+                        1 => (Behaviour::Losing { at, rate: 10 }, restart::Fault::Losing),
+                        2 => (Behaviour::Unbound { at }, restart::Fault::Unbound),
+                        3 => (Behaviour::Absent { at }, restart::Fault::Absent),
+                        _ => (
+                            Behaviour::Acking,
+                            restart::Fault::Deaf {
+                                connections: 100,
+                                direct: false,
+                            },
+                        ),
+                    };
+                    let mut world =
+                        World::new(consumers(n, &[behaviour], every, ack_wait), answers);
+                    world.client.started = -1_000_000;
+                    if matches!(fault, restart::Fault::Deaf { .. }) {
+                        world.subscription = Some(deliver_subscriptions(Some(at), false));
+                    }
+                    let t = Timeline {
+                        world,
+                        stall_after,
+                        ack_wait,
+                        period,
+                        jitter: jitter.clone(),
+                        stall: None,
+                        second_probe,
+                        every_run,
+                        runs: (wedge_runs + 4 * window / period + 40) as usize,
+                    };
+                    (t, fault, at, unanswered as u32)
+                },
+            )
+    })
+}
+
+/// Promise 3: NATS never answers a look (not reached, late, electing, unexpected): whatever
+/// the consumers do, no run fails.
+fn silent_timeline() -> impl Strategy<Value = Timeline> {
+    (
+        healthy_timeline(),
+        0..3u8,
+        1..40i64,
+        prop::collection::vec(
+            prop::sample::select(vec![
+                Answer::Not(Unknown::Unreachable("connection refused".into())),
+                Answer::Not(Unknown::Deadline),
+                Answer::Not(Unknown::JetStreamTimeout),
+                Answer::Not(Unknown::TemporarilyUnavailable),
+                Answer::Not(Unknown::Failed("?".into())),
+            ]),
+            1..5,
+        ),
+    )
+        .prop_map(|(mut t, kind, wedge, answers)| {
+            t.world.answers = answers;
+            if kind == 0 {
+                let at = wedge * t.period;
+                for c in &mut t.world.consumers {
+                    c.behaviour = Behaviour::Wedged { at, until: Ms::MAX };
+                }
+            }
+            t
+        })
+}
+
+/// Promises 4 and 5: anything at all, a wedge that heals included.
+fn any_timeline() -> impl Strategy<Value = Timeline> {
+    (
+        healthy_timeline(),
+        prop::collection::vec(any_answer(), 1..8),
+        (1..40i64, 1..40i64, 0..3u8),
+    )
+        .prop_map(|(mut t, answers, (from, lasts, kind))| {
+            t.world.answers.extend(answers);
+            let at = from * t.period;
+            let until = at + lasts * t.period;
+            if let Some(c) = t.world.consumers.first_mut() {
+                c.behaviour = match kind {
+                    0 => Behaviour::Wedged { at, until },
+                    1 => Behaviour::Unbound { at },
+                    _ => c.behaviour,
+                };
+            }
+            if kind == 2 {
+                if let Some(s) = &mut t.world.subscription {
+                    s.deaf_at = Some(at);
+                }
+            }
+            t
+        })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn no_false_restart(t in healthy_timeline()) {
+        let played = t.play();
+        let failed: Vec<_> = played.iter().filter(|p| p.ran.exit != 0).map(|p| (p.at, p.ran.exit, faults(&p.ran))).collect();
+        prop_assert!(failed.is_empty(), "{failed:?}");
+        prop_assert_eq!(restarted_at(&played), None);
+    }
+
+    #[test]
+    fn bounded_detection((t, fault, at, unanswered) in faulty_timeline()) {
+        let played = t.play();
+        let bound = detection_bound(&t, fault, unanswered);
+        let restarted = restarted_at(&played);
+        prop_assert!(
+            restarted.is_some_and(|r| r >= at && r - at <= bound),
+            "{fault:?} at {at}, restarted at {restarted:?}, bound {bound}: {:?}",
+            played.iter().map(|p| (p.at, p.liveness, p.ran.exit, p.ran.answers.clone())).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn nats_silent_restarts_nothing(t in silent_timeline()) {
+        let played = t.play();
+        prop_assert!(played.iter().all(|p| p.ran.exit == 0), "{:?}", played.iter().map(|p| (p.at, p.ran.exit)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn no_fault_without_fresh_evidence(t in any_timeline()) {
+        let played = t.play();
+        no_fault_without_evidence(&t, &played)?;
+    }
+}
+
+/// Found by the properties in the rules as they were, shrunk, kept: a wedged consumer whose
+/// every other look NATS answers late failed one run in two (`1 0 1 0 …`), and the kubelet,
+/// counting failures in a row, never restarted it. A run that cannot look now reports the
+/// fault the last look saw.
+#[test]
+fn a_wedged_consumer_behind_late_answers_is_restarted() {
+    let at = 2666;
+    let world = World::new(
+        consumers(1, &[Behaviour::Wedged { at, until: Ms::MAX }], 100, 200),
+        vec![Answer::Not(Unknown::Deadline), Answer::OnTime],
+    );
+    let t = Timeline {
+        world,
+        stall_after: 2000,
+        ack_wait: 200,
+        period: 500,
+        jitter: vec![0],
+        stall: None,
+        second_probe: None,
+        every_run: true,
+        runs: 61,
+    };
+    let played = t.play();
+    let restarted = restarted_at(&played).expect("restarted");
+    assert!(restarted - at <= detection_bound(&t, restart::Fault::Stalled, 1));
+}
+
+/// Found the same way: a consumer acking every 0.9 s through a server restarting at every
+/// other look was called stalled. Each restart made the server forget the acks'
+/// `last_active`, and a floor moved without one was read as drops after `max_deliver`, which
+/// this consumer does not have: its floor moves only by acks.
+#[test]
+fn acks_a_restarting_server_forgot_are_progress() {
+    let world = World::new(
+        consumers(1, &[Behaviour::Recreated { at: 6250 }], 918, 900),
+        vec![Answer::OnTime, Answer::Restarted],
+    );
+    let t = Timeline {
+        world,
+        stall_after: 4500,
+        ack_wait: 900,
+        period: 500,
+        jitter: vec![0],
+        stall: None,
+        second_probe: None,
+        every_run: true,
+        runs: 25,
+    };
+    assert_eq!(restarted_at(&t.play()), None);
+}
