@@ -22,7 +22,6 @@ mod remembered;
 mod restart;
 mod runtime;
 mod serve;
-mod serve_timelines;
 mod server_aware;
 mod service;
 mod socket_check;

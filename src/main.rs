@@ -283,12 +283,12 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
 /// (`observe::held`). Ends (exit 0) when `serve` is gone. A look cut short by its deadline or
 /// its budget ends the process with that answer: `serve` starts another for the next look.
 fn run_looks(config: CheckConfig) -> Outcome {
-    use natsprobe::config::Look;
+    use natsprobe::facts::Meaning;
     use natsprobe::observe::{held, look};
     held::hold();
     while let Some(meaning) = look::next_request() {
         let mut config = config.clone();
-        config.policy.startup = meaning == Look::Startup;
+        config.policy.startup = meaning == Meaning::Startup;
         let outcome = run_check(config, Instant::now(), None);
         let Text::Line(text) = outcome.text else {
             unreachable!("a check's answer is a line")

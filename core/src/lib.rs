@@ -12,6 +12,8 @@ pub mod exit;
 pub mod facts;
 pub mod rules;
 pub mod run;
+#[cfg(test)]
+mod serve_timelines;
 pub mod state;
 #[cfg(test)]
 mod timelines;

@@ -1,28 +1,26 @@
 //! `serve`: the check's verdict behind the kubelet's httpGet probes, answered from memory.
-//! One thread looks (a `check` every `--every` in the looks' own process, which holds its NATS
-//! connection from one look to the next: the same flags, the same deadline and memory budget,
-//! the same JSON); the main thread answers every connection
+//! The core's `rules::serve::Looks` decides when each look starts, with which meaning, and
+//! what a probe is answered; this drives it. One thread looks (a `check` in the looks' own
+//! process, which holds its NATS connection from one look to the next: the same flags, the
+//! same deadline and memory budget, the same JSON); the main thread answers every connection
 //! (`observe::http::serve`): it takes what the looks left (a lock held only to copy two
-//! pointers and two times), asks the rule (`rules::serve`) and writes the answer. No probe
-//! waits on a look, on NATS or on /proc.
+//! pointers and two times) and writes the answer. No probe waits on a look, on NATS or on
+//! /proc.
 
-use crate::config::{Look, ServeConfig};
+use crate::config::ServeConfig;
 use crate::error::Error;
 use crate::facts::{Ended, ProbePath, Refusal, Request};
 use crate::observe;
 use crate::report::serve as words;
-use crate::rules::serve::{self as rule, Memory};
+use crate::rules::serve::{self as rule, Left, Looks};
+use natsprobe_core::timing::EXCHANGE_WITHIN;
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Connections held at once; a new one past it closes the oldest.
 pub const MOST_CONNECTIONS: usize = 32;
-/// A probe's whole exchange, request and answer; the kubelet's own timeout is at least 1 s.
-const EXCHANGE_WITHIN: Duration = Duration::from_secs(2);
-/// What a look is given beyond its own `--timeout` before it is killed.
-const LOOK_GRACE: Duration = Duration::from_secs(1);
 
 /// Binds `--listen` (the default, every IPv6 and IPv4 address, falls back to IPv4's when the
 /// pod has no IPv6), then serves until a signal ends the process. `look_args` are `serve`'s
@@ -41,34 +39,32 @@ pub fn run(
         if config.startup { ", /startupz" } else { "" },
         crate::config::duration::display(config.every)
     ));
-    let stale = rule::stale_after(config.every, config.check.timeout + LOOK_GRACE);
-    // Times in `Memory` run from `stale` before this start, so that a verdict a `serve`
-    // before this one kept, younger than `stale`, has its place on the same clock.
     let started = Instant::now();
     let kept = observe::kept::Kept::open(&config.check.state_dir, look_args);
-    let mut memory = Memory {
-        beat: stale,
-        ..Memory::default()
-    };
-    if let Some(left) = kept.as_ref().and_then(observe::kept::Kept::left) {
-        if let Some(age) = rule::still_stands(left.at_ms, observe::now_ms(), stale) {
-            log(&format!(
-                "{} (kept by natsprobe serve before it started again, {}s ago)",
-                words::look_line(&left.judged),
-                age.as_secs()
-            ));
-            memory.startup_passed = left.startup_passed;
-            memory.judged = Some((Arc::new(left.judged), stale - age));
-        }
+    let left = kept.as_ref().and_then(observe::kept::Kept::left);
+    let now_ms = observe::now_ms();
+    let looks = Looks::new(
+        config.every,
+        config.check.timeout,
+        config.startup,
+        left.clone(),
+        now_ms,
+    );
+    if let Some(left) = left.filter(|_| looks.memory().judged.is_some()) {
+        log(&format!(
+            "{} (kept by natsprobe serve before it started again, {}s ago)",
+            words::look_line(&left.judged),
+            (now_ms - left.at_ms).max(0) / 1000
+        ));
     }
-    let looks = Arc::new(Mutex::new(memory));
+    let looks = Arc::new(Mutex::new(looks));
     {
         let looks = Arc::clone(&looks);
         let config = config.clone();
         let look_args = look_args.to_vec();
         std::thread::Builder::new()
             .name("looks".into())
-            .spawn(move || look_forever(&config, &look_args, &looks, (started, stale), kept, log))
+            .spawn(move || look_forever(&config, &look_args, &looks, started, kept, log))
             .map_err(|e| Error::CannotEvaluate(format!("could not start the looks: {e}")))?;
     }
     let startup = config.startup;
@@ -84,9 +80,9 @@ pub fn run(
                 ..
             } if !startup => (words::refusal(Refusal::StartupNotAsked), head),
             Request::Probe { path, json, head } => {
-                let memory = looks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let held = memory.held(started.elapsed() + stale);
-                (words::answer(&rule::answer(path, &held, stale), json), head)
+                let memory = looks.lock().unwrap_or_else(|e| e.into_inner()).memory();
+                let answer = memory.answer(path, started.elapsed());
+                (words::answer(&answer, json), head)
             }
             Request::Refused(refusal) => (words::refusal(refusal), false),
         };
@@ -113,60 +109,55 @@ fn bind(listen: SocketAddr) -> Result<TcpListener, Error> {
     }
 }
 
-/// The looks, one after another, a look starting every `--every` (or when the last ended,
-/// if it took longer). Logs each change of what the looks say.
+/// The looks, one after another, when and as `Looks` says; each change of what they say
+/// logged, and each verdict kept for a `serve` started again.
 fn look_forever(
     config: &ServeConfig,
     look_args: &[OsString],
-    looks: &Mutex<Memory>,
-    (started, shift): (Instant, Duration),
+    looks: &Mutex<Looks>,
+    started: Instant,
     kept: Option<observe::kept::Kept>,
     log: &(dyn Fn(&str) + Sync),
 ) -> ! {
-    let mut said: Option<(bool, String)> = None;
+    let lock = || looks.lock().unwrap_or_else(|e| e.into_inner());
     let mut args: Vec<OsString> = vec!["serve".into(), "--look".into()];
     args.extend(look_args.iter().cloned());
     let mut process = observe::look::Looks::new(observe::look::own_executable(), args);
+    let limit = Looks::limit(config.check.timeout);
     loop {
-        let began = Instant::now();
-        let startup_passed = looks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .startup_passed;
-        let startup = rule::look_is_startup(config.startup, startup_passed);
-        let meaning = if startup { Look::Startup } else { Look::Live };
+        let (at, meaning) = lock().next();
+        std::thread::sleep(at.saturating_sub(started.elapsed()));
+        let began = started.elapsed();
         let memory = observe::look::memory_limit();
         let ended = match memory {
             Some((limit, usage)) if !rule::room_to_look(memory) => {
                 Ended::Trouble(words::no_room(limit, usage))
             }
-            _ => process.look(meaning, config.check.timeout + LOOK_GRACE),
+            _ => process.look(meaning, limit),
         };
-        let (line, kind) = match &ended {
-            Ended::Judged(j) => (words::look_line(j), format!("{} {}", j.code, j.verdict)),
-            Ended::Trouble(what) => (words::trouble_line(what), "trouble".to_string()),
+        let line = match &ended {
+            Ended::Judged(j) => words::look_line(j),
+            Ended::Trouble(what) => words::trouble_line(what),
         };
-        let at = started.elapsed() + shift;
-        let keep = match (&ended, &kept) {
-            (Ended::Judged(judged), Some(_)) => Some(judged.clone()),
-            _ => None,
+        let judged = match &ended {
+            Ended::Judged(judged) => Some(judged.clone()),
+            Ended::Trouble(_) => None,
         };
-        let startup_passed = {
-            let mut memory = looks.lock().unwrap_or_else(|e| e.into_inner());
-            memory.ended(ended, at);
-            memory.startup_passed
+        let (said, startup_passed) = {
+            let mut looks = lock();
+            let said = looks.ended(ended, began, started.elapsed());
+            (said, looks.startup_passed())
         };
-        if let (Some(judged), Some(kept)) = (keep, &kept) {
-            kept.keep(&judged, observe::now_ms(), startup_passed);
-        }
-        let changed = said
-            .as_ref()
-            .is_none_or(|(startup_said, k)| *k != kind || *startup_said != startup);
-        if changed || kind == "trouble" {
+        if said {
             log(&line);
-            said = Some((startup, kind));
         }
-        std::thread::sleep((began + config.every).saturating_duration_since(Instant::now()));
+        if let (Some(judged), Some(kept)) = (judged, &kept) {
+            kept.keep(&Left {
+                judged,
+                at_ms: observe::now_ms(),
+                startup_passed,
+            });
+        }
     }
 }
 

@@ -125,10 +125,3 @@ pub struct ServeConfig {
     /// holding the NATS connection from one look to the next.
     pub look: bool,
 }
-
-/// Which meaning a look carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Look {
-    Live,
-    Startup,
-}

@@ -7,6 +7,7 @@
 use crate::config::StateDirChoice;
 use crate::facts::Judged;
 use crate::observe::state::{self, Envelope, Key, StateDir, VERSION};
+use crate::rules::serve::Left;
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
@@ -28,13 +29,6 @@ pub struct Kept {
     key: Key,
 }
 
-/// What a `serve` before this one left.
-pub struct Left {
-    pub judged: Judged,
-    pub at_ms: i64,
-    pub startup_passed: bool,
-}
-
 impl Kept {
     /// The state dir `choice` names, for `serve` started with `args`; `None` where none can
     /// be used (then nothing is kept, as for the check's samples).
@@ -49,20 +43,21 @@ impl Kept {
         Some(Kept { dir, key })
     }
 
-    /// The verdict a look reached at `at_ms`; a failure to keep it is left unsaid (the next
+    /// The verdict a look reached, and when; a failure to keep it is left unsaid (the next
     /// look tries again, and only a restart of `serve` would miss it).
-    pub fn keep(&self, judged: &Judged, at_ms: i64, startup_passed: bool) {
+    pub fn keep(&self, left: &Left) {
+        let judged = &left.judged;
         let file = Envelope {
             version: VERSION,
             key: self.key.clone(),
-            at_ms,
+            at_ms: left.at_ms,
             body: Verdict {
                 code: judged.code,
                 verdict: judged.verdict.clone(),
                 summary: judged.summary.clone(),
                 json: judged.json.clone(),
                 startup: judged.startup,
-                startup_passed,
+                startup_passed: left.startup_passed,
             },
         };
         if let Ok(body) = serde_json::to_vec(&file) {

@@ -6,7 +6,7 @@
 //! something that is not a check's answer) is natsprobe's own trouble, in words, and the
 //! process is replaced at the next look; nothing here judges.
 
-use crate::config::Look;
+use crate::facts::Meaning;
 use crate::facts::{Ended, Judged};
 use std::ffi::OsString;
 use std::io::{BufRead, Read, Write};
@@ -30,14 +30,14 @@ pub fn end_line(code: u8) -> String {
 /// The looks' process's side: waits for `serve`'s next request (the held NATS connection's
 /// runtime turning meanwhile), and reads it. None: `serve` is gone (stdin closed), or asked
 /// for something that is not a look.
-pub fn next_request() -> Option<Look> {
+pub fn next_request() -> Option<Meaning> {
     let stdin = std::io::stdin();
     super::held::idle_until_readable(stdin.as_fd());
     let mut line = String::new();
     match stdin.lock().take(64).read_line(&mut line) {
         Ok(_) => match line.trim() {
-            "live" => Some(Look::Live),
-            "startup" => Some(Look::Startup),
+            "live" => Some(Meaning::Live),
+            "startup" => Some(Meaning::Startup),
             _ => None,
         },
         Err(_) => None,
@@ -74,13 +74,13 @@ impl Looks {
     }
 
     /// One look with `meaning`, answered within `within`; past that the process is killed.
-    pub fn look(&mut self, meaning: Look, within: Duration) -> Ended {
+    pub fn look(&mut self, meaning: Meaning, within: Duration) -> Ended {
         let deadline = Instant::now() + within;
         let request = match meaning {
-            Look::Live => "live\n",
-            Look::Startup => "startup\n",
+            Meaning::Live => "live\n",
+            Meaning::Startup => "startup\n",
         };
-        let startup = meaning == Look::Startup;
+        let startup = meaning == Meaning::Startup;
         // A process that ended since the last look (killed while it waited) is replaced once.
         for attempt in 0..2 {
             if self.running.is_none() {
@@ -446,9 +446,9 @@ mod tests {
                 echo "{\"verdict\":\"healthy\",\"summary\":\"$meaning $$\"}"
                 echo natsprobe-look-end 0
             done"#);
-        let first = looks.look(Look::Startup, Duration::from_secs(5));
+        let first = looks.look(Meaning::Startup, Duration::from_secs(5));
         let pid = looks.pid().expect("running");
-        let second = looks.look(Look::Live, Duration::from_secs(5));
+        let second = looks.look(Meaning::Live, Duration::from_secs(5));
         let (Ended::Judged(first), Ended::Judged(second)) = (first, second) else {
             panic!("both judged");
         };
@@ -465,20 +465,20 @@ mod tests {
             echo '{"verdict":"unhealthy","summary":"gone"}'
             echo natsprobe-look-end 1
             read meaning; kill -9 $$"#);
-        let first = looks.look(Look::Live, Duration::from_secs(5));
+        let first = looks.look(Meaning::Live, Duration::from_secs(5));
         let pid = looks.pid();
         assert!(
             matches!(first, Ended::Judged(ref j) if j.code == 1),
             "{first:?}"
         );
         // The process dies at the next request: natsprobe's trouble, and a new one next time.
-        let second = looks.look(Look::Live, Duration::from_secs(5));
+        let second = looks.look(Meaning::Live, Duration::from_secs(5));
         assert!(
             matches!(second, Ended::Trouble(ref w) if w.contains("SIGKILL")),
             "{second:?}"
         );
         assert_eq!(looks.pid(), None);
-        let third = looks.look(Look::Live, Duration::from_secs(5));
+        let third = looks.look(Meaning::Live, Duration::from_secs(5));
         assert!(
             matches!(third, Ended::Judged(ref j) if j.code == 1),
             "{third:?}"
@@ -489,7 +489,7 @@ mod tests {
             .args(["-9", &looks.pid().unwrap().to_string()])
             .status();
         std::thread::sleep(Duration::from_millis(100));
-        let fourth = looks.look(Look::Live, Duration::from_secs(5));
+        let fourth = looks.look(Meaning::Live, Duration::from_secs(5));
         assert!(
             matches!(fourth, Ended::Judged(ref j) if j.code == 1),
             "{fourth:?}"
@@ -499,7 +499,7 @@ mod tests {
     #[test]
     fn a_look_that_cannot_answer_is_trouble_in_words() {
         let look = |script: &str, within_ms: u64| {
-            sh(script).look(Look::Live, Duration::from_millis(within_ms))
+            sh(script).look(Meaning::Live, Duration::from_millis(within_ms))
         };
         // A look cut short by its deadline ends its process with the deadline's answer.
         let ok = look(
@@ -539,7 +539,7 @@ mod tests {
             "{flood:?}"
         );
         let missing = Looks::new("/nonexistent/natsprobe".into(), vec![])
-            .look(Look::Live, Duration::from_secs(1));
+            .look(Meaning::Live, Duration::from_secs(1));
         assert!(
             matches!(missing, Ended::Trouble(ref w) if w.contains("could not start")),
             "{missing:?}"

@@ -70,3 +70,10 @@ pub enum Refusal {
     /// The request line and headers longer than `serve` reads.
     TooLarge,
 }
+
+/// Which meaning a look carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meaning {
+    Live,
+    Startup,
+}

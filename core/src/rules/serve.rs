@@ -1,19 +1,23 @@
-//! `serve`'s one rule: which answer a probe gets from what the looks left, without waiting on
-//! anything. The principle (docs/serve.md): **a probe gets the freshest verdict a look
-//! reached while it stands; natsprobe's own trouble is never a failure of the app.** A
-//! verdict stands for `stale_after`: across one look that could not end as a check ends, so a
-//! fault once seen keeps being reported through natsprobe's own trouble while its evidence
-//! is fresh. Past it, or before the first look, the answer is "not judged" (pass), and only
-//! natsprobe's own path fails.
+//! `serve`'s looks and answers, as one machine: when the next look starts and with which
+//! meaning, what each look's end leaves, and which answer a probe gets at any moment, without
+//! waiting on anything. The principle (docs/serve.md): **a probe gets the freshest verdict a
+//! look reached while it stands; natsprobe's own trouble is never a failure of the app.** A
+//! verdict stands for `timing::stale_after`: across one look that could not end as a check
+//! ends, so a fault once seen keeps being reported through natsprobe's own trouble while its
+//! evidence is fresh. Past it, or before the first look, the answer is "not judged" (pass),
+//! and only natsprobe's own path fails. `serve` drives it with the real looks and clock; the
+//! property tests below drive it with simulated ones.
 
-use crate::facts::{Ended, Judged};
+use crate::facts::{Ended, Judged, Meaning};
+use crate::timing::{stale_after, LOOK_GRACE};
+use alloc::string::String;
 use alloc::sync::Arc;
 use core::time::Duration;
 
 /// What the kubelet asks.
 pub use crate::facts::ProbePath as Path;
 
-/// What `serve` holds when a probe asks, as ages (the command reads the clock).
+/// What `serve` holds when a probe asks, as ages.
 #[derive(Debug, Clone, Copy)]
 pub struct Held<'a> {
     /// The last look the check answered, and how long ago it ended.
@@ -25,48 +29,150 @@ pub struct Held<'a> {
     pub beat: Duration,
 }
 
-/// What the looks left, kept by `serve` between them; times are since `serve` started. Cheap
-/// to clone (two pointers): a probe copies it and lets go of the lock before it judges.
+/// What the looks left; times are ms since `serve` started (a verdict kept by the `serve`
+/// before this one is before 0). Cheap to clone (two pointers): a probe copies it and lets go
+/// of the lock before it judges.
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     /// The last look the check answered, and when it ended.
-    pub judged: Option<(Arc<Judged>, Duration)>,
+    pub judged: Option<(Arc<Judged>, i64)>,
     /// natsprobe's own trouble in a look that ended after `judged`'s, and when.
-    pub trouble: Option<(Arc<str>, Duration)>,
-    /// When a look last ended (zero: none yet, since `serve` started).
-    pub beat: Duration,
-    /// A look with `--startup`'s meaning has passed.
-    pub startup_passed: bool,
+    pub trouble: Option<(Arc<str>, i64)>,
+    /// When a look last ended (0: none yet, since `serve` started).
+    pub beat: i64,
+    /// How long a verdict stands.
+    pub stale: Duration,
 }
 
 impl Memory {
-    /// A look ended at `at`: a verdict replaces the last one and clears the trouble after it;
-    /// trouble is kept beside the verdict, which it neither replaces nor refreshes.
-    pub fn ended(&mut self, ended: Ended, at: Duration) {
-        match ended {
-            Ended::Judged(judged) => {
-                self.startup_passed |= judged.startup && judged.code == 0;
-                self.judged = Some((Arc::new(judged), at));
-                self.trouble = None;
-            }
-            Ended::Trouble(what) => self.trouble = Some((Arc::from(what), at)),
-        }
-        self.beat = at;
-    }
-
     /// What a probe at `now` reads, as ages.
     pub fn held(&self, now: Duration) -> Held<'_> {
+        let now = now.as_millis() as i64;
+        let age = |at: i64| Duration::from_millis(now.saturating_sub(at).max(0) as u64);
         Held {
-            judged: self
-                .judged
-                .as_ref()
-                .map(|(j, at)| (&**j, now.saturating_sub(*at))),
-            trouble: self
-                .trouble
-                .as_ref()
-                .map(|(t, at)| (&**t, now.saturating_sub(*at))),
-            beat: now.saturating_sub(self.beat),
+            judged: self.judged.as_ref().map(|(j, at)| (&**j, age(*at))),
+            trouble: self.trouble.as_ref().map(|(t, at)| (&**t, age(*at))),
+            beat: age(self.beat),
         }
+    }
+
+    /// The answer to `path` at `now`.
+    pub fn answer(&self, path: Path, now: Duration) -> Answer<'_> {
+        answer(path, &self.held(now), self.stale)
+    }
+}
+
+/// The looks: their cadence, what they left, and what was last said of them.
+#[derive(Debug, Clone)]
+pub struct Looks {
+    every: Duration,
+    /// `serve --startup`: the looks carry its meaning until one has passed.
+    startup: bool,
+    startup_passed: bool,
+    memory: Memory,
+    /// When the next look starts.
+    next_at: Duration,
+    /// What the last look said, as logged: its meaning and kind.
+    said: Option<(bool, String)>,
+}
+
+/// What a `serve` before this one left in the state dir.
+#[derive(Debug, Clone)]
+pub struct Left {
+    pub judged: Judged,
+    /// When its look ended, by the wall clock (ms since the epoch).
+    pub at_ms: i64,
+    pub startup_passed: bool,
+}
+
+impl Looks {
+    /// `serve` starting, a look every `every`, each with `timeout` and `LOOK_GRACE`; `left`:
+    /// what a `serve` before this one kept, at the wall clock's `now_ms`. Its verdict is the
+    /// answer while it stands, so a restart of `serve` neither resets the kubelet's count nor
+    /// latches the fault.
+    pub fn new(
+        every: Duration,
+        timeout: Duration,
+        startup: bool,
+        left: Option<Left>,
+        now_ms: i64,
+    ) -> Looks {
+        let stale = stale_after(every, timeout + LOOK_GRACE);
+        let mut looks = Looks {
+            every,
+            startup,
+            startup_passed: false,
+            memory: Memory {
+                stale,
+                ..Memory::default()
+            },
+            next_at: Duration::ZERO,
+            said: None,
+        };
+        if let Some(left) = left {
+            if let Some(age) = still_stands(left.at_ms, now_ms, stale) {
+                looks.startup_passed = left.startup_passed;
+                looks.memory.judged = Some((Arc::new(left.judged), -(age.as_millis() as i64)));
+            }
+        }
+        looks
+    }
+
+    /// How long a look may take before `serve` kills it: its `--timeout` and `LOOK_GRACE`.
+    pub fn limit(timeout: Duration) -> Duration {
+        timeout + LOOK_GRACE
+    }
+
+    /// When the next look starts (since `serve` started), and with which meaning:
+    /// `--startup`'s while it was asked for and no startup look has passed.
+    pub fn next(&self) -> (Duration, Meaning) {
+        let meaning = match self.startup && !self.startup_passed {
+            true => Meaning::Startup,
+            false => Meaning::Live,
+        };
+        (self.next_at, meaning)
+    }
+
+    /// A look that began at `began` ended at `at` (since `serve` started). A verdict replaces
+    /// the last one and clears the trouble after it; trouble is kept beside the verdict, which
+    /// it neither replaces nor refreshes. The next look starts `every` after this one began,
+    /// or now if it took longer. Whether to log it: what the looks say changed, or natsprobe's
+    /// own trouble.
+    pub fn ended(&mut self, ended: Ended, began: Duration, at: Duration) -> bool {
+        let meaning = self.next().1 == Meaning::Startup;
+        let ms = at.as_millis() as i64;
+        let kind = match ended {
+            Ended::Judged(judged) => {
+                self.startup_passed |= judged.startup && judged.code == 0;
+                let kind = alloc::format!("{} {}", judged.code, judged.verdict);
+                self.memory.judged = Some((Arc::new(judged), ms));
+                self.memory.trouble = None;
+                kind
+            }
+            Ended::Trouble(what) => {
+                self.memory.trouble = Some((Arc::from(what), ms));
+                String::from("trouble")
+            }
+        };
+        self.memory.beat = ms;
+        self.next_at = (began + self.every).max(at);
+        let log = kind == "trouble"
+            || self
+                .said
+                .as_ref()
+                .is_none_or(|(m, k)| *k != kind || *m != meaning);
+        self.said = Some((meaning, kind));
+        log
+    }
+
+    /// What the looks left, for a probe to answer from.
+    pub fn memory(&self) -> Memory {
+        self.memory.clone()
+    }
+
+    /// A look with `--startup`'s meaning has passed.
+    pub fn startup_passed(&self) -> bool {
+        self.startup_passed
     }
 }
 
@@ -104,15 +210,6 @@ impl Answer<'_> {
     }
 }
 
-/// How long a verdict stands: until the look after a lost one has ended. A look starts every
-/// `every`, or when the last ended, and takes at most `look` (its `--timeout` and the grace
-/// `serve` gives it before it kills it); after the verdict's look, a lost one and the next,
-/// each as long as it may take. A look that cannot end as a check does (killed, unreadable)
-/// so leaves the last verdict standing until the next one.
-pub fn stale_after(every: Duration, look: Duration) -> Duration {
-    every + every.max(look) + look
-}
-
 /// The answer to `path`, from what the looks left.
 pub fn answer<'a>(path: Path, held: &Held<'a>, stale_after: Duration) -> Answer<'a> {
     let stalled = held.beat > stale_after;
@@ -139,8 +236,7 @@ pub fn answer<'a>(path: Path, held: &Held<'a>, stale_after: Duration) -> Answer<
 
 /// How old a verdict a `serve` before this one kept is, when it still stands: kept at
 /// `at_ms`, now `now_ms` (the wall clock, which may have stepped: a verdict from the future is
-/// not believed). A restarted `serve` answers with it until its own first look replaces it,
-/// so its restart neither resets the kubelet's count nor latches the fault.
+/// not believed).
 pub fn still_stands(at_ms: i64, now_ms: i64, stale_after: Duration) -> Option<Duration> {
     let age = u64::try_from(now_ms.checked_sub(at_ms)?).ok()?;
     let age = Duration::from_millis(age);
@@ -156,11 +252,6 @@ pub const ROOM_FOR_A_LOOK: u64 = 4 << 20;
 /// could go with it. Not started, it is natsprobe's own trouble, as a killed one is.
 pub fn room_to_look(memory: Option<(u64, u64)>) -> bool {
     memory.is_none_or(|(limit, usage)| limit.saturating_sub(usage) >= ROOM_FOR_A_LOOK)
-}
-
-/// The looks' meaning: `--startup`'s while it was asked for and no startup look has passed.
-pub fn look_is_startup(startup: bool, startup_passed: bool) -> bool {
-    startup && !startup_passed
 }
 
 #[cfg(test)]
@@ -276,7 +367,6 @@ mod tests {
             stale_after(secs(5), Duration::from_millis(1_800)),
             Duration::from_millis(11_800)
         );
-        assert_eq!(stale_after(secs(1), secs(3)), secs(7));
         assert_eq!(still_stands(1_000, 4_000, secs(12)), Some(secs(3)));
         assert_eq!(still_stands(1_000, 14_000, secs(12)), None);
         assert_eq!(still_stands(5_000, 4_000, secs(12)), None);
@@ -284,8 +374,5 @@ mod tests {
         assert!(room_to_look(Some((32 << 20, 8 << 20))));
         assert!(!room_to_look(Some((8 << 20, 5 << 20))));
         assert!(!room_to_look(Some((4 << 20, 5 << 20))));
-        assert!(look_is_startup(true, false));
-        assert!(!look_is_startup(true, true));
-        assert!(!look_is_startup(false, false));
     }
 }
