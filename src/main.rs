@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static ALLOCATOR: budget::Budget = budget::Budget;
 
-/// Time kept back from `--timeout` to print the answer: the runtime SIGKILLs a probe that
-/// overstays, and a killed probe says nothing.
-const PRINT_MARGIN: Duration = Duration::from_millis(5);
+use natsprobe_core::timing::PRINT_MARGIN;
 
 fn main() -> ExitCode {
     let started = Instant::now();

@@ -844,14 +844,7 @@ impl<'c> Run<'c> {
             let unanswered =
                 remembered::count_unanswered(sub.memo.unanswered.as_ref(), &j.held, j.asked, now);
             let of = Of::Subscription(sub.wanted.clone());
-            let window = match &sub.consumer {
-                Some(c) => {
-                    let i = self.check.consumers.iter().position(|n| n == c);
-                    let judged = i.and_then(|i| self.judgements.get(i));
-                    self.check.window_of(&self.state, c, judged)
-                }
-                None => self.check.consumer.stall_after,
-            };
+            let window = self.window_of_subscription(sub.consumer.as_ref());
             let (held, carried) = self.freshest(&of, j.held, &live, window, |h| match h {
                 Held::NotByThisConnection { connection } => Some(Wrong::NotHeld {
                     connection: *connection,
@@ -887,6 +880,19 @@ impl<'c> Run<'c> {
         match verdict::needs_client_age(&outcomes) {
             true => self.step = Step::ClientAge,
             false => self.settle(),
+        }
+    }
+
+    /// A subscription's window: its consumer's, for a deliver subscription; else
+    /// `--stall-after`.
+    fn window_of_subscription(&self, consumer: Option<&ConsumerName>) -> Duration {
+        match consumer {
+            Some(c) => {
+                let i = self.check.consumers.iter().position(|n| n == c);
+                let judged = i.and_then(|i| self.judgements.get(i));
+                self.check.window_of(&self.state, c, judged)
+            }
+            None => self.check.consumer.stall_after,
         }
     }
 
@@ -1027,7 +1033,7 @@ impl<'c> Run<'c> {
                 _ => None,
             };
             let of = Of::Subscription(s.wanted.clone());
-            let window = check.consumer.stall_after;
+            let window = self.window_of_subscription(s.consumer.as_ref());
             self.subscriptions[i].standing = self.carry(of, now_cause, window, None);
         }
     }

@@ -33,6 +33,10 @@ pub const STALL_AFTER: Duration = Duration::from_secs(60);
 /// take another to process it (docs/server-facts.md).
 pub const ACK_WAITS_IN_A_WINDOW: u32 = 2;
 
+/// `--half-open-after`'s default: data unacknowledged through retransmission timeouts this
+/// long means the peer is gone (the kernel's timer at 200 ms, doubling: called at 51 s).
+pub const HALF_OPEN_AFTER: Duration = Duration::from_secs(30);
+
 // Principle 7, ask only when due.
 
 /// `--sample-every`'s default share of `--stall-after`: a calm look is carried this long.
@@ -108,10 +112,40 @@ pub const STATZ_SHARE: Share = Share {
 /// After the servers that must answer have, how long to wait for one more.
 pub const QUIET: Duration = Duration::from_millis(100);
 
+// The guard: two looks an interval apart, each inside its own `--timeout`.
+
+/// `guard --interval`'s default.
+pub const GUARD_INTERVAL: Duration = Duration::from_secs(60);
+
+/// `guard --timeout`'s default: each look's.
+pub const GUARD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the guard waits for the server's audit advisory of its own request (which proves
+/// the advisories arrive, behind a JetStream domain or prefix): at most this, and a quarter of
+/// the first look's time when that is less.
+pub const AUDIT_WAIT: Share = Share {
+    numerator: 1,
+    denominator: 4,
+    at_least: Duration::ZERO,
+};
+pub const AUDIT_WAIT_MOST: Duration = Duration::from_secs(1);
+
+/// One try of a listing's page: a quarter of the look's time left, at least a second; a leader
+/// that did not answer (an election) is asked again after `LISTING_PAUSE`.
+pub const LISTING_TRY: Share = Share {
+    numerator: 1,
+    denominator: 4,
+    at_least: Duration::from_secs(1),
+};
+pub const LISTING_PAUSE: Duration = Duration::from_millis(250);
+
 // Principle 8, behind `serve`: the freshest verdict while it stands.
 
 /// `serve --every`'s default.
 pub const SERVE_EVERY: Duration = Duration::from_secs(10);
+
+/// The shortest `serve --every`: a look is a process's work, not a busy loop.
+pub const SHORTEST_EVERY: Duration = Duration::from_millis(100);
 
 /// What a look is given beyond its own `--timeout` before `serve` kills it.
 pub const LOOK_GRACE: Duration = Duration::from_secs(1);

@@ -350,6 +350,35 @@ mod tests {
         assert_eq!(bare.timeout, Duration::from_millis(800));
     }
 
+    /// The defaults are the core's times (`natsprobe_core::timing`), each named once there with
+    /// the principle it serves.
+    #[test]
+    fn the_defaults_are_the_cores_times() {
+        use natsprobe_core::timing as t;
+        let bare = parse(&["natsprobe"]).unwrap();
+        assert_eq!(bare.timeout, t::TIMEOUT);
+        assert_eq!(bare.consumer_policy.stall_after, t::STALL_AFTER);
+        assert_eq!(bare.policy.half_open_after, Some(t::HALF_OPEN_AFTER));
+        let (n, d) = t::SAMPLE_EVERY_SHARE;
+        assert_eq!(bare.sample_every, t::STALL_AFTER * n / d);
+        let env = |_: &str| None;
+        let guard =
+            Cli::try_parse_from(["natsprobe", "guard", "--server", "nats://n:4222"]).unwrap();
+        let Command::Guard(guard) = guard.command else {
+            panic!("not the guard")
+        };
+        let guard = guard.validate(&env).unwrap();
+        assert_eq!(
+            (guard.interval, guard.timeout),
+            (t::GUARD_INTERVAL, t::GUARD_TIMEOUT)
+        );
+        let serve = Cli::try_parse_from(["natsprobe", "serve"]).unwrap();
+        let Command::Serve(serve) = serve.command else {
+            panic!("not serve")
+        };
+        assert_eq!(serve.validate(&env).unwrap().every, t::SERVE_EVERY);
+    }
+
     #[test]
     fn default_subcommand_leaves_help_version_and_subcommands_alone() {
         for first in ["-h", "--help", "-V", "--version", "check"] {

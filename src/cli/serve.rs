@@ -48,7 +48,7 @@ pub struct ServeArgs {
 
 /// The shortest `--every`: a look is a check, a fraction of a millisecond of the node's CPU
 /// (more where it asks NATS); ten a second is as often as a probe could want an answer.
-const SHORTEST_EVERY: Duration = Duration::from_millis(100);
+use natsprobe_core::timing::SHORTEST_EVERY;
 
 impl ServeArgs {
     /// Checks the check's flags as `check` does, and `serve`'s own. No I/O.

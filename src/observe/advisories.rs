@@ -17,19 +17,15 @@ use super::jetstream::{self, AdvisoryKind};
 use super::nats::Session;
 use crate::facts::{Advisories, ConsumerName, Losses};
 use futures_core::Stream;
+use natsprobe_core::timing::{AUDIT_WAIT, AUDIT_WAIT_MOST};
 use std::collections::{BTreeMap, BTreeSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub const TERMINATED: &str = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>";
 pub const MAX_DELIVERIES: &str = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>";
 pub const API_AUDIT: &str = "$JS.EVENT.ADVISORY.API";
-
-/// How long the audit advisory of the guard's own request may take (at most; a quarter of the
-/// first look's time when that is less): the server publishes it right after the answer
-/// (jetstream_api.go, `sendAPIResponse`).
-const AUDIT_WAIT: Duration = Duration::from_secs(1);
 
 /// The reasons nats-server gives when retention deleted an unacknowledged message
 /// (consumer.go: `ackTermUnackedLimitsReason`, `ackTermLimitsReason`).
@@ -106,9 +102,10 @@ async fn heard_from(session: &Session, deadline: Instant) -> Result<Option<Strin
     // The interest reaches the server that answers before the request does: the same
     // connection carries both, in order (and a leaf node's onward connection too).
     let _ = session.client.flush().await;
-    // At most a quarter of the look's time: the look itself must still fit.
+    // The server publishes it right after the answer (jetstream_api.go, `sendAPIResponse`);
+    // at most a quarter of the look's time: the look itself must still fit.
     let now = Instant::now();
-    let until = now + AUDIT_WAIT.min(deadline.saturating_duration_since(now) / 4);
+    let until = now + AUDIT_WAIT_MOST.min(AUDIT_WAIT.of(deadline.saturating_duration_since(now)));
     let info = session.api("INFO");
     let answer = session
         .ask_all(vec![(info.clone(), String::new())], until)

@@ -17,9 +17,10 @@
 use super::jetstream::{self, ApiError, ParseError};
 use super::nats::{needs_stream, Session};
 use crate::facts::{ConsumerName, Look, Observed, StreamFacts, Unknown};
+use natsprobe_core::timing::{LISTING_PAUSE, LISTING_TRY};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A request's subject and JSON body.
 type Request = (String, String);
@@ -308,7 +309,7 @@ async fn ask_again(
         // milliseconds otherwise.
         let now = Instant::now();
         let left = deadline.saturating_duration_since(now);
-        let this_try = (now + (left / 4).max(Duration::from_secs(1))).min(deadline);
+        let this_try = (now + LISTING_TRY.of(left).max(LISTING_TRY.at_least)).min(deadline);
         let got = session.ask_all(asked, this_try).await;
         for (i, answer) in batch.into_iter().zip(got) {
             let again = match &answer {
@@ -326,7 +327,7 @@ async fn ask_again(
                 (_, answer) => answer,
             });
         }
-        let pause = Duration::from_millis(250);
+        let pause = LISTING_PAUSE;
         if todo.is_empty() || Instant::now() + pause >= deadline {
             break;
         }
@@ -367,6 +368,7 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn joined_futures_answer_in_order() {

@@ -22,6 +22,7 @@ pub mod state;
 use crate::config::{Auth, JsApi, Owner, ReaderChoice, ServerUrl, Setting};
 use crate::error::Error;
 use crate::facts::{ConsumerName, KnownSocket, Observed, Pod, Process, Rechecked, ServerAnswer};
+use natsprobe_core::timing::{LOOKUP_SHARE, MONITOR_SHARE};
 use sockets::owner::{self, OwnerError};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -238,8 +239,9 @@ impl Nats {
     ) -> Result<crate::facts::Connz, crate::facts::Unknown> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
         let from_monitor = monitor.map(|url| {
-            // Half the time that is left, the rest for the account's report.
-            let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
+            // Its share of the time that is left, the rest for the account's report.
+            let until = Instant::now()
+                + MONITOR_SHARE.of(deadline.saturating_duration_since(Instant::now()));
             self.runtime.block_on(connz::monitor::from_monitor(
                 url, wanted, ours, &self.name, until,
             ))
@@ -287,14 +289,16 @@ impl Nats {
     ) -> Result<Vec<crate::facts::LookedUp>, crate::facts::Unknown> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
         if let Some(url) = monitor {
-            let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
+            let until = Instant::now()
+                + LOOKUP_SHARE.of(deadline.saturating_duration_since(Instant::now()));
             return self
                 .runtime
                 .block_on(connz::monitor::lookup_monitor(url, cid, until));
         }
-        // Half the time that is left: a server that does not answer by name leaves the rest
-        // to matching by address.
-        let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
+        // Its share of the time that is left: a server that does not answer by name leaves the
+        // rest to matching by address.
+        let until =
+            Instant::now() + LOOKUP_SHARE.of(deadline.saturating_duration_since(Instant::now()));
         match &self.session {
             Ok(session) => self
                 .runtime

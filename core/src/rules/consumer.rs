@@ -256,11 +256,13 @@ pub fn judge(
     }
 }
 
-/// The previous sample as a run that did not look at the consumer at all keeps it (the pod
-/// held no connection to judge it by: NATS may have dropped it): the clocks start over. None
-/// when it is already so marked.
+/// The previous sample as a run that did not ask about the consumer at all keeps it: the pod
+/// held no connection to ask by, which for the consumer is NATS not there (the table's row:
+/// NATS may have dropped the connection, and an ack in flight with it), so the clocks start
+/// over. None when it is already so marked.
 pub fn unobserved(prev: &Sample) -> Option<Sample> {
-    (prev.gap != Gap::Resets).then(|| gapped(prev, Gap::Resets))
+    let gap = answers::Row::NotThere.clock();
+    (prev.gap != gap).then(|| gapped(prev, gap))
 }
 
 /// The previous sample with this run's gap added: once reset, reset.
@@ -527,14 +529,6 @@ fn verdict(v: Verdict) -> Outcome {
     };
     let moved_without_ack = v.progress == Some(Progress::WithoutAck);
     if stalled < v.window.duration {
-        // One sample whose last ack is recent: progressing, by the server's clock.
-        if v.unmeasured == Some(Unmeasured::FirstSample) && evidence == Evidence::LastActive {
-            if let Some(since) = f.age(f.ack_floor.last_active) {
-                if since < v.window.duration {
-                    return Outcome::Healthy(Healthy::Progressing(Moved::LastAck(since)));
-                }
-            }
-        }
         return Outcome::Healthy(Healthy::Waiting {
             stalled,
             evidence,
@@ -710,13 +704,19 @@ pub(crate) mod tests {
             ))))
         );
 
-        // Whole platform healthy under load, first look: a recent ack → OK.
+        // Whole platform healthy under load, first look: waiting 0.5 s by the server's own
+        // clock (the time since its last ack, no longer than since its last delivery) → OK.
+        // Progress is judged from the next look on: there is no "since" before it.
         let mut healthy = facts(50, 1, 2_000);
         healthy.ack_floor.last_active = ago(1.0);
         healthy.delivered.last_active = ago(0.5);
         assert_eq!(
             outcome(&found(healthy), None),
-            Outcome::Healthy(Healthy::Progressing(Moved::LastAck(Duration::from_secs(1))))
+            Outcome::Healthy(Healthy::Waiting {
+                stalled: Duration::from_millis(500),
+                evidence: Evidence::LastActive,
+                moved_without_ack: false,
+            })
         );
     }
 

@@ -52,8 +52,7 @@ use std::time::Instant;
 
 const PING_CONNZ: &str = "$SYS.REQ.ACCOUNT.PING.CONNZ";
 const PING_STATZ: &str = "$SYS.REQ.ACCOUNT.PING.STATZ";
-/// How long to wait for one more server's answer after the last.
-const QUIET: std::time::Duration = std::time::Duration::from_millis(100);
+use natsprobe_core::timing::{QUIET, STATZ_SHARE};
 
 /// The account's connections holding a subscription on each wanted subject; then, if this
 /// pod's (`ours`, as the server would see them) are not among them, the whole list.
@@ -161,7 +160,7 @@ impl Heard {
 /// silent). None when it cannot be asked or nobody answers: then reports are collected until
 /// a quiet moment.
 async fn holders(session: &Session, deadline: Instant) -> Option<BTreeSet<String>> {
-    let until = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 4;
+    let until = Instant::now() + STATZ_SHARE.of(deadline.saturating_duration_since(Instant::now()));
     let parse = |body: &[u8]| Ok(parse_statz(body));
     let name = |n: &Option<String>| n.clone();
     let answers = collect(

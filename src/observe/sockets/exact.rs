@@ -18,11 +18,12 @@ use super::netlink::{
     NLMSG_HDR_LEN, NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY,
 };
 use crate::facts::{KnownSocket, Socket};
+use natsprobe_core::timing::EXACT_PATIENCE as PATIENCE;
 use nix::errno::Errno;
 use nix::sys::socket::{self as sock, MsgFlags};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// nlmsghdr and inet_diag_req_v2: family, protocol, ext, pad, states, sockid.
 const REQUEST_LEN: usize = NLMSG_HDR_LEN + 56;
@@ -31,8 +32,6 @@ const FIRST_SEQ: u32 = 1;
 /// Questions per datagram: their answers (a few hundred bytes each) must fit in the socket's
 /// receive buffer, or the kernel drops them.
 const BATCH: usize = 32;
-/// The kernel answers in microseconds; a lookup that takes longer leaves the time to the walk.
-const PATIENCE: Duration = Duration::from_millis(100);
 
 /// Asks the kernel for each of `known` by its exact identity, a datagram of questions at a
 /// time, in the namespace of `netns_of` (or ours). Each answer in order: the socket found under
@@ -198,6 +197,7 @@ mod tests {
     use super::*;
     use crate::facts::{DiagId, TcpState};
     use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
 
     fn known(local: &str, remote: &str, cookie: u64) -> KnownSocket {
         KnownSocket {
