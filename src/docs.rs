@@ -76,43 +76,98 @@ mod tests {
         }
     }
 
-    /// docs/checks.md's principles are the rules': the table of what each answer does is
-    /// `consumer::gap_for`'s (every kind of answer a look can get, in its row), and the
-    /// schedule's one fraction of the window and `--sample-every`'s default are the code's.
+    /// docs/checks.md's words, principles and table are the core's: each word defined once,
+    /// at most eight principles, and the one table of answers `rules::answers`' own: every
+    /// cause a NATS answer can have in exactly its row, each row's clock, fault and exit as
+    /// the row does them, and the pod without a connection as NATS not there.
     #[test]
     fn the_principles_are_the_rules() {
-        use crate::facts::{Gap, Unknown};
-        use crate::rules::answers::clock as gap_for;
+        use crate::facts::Gap;
+        use crate::rules::answers::Row;
+        use crate::rules::cause::{self, Class};
         let checks = include_str!("../docs/checks.md");
-        let row = |starts: &str| {
-            checks
-                .lines()
-                .find(|l| l.starts_with(starts))
-                .unwrap_or_else(|| panic!("docs/checks.md has no row {starts}"))
+        let section = |heading: &str| {
+            let start = checks
+                .find(&format!("\n## {heading}\n"))
+                .unwrap_or_else(|| panic!("docs/checks.md has no section {heading}"));
+            let rest = &checks[start + heading.len() + 5..];
+            &rest[..rest.find("\n## ").unwrap_or(rest.len())]
         };
-        let late = row("| too late");
-        let refused = row("| the probe's login or request refused");
-        let trouble = row("| not reached, JetStream unavailable");
-        for (why, row) in [
-            (Unknown::Deadline, late),
-            (Unknown::JetStreamTimeout, late),
-            (Unknown::NotListed("n1 did not answer".into()), late),
-            (Unknown::Waiting(std::time::Duration::from_secs(5)), late),
-            (Unknown::Credentials, refused),
-            (Unknown::NotPermitted("$JS.API.>".into()), refused),
-            (Unknown::Unreachable("refused".into()), trouble),
-            (Unknown::TemporarilyUnavailable, trouble),
-            (Unknown::NoResponders, trouble),
-            (Unknown::Failed("?".into()), trouble),
+        let words = section("Words");
+        for word in [
+            "look",
+            "window",
+            "fresh",
+            "calm",
+            "not judged",
+            "carried",
+            "starts over",
         ] {
-            let says = row.split('|').nth(2).unwrap_or_default();
-            let resets = says.contains("starts over");
-            assert_eq!(gap_for(&why) == Gap::Resets, resets, "{why:?}: {row}");
-            assert_eq!(row.contains("stands"), !resets, "{why:?}: {row}");
+            assert!(
+                words.contains(&format!("- **{word}**:")),
+                "docs/checks.md's words do not define {word}"
+            );
         }
+        let principles = section("The principles")
+            .lines()
+            .filter(|l| {
+                l.split_once(". **")
+                    .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+            })
+            .count();
+        assert!((1..=8).contains(&principles), "{principles} principles");
+        let table = section("What each answer does");
+        let row = |starts: &str| {
+            table
+                .lines()
+                .find(|l| l.starts_with(&format!("| {starts}")))
+                .unwrap_or_else(|| panic!("docs/checks.md's table has no row {starts}"))
+        };
+        let cell = |row: &str, n: usize| {
+            let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+            cells.get(n).copied().unwrap_or_default().to_string()
+        };
+        for r in Row::ALL {
+            let line = row(r.words());
+            let causes: Vec<&str> = cause::ALL
+                .iter()
+                .filter(|c| c.row() == Some(r))
+                .map(|c| c.as_str())
+                .collect();
+            let listed: Vec<String> = cell(line, 1)
+                .split(", ")
+                .map(|c| c.trim_matches('`').to_string())
+                .collect();
+            assert_eq!(listed, causes, "{line}");
+            let clock = cell(line, 2);
+            assert_eq!(
+                clock.starts_with("counts"),
+                r.clock() == Gap::None,
+                "{line}"
+            );
+            assert_eq!(
+                clock.starts_with("starts over"),
+                r.clock() == Gap::Resets,
+                "{line}"
+            );
+            assert_eq!(
+                cell(line, 3).starts_with("stands"),
+                r.clock() == Gap::None,
+                "{line}"
+            );
+            assert_eq!(
+                cell(line, 4).contains("exit 2 once it lasted the window, if never judged"),
+                r.class() == Class::ConfigurationIfNeverJudged,
+                "{line}"
+            );
+        }
+        // A run that holds no connection to ask by: NATS not there, for the consumers.
+        let not_asked = row("not asked");
+        assert!(cell(not_asked, 2).starts_with("starts over"));
+        assert_eq!(Row::NotThere.clock(), Gap::Resets);
         let flat = checks.split_whitespace().collect::<Vec<_>>().join(" ");
         let (n, d) = natsprobe_core::timing::WINDOW_SHARE;
-        assert!(flat.contains(&format!("would come after {n}/{d} of the window")));
+        assert!(flat.contains(&format!("inside {n}/{d} of the least window")));
         assert_eq!(natsprobe_core::timing::SAMPLE_EVERY_SHARE, (3, 4));
         assert!(flat.contains("(default ¾ of `--stall-after`: 45s)"));
     }

@@ -637,3 +637,166 @@ fn acks_a_restarting_server_forgot_are_progress() {
     };
     assert_eq!(restarted_at(&t.play()), None);
 }
+
+/// Every change of a consumer's state (`Outcome::state`) from one run to the next that reports
+/// it, over every kind of consumer, answer, ack pace, `ack_wait` and client age: (from, to),
+/// with `[*]` for a consumer's first report.
+fn transitions() -> std::collections::BTreeSet<(&'static str, &'static str)> {
+    let behaviours = [
+        Behaviour::Acking,
+        Behaviour::Idle,
+        Behaviour::Quiet { until: 20_000 },
+        Behaviour::Paused,
+        Behaviour::Recreated { at: 20_000 },
+        Behaviour::Wedged {
+            at: 10_000,
+            until: 40_000,
+        },
+        Behaviour::Wedged {
+            at: 10_000,
+            until: Ms::MAX,
+        },
+        Behaviour::Losing {
+            at: 10_000,
+            rate: 10,
+        },
+        Behaviour::Unbound { at: 10_000 },
+        Behaviour::Absent { at: 10_000 },
+        Behaviour::Unbound { at: 0 },
+        Behaviour::Absent { at: 0 },
+    ];
+    let late = Answer::Not(Unknown::Deadline);
+    let unreachable = Answer::Not(Unknown::Unreachable("connection refused".into()));
+    let answers = [
+        vec![Answer::OnTime],
+        vec![Answer::OnTime, late.clone()],
+        vec![Answer::OnTime, unreachable.clone()],
+        vec![Answer::OnTime, Answer::Restarted],
+        vec![
+            Answer::OnTime,
+            Answer::OnTime,
+            Answer::Not(Unknown::Credentials),
+            Answer::Not(Unknown::TemporarilyUnavailable),
+        ],
+        vec![unreachable, Answer::OnTime, late],
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for behaviour in behaviours {
+        for answers in &answers {
+            for (every, ack_wait, started) in [
+                (500, 200, -100_000),
+                (1000, 1000, -100_000),
+                (3000, 200, -100_000),
+                (1000, 200, 12_000),
+            ] {
+                let mut world =
+                    World::new(consumers(1, &[behaviour], every, ack_wait), answers.clone());
+                world.client.started = started;
+                world.client.reconnects = vec![started];
+                let check = world.check(4000, 0);
+                let mut last = "[*]";
+                for i in 0..80 {
+                    let ran = world.run(&check, i * 1000);
+                    let Ok(e) = &ran.ended else { continue };
+                    if let Some(c) = e.consumers.first() {
+                        let state = c.outcome.state(c.carried.is_some());
+                        if state != last {
+                            seen.insert((last, state));
+                        }
+                        last = state;
+                    }
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// docs/checks.md's diagram of a consumer's verdict is the run's: its states are
+/// `consumer::STATES`; every change of state the run makes is drawn (an edge from or to a
+/// composite state stands for each state inside it), and every edge drawn happens.
+#[test]
+fn the_diagram_is_the_runs() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let doc = include_str!("../../docs/checks.md");
+    let start = doc
+        .find("```mermaid")
+        .expect("a Mermaid diagram in docs/checks.md");
+    let block = &doc[start..];
+    let block = &block[..block[3..].find("```").unwrap() + 3];
+    let mut composites: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut leaves: BTreeSet<&str> = BTreeSet::new();
+    let mut edges: Vec<(&str, &str)> = Vec::new();
+    let mut inside: Option<&str> = None;
+    for line in block.lines().skip(1) {
+        let line = line.trim();
+        if let Some(name) = line
+            .strip_prefix("state ")
+            .and_then(|l| l.strip_suffix(" {"))
+        {
+            inside = Some(name);
+            composites.insert(name, BTreeSet::new());
+            continue;
+        }
+        if line == "}" {
+            inside = None;
+            continue;
+        }
+        let mut states: Vec<&str> = Vec::new();
+        match line.split_once(" --> ") {
+            Some((from, to)) => {
+                let to = to.split(':').next().unwrap().trim();
+                edges.push((from.trim(), to));
+                states.extend([from.trim(), to]);
+            }
+            None if line.split_whitespace().count() == 1
+                && !line.starts_with("```")
+                && line != "stateDiagram-v2" =>
+            {
+                states.push(line)
+            }
+            None => continue,
+        }
+        for s in states.into_iter().filter(|s| *s != "[*]") {
+            if let Some(c) = inside {
+                composites.get_mut(c).unwrap().insert(s);
+            }
+            leaves.insert(s);
+        }
+    }
+    for c in composites.keys() {
+        leaves.remove(c);
+    }
+    let states: BTreeSet<&str> = crate::rules::consumer::STATES.into_iter().collect();
+    assert_eq!(leaves, states, "the diagram's states");
+    let expand = |s: &str| -> BTreeSet<String> {
+        match composites.get(s) {
+            Some(members) => members.iter().map(|m| m.to_string()).collect(),
+            None => [s.to_string()].into(),
+        }
+    };
+    let covers = |(from, to): (&str, &str), (a, b): (&str, &str)| {
+        let inner = composites
+            .values()
+            .any(|m| m.contains(from) && m.contains(to));
+        let within = composites.values().any(|m| m.contains(a) && m.contains(b));
+        expand(from).contains(a) && expand(to).contains(b) && (inner || !within || from == "[*]")
+    };
+    let seen = transitions();
+    for &t in &seen {
+        assert!(
+            edges.iter().any(|&e| covers(e, t)),
+            "the run goes {} --> {}, which the diagram does not draw",
+            t.0,
+            t.1
+        );
+    }
+    for &e in &edges {
+        assert!(
+            seen.iter().any(|&t| covers(e, t)),
+            "the diagram draws {} --> {}, which the run never does",
+            e.0,
+            e.1
+        );
+    }
+}

@@ -60,6 +60,8 @@ pub enum Behaviour {
     Acking,
     /// Nothing waiting, ever.
     Idle,
+    /// Nothing waiting until `at`, then acking with work waiting.
+    Quiet { until: Ms },
     /// Paused (2.11+), work waiting.
     Paused,
     /// Acking; deleted and created again under the same name at `at`.
@@ -479,6 +481,7 @@ impl World {
             return Observed::ConsumerMissing;
         };
         let until = match c.behaviour {
+            Behaviour::Quiet { until } if now < until => Ms::MIN,
             Behaviour::Wedged { at, until } if now < until => now.min(at),
             Behaviour::Losing { at, .. } => now.min(at),
             Behaviour::Absent { at } if now >= at => return Observed::ConsumerMissing,
@@ -492,6 +495,7 @@ impl World {
         let seen = |t: Option<Ms>| t.filter(|t| *t >= self.restarted).map(|t| (EPOCH + t) * NS);
         let waiting: u64 = match c.behaviour {
             Behaviour::Idle => 0,
+            Behaviour::Quiet { until } if now < until => 0,
             _ => 50,
         };
         let mut facts = ConsumerFacts::example(

@@ -6,7 +6,8 @@ use super::human::{self, consumer::consumer_phrase, consumer::describe_previous}
 use super::input::CheckInput;
 use super::remembered::{found_word, sampling_word};
 use super::words::retention;
-use crate::facts::{ConsumerFacts, Lookup, Observed, Route, Socket, StreamFacts, Walked};
+use crate::facts::{ConsumerFacts, Lookup, Observed, Process, Route, Socket, StateDirUsed};
+use crate::facts::{StreamFacts, TcpInfo, Walked};
 use crate::rules::answers;
 use crate::rules::cause::{Class, Standing};
 use crate::rules::check::Health;
@@ -43,7 +44,7 @@ pub struct CheckReport {
     pub subscriptions: Vec<SubscriptionSection>,
     /// Where the samples were kept, and the places passed over; absent when none was needed.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state_dir: Option<StateDirSection>,
+    pub state_dir: Option<StateDirUsed>,
     /// Where the consumers were asked: present when a domain or prefix was given, or the
     /// server announced a JetStream domain of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,13 +57,6 @@ pub struct CheckReport {
     /// The `-v` lines under it.
     #[serde(skip)]
     pub details: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StateDirSection {
-    pub path: String,
-    /// Each place passed over before it, with why (`[path, why]`).
-    pub passed_over: Vec<[String; 2]>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,11 +106,11 @@ pub struct ConnectionSection {
     /// ESTABLISHED connections whose peer is gone (`--half-open-after`).
     pub half_open: Vec<HalfOpenJson>,
     pub other_states: BTreeMap<&'static str, usize>,
-    pub processes: Vec<ProcessJson>,
+    pub processes: Vec<Process>,
     /// The routes through which a counted socket counts: it is held as `held_as`, and stands
     /// for `dialled`, a server URL's address.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub routes: Vec<RouteJson>,
+    pub routes: Vec<Route>,
     pub netns_of: Option<u32>,
     pub reader: &'static str,
     pub reader_fallback: Option<String>,
@@ -143,12 +137,6 @@ pub struct HalfOpenJson {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ProcessJson {
-    pub pid: u32,
-    pub name: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
 pub struct SocketJson {
     pub state: &'static str,
     pub local: String,
@@ -158,24 +146,10 @@ pub struct SocketJson {
     /// The kernel's traffic facts (`tcp_info`, or what /proc has); null fields were not
     /// given by the reader.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp: Option<TcpJson>,
+    pub tcp: Option<TcpInfo>,
     /// The process holding it (`diagnose` only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub holder: Option<ProcessJson>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TcpJson {
-    pub unacked_bytes: u32,
-    pub unread_bytes: u32,
-    pub unacked_segments: Option<u32>,
-    pub retransmits: u32,
-    pub total_retransmits: Option<u32>,
-    pub backoff: Option<u32>,
-    pub rto_ms: Option<u32>,
-    pub last_data_recv_ms: Option<u32>,
-    pub last_ack_recv_ms: Option<u32>,
-    pub last_data_sent_ms: Option<u32>,
+    pub holder: Option<Process>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -193,26 +167,7 @@ pub struct AnswerJson {
     pub detail: String,
     /// Where a connection to the URL may be held besides the address dialled.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub routes: Vec<RouteJson>,
-}
-
-/// A socket to `held_as` is a connection to `dialled`: `via` `socket_lb` (the probe's own
-/// connection to `dialled` was held as `held_as`: socket-level load balancing), `cluster_peer`
-/// (the server announced it in `connect_urls`), `same_nats` (it answered, asked directly, as
-/// the same NATS) or `counted` (a healthy run counted it so).
-#[derive(Debug, Clone, Serialize)]
-pub struct RouteJson {
-    pub dialled: String,
-    pub held_as: String,
-    pub via: &'static str,
-}
-
-pub fn route_json(r: &Route) -> RouteJson {
-    RouteJson {
-        dialled: r.dialled.to_string(),
-        held_as: r.held_as.to_string(),
-        via: r.via.kind(),
-    }
+    pub routes: Vec<Route>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -222,6 +177,10 @@ pub struct ConsumerSection {
     pub durable: String,
     /// `healthy`, `unhealthy`, `not_judged` or `configuration_error`.
     pub verdict: &'static str,
+    /// Its verdict in one word (`rules::consumer::STATES`, docs/checks.md's diagram):
+    /// `unmeasured`, `idle`, `paused`, `waiting`, `progressing`, `cannot_tell`, `excused`,
+    /// `stalled`, `losing`, `unbound`, `gone`, `not_judged` or `carried`.
+    pub state: &'static str,
     /// Why it was not judged: `unreachable`, `not_permitted`, `timeout`,
     /// `jetstream_unavailable` or `failed`.
     pub not_judged: Option<&'static str>,
@@ -243,7 +202,7 @@ pub struct ConsumerSection {
     /// waits on such a stream: what the in-pod check cannot see past.
     pub retention_deletes_unacked: Option<String>,
     pub facts: Option<ConsumerFactsJson>,
-    pub stream_facts: Option<StreamFactsJson>,
+    pub stream_facts: Option<StreamFacts>,
     pub previous_sample: Option<String>,
     pub state_problem: Option<String>,
 }
@@ -282,18 +241,6 @@ pub struct SequenceJson {
     pub last_active_ago_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct StreamFactsJson {
-    pub retention: String,
-    pub discard: String,
-    pub max_msgs: Option<u64>,
-    pub max_bytes: Option<u64>,
-    pub max_age_ms: Option<u64>,
-    pub max_msgs_per_subject: Option<u64>,
-    pub first_seq: u64,
-    pub last_seq: u64,
-}
-
 /// The check's report: each section from its part of the input, and the words.
 pub fn check(input: &CheckInput) -> CheckReport {
     CheckReport {
@@ -310,18 +257,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
             .iter()
             .map(|s| subscription_section(s, input))
             .collect(),
-        state_dir: input
-            .observations
-            .state_dir
-            .as_ref()
-            .map(|d| StateDirSection {
-                path: d.path.clone(),
-                passed_over: d
-                    .skipped
-                    .iter()
-                    .map(|(p, why)| [p.clone(), why.clone()])
-                    .collect(),
-            }),
+        state_dir: input.observations.state_dir.clone(),
         jetstream: (!input.js_api.is_local() || input.observations.server_domain.is_some()).then(
             || JetStreamSection {
                 api: input.js_api.base(),
@@ -369,15 +305,8 @@ fn connection_section(input: &CheckInput) -> ConnectionSection {
             .into_iter()
             .map(|(s, n)| (s.name(), n))
             .collect(),
-        processes: pod
-            .processes
-            .iter()
-            .map(|p| ProcessJson {
-                pid: p.pid,
-                name: p.name.clone(),
-            })
-            .collect(),
-        routes: c.routes.iter().map(route_json).collect(),
+        processes: pod.processes.clone(),
+        routes: c.routes.clone(),
         netns_of: pod.netns_of,
         reader: pod.scan.reader.name(),
         reader_fallback: pod.scan.fallback.clone(),
@@ -414,10 +343,7 @@ fn server_section(input: &CheckInput) -> Option<ServerSection> {
                 url: a.url.clone(),
                 answer: a.answer.kind(),
                 detail: a.answer.to_string(),
-                routes: connection::routes(std::slice::from_ref(a))
-                    .iter()
-                    .map(route_json)
-                    .collect(),
+                routes: connection::routes(std::slice::from_ref(a)),
             })
             .collect(),
         when_server_down: match input.policy.when_server_down {
@@ -430,9 +356,8 @@ fn server_section(input: &CheckInput) -> Option<ServerSection> {
 /// Why a check could not run (or compare), and whether that passes or is the configuration.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct StandingJson {
-    /// `rules::cause::Cause::as_str`: `credentials`, `not_permitted`, `cannot_match`,
-    /// `too_far_apart`, `no_state_dir`, `unreachable`, `timeout`, `jetstream_unavailable`,
-    /// `failed`.
+    /// `rules::cause::Cause::as_str`: `unreachable`, `timeout`, `credentials`, ... (the table
+    /// of causes in docs/reference.md).
     pub cause: &'static str,
     /// `transient` (cannot judge now) or `configuration` (can never judge as configured).
     pub class: &'static str,
@@ -471,18 +396,7 @@ fn socket_json(s: &Socket) -> SocketJson {
         remote: s.remote.to_string(),
         uid: s.uid,
         inode: s.inode,
-        tcp: s.info.map(|i| TcpJson {
-            unacked_bytes: i.unacked_bytes,
-            unread_bytes: i.unread_bytes,
-            unacked_segments: i.unacked_segments,
-            retransmits: i.retransmits,
-            total_retransmits: i.total_retransmits,
-            backoff: i.backoff,
-            rto_ms: i.rto_ms,
-            last_data_recv_ms: i.last_data_recv_ms,
-            last_ack_recv_ms: i.last_ack_recv_ms,
-            last_data_sent_ms: i.last_data_sent_ms,
-        }),
+        tcp: s.info,
         holder: None,
     }
 }
@@ -493,9 +407,7 @@ fn millis(d: Duration) -> u64 {
 
 fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
     let (facts, stream) = match &r.seen.observed {
-        Observed::Found { facts, stream } => {
-            (Some(facts_json(facts)), stream.as_ref().map(stream_json))
-        }
+        Observed::Found { facts, stream } => (Some(facts_json(facts)), stream.clone()),
         _ => (None, None),
     };
     let (stalled, evidence) = match &r.outcome {
@@ -524,6 +436,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         stream: r.seen.name.stream.clone(),
         durable: r.seen.name.durable.clone(),
         verdict: r.health().as_str(),
+        state: r.outcome.state(r.carried.is_some()),
         not_judged: match &r.outcome {
             Outcome::NotJudged(why) => Some(answers::meaning(why).word),
             _ => None,
@@ -611,19 +524,6 @@ fn facts_json(f: &ConsumerFacts) -> ConsumerFactsJson {
         max_ack_pending: f.max_ack_pending,
         paused: f.paused,
         server_ts: f.ts.is_some(),
-    }
-}
-
-fn stream_json(s: &StreamFacts) -> StreamFactsJson {
-    StreamFactsJson {
-        retention: s.retention.clone(),
-        discard: s.discard.clone(),
-        max_msgs: s.max_msgs,
-        max_bytes: s.max_bytes,
-        max_age_ms: s.max_age.map(millis),
-        max_msgs_per_subject: s.max_msgs_per_subject,
-        first_seq: s.first_seq,
-        last_seq: s.last_seq,
     }
 }
 

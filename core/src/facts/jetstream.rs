@@ -130,8 +130,8 @@ impl ConsumerFacts {
 }
 
 /// A stream's retention settings and where it now begins: what decides whether the server can
-/// delete a message a consumer has not acknowledged.
-#[derive(Debug, Clone, PartialEq)]
+/// delete a message a consumer has not acknowledged. Its JSON is the check's `stream_facts`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamFacts {
     /// `limits`, `interest` or `workqueue`.
     pub retention: String,
@@ -140,11 +140,21 @@ pub struct StreamFacts {
     /// None: unlimited (the server's -1 or 0).
     pub max_msgs: Option<u64>,
     pub max_bytes: Option<u64>,
+    #[serde(rename = "max_age_ms", serialize_with = "millis")]
     pub max_age: Option<Duration>,
     pub max_msgs_per_subject: Option<u64>,
+    #[serde(skip)]
     pub discard_new_per_subject: bool,
     pub first_seq: u64,
     pub last_seq: u64,
+}
+
+/// A duration in JSON: whole milliseconds.
+fn millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+        None => s.serialize_none(),
+    }
 }
 
 /// Why the server could not say how a consumer is: the consumer is not judged.

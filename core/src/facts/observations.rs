@@ -9,6 +9,7 @@ use super::server::ServerAnswer;
 use super::sockets::{Holder, Process, SocketScan};
 use alloc::collections::BTreeMap;
 use core::time::Duration;
+use serde::Serialize;
 
 /// Everything one run observed. Filled lazily, in the order the rules ask for it: the common
 /// path is one socket read; the servers and JetStream are asked only when the verdict needs
@@ -41,10 +42,12 @@ pub struct Observations {
     pub sampling: Option<Sampling>,
 }
 
-/// The state dir a run used (`state::open`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The state dir a run used, and each place passed over before it, with why (the check's
+/// JSON `state_dir`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StateDirUsed {
     pub path: String,
+    #[serde(rename = "passed_over")]
     pub skipped: Vec<(String, String)>,
 }
 

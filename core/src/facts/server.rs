@@ -5,6 +5,7 @@ use crate::prelude::*;
 
 use core::fmt;
 use core::net::SocketAddr;
+use serde::Serialize;
 
 /// What one server said to a connect: NATS sends `INFO {...}` the moment it accepts one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +91,7 @@ pub struct Identity {
 /// server at `dialled` announced `held_as` as a member of its cluster (`Via::ClusterPeer`), or
 /// a healthy run counted a connection held as `held_as` for `dialled` (`Via::Counted`: that
 /// connection only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Route {
     pub dialled: SocketAddr,
     pub held_as: SocketAddr,
@@ -112,6 +113,13 @@ pub enum Via {
     /// A healthy run counted the connection from `local` held so (the exact lookup's memory):
     /// that connection, while it lasts, and no other.
     Counted { local: SocketAddr },
+}
+
+/// A route's JSON says how it was learned, in its word.
+impl Serialize for Via {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.kind())
+    }
 }
 
 impl Via {

@@ -152,7 +152,7 @@ pub enum Walked {
 
 /// The kernel's view of a connection's traffic: from sock_diag's `tcp_info`
 /// (`INET_DIAG_INFO`), or the little /proc/net/tcp has. What a reader cannot give is None.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
 pub struct TcpInfo {
     /// Bytes written and not yet acknowledged by the peer (the send queue; `tx_queue`).
     pub unacked_bytes: u32,
@@ -237,7 +237,7 @@ mod tests {
 }
 
 /// A process whose sockets count (`--pid`, `--process`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Process {
     pub pid: u32,
     pub name: String,

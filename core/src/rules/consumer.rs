@@ -199,6 +199,48 @@ pub enum Outcome {
     NotJudged(Unknown),
 }
 
+/// A consumer's verdict in one word: the JSON's `state`, and the states of docs/checks.md's
+/// diagram (tested to be these).
+pub const STATES: [&str; 13] = [
+    "unmeasured",
+    "idle",
+    "paused",
+    "waiting",
+    "progressing",
+    "cannot_tell",
+    "excused",
+    "stalled",
+    "losing",
+    "unbound",
+    "gone",
+    "not_judged",
+    "carried",
+];
+
+impl Outcome {
+    /// Its word among `STATES`; `carried`: a run that could not look reports the fault the
+    /// last look saw.
+    pub fn state(&self, carried: bool) -> &'static str {
+        match self {
+            _ if carried => "carried",
+            Outcome::Healthy(Healthy::Unmeasured(_)) => "unmeasured",
+            Outcome::Healthy(Healthy::Idle) => "idle",
+            Outcome::Healthy(Healthy::Paused) => "paused",
+            Outcome::Healthy(Healthy::Waiting { .. }) => "waiting",
+            Outcome::Healthy(Healthy::Progressing(_)) => "progressing",
+            Outcome::Healthy(Healthy::CannotTell { .. }) => "cannot_tell",
+            Outcome::Healthy(Healthy::YoungClient { .. } | Healthy::ClientAgeUnknown { .. }) => {
+                "excused"
+            }
+            Outcome::Unhealthy(Fault::Stalled { .. }) => "stalled",
+            Outcome::Unhealthy(Fault::Retention { .. }) => "losing",
+            Outcome::Unhealthy(Fault::Unbound { .. }) => "unbound",
+            Outcome::Unhealthy(Fault::StreamMissing | Fault::ConsumerMissing) => "gone",
+            Outcome::NotJudged(_) => "not_judged",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     pub outcome: Outcome,

@@ -8,7 +8,7 @@ mod style;
 
 pub use style::{Line, Style};
 
-use super::check::{check, CheckReport, ProcessJson};
+use super::check::{check, CheckReport};
 use super::human::subscription::{subscription_name, subscription_phrase, subscription_subject};
 use super::human::{self, details::state_dir};
 use super::input::CheckInput;
@@ -109,10 +109,7 @@ fn document(input: &CheckInput, holders: &HashMap<u64, Process>) -> CheckReport 
     document.command = "diagnose";
     if let Some(sockets) = &mut document.connection.sockets {
         for s in sockets.iter_mut() {
-            s.holder = holders.get(&s.inode).map(|p| ProcessJson {
-                pid: p.pid,
-                name: p.name.clone(),
-            });
+            s.holder = holders.get(&s.inode).cloned();
         }
     }
     document
