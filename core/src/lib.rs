@@ -18,6 +18,7 @@ pub mod state;
 #[cfg(test)]
 mod timelines;
 pub mod timing;
+#[cfg(any(test, feature = "sim"))]
 pub mod world;
 
 /// What every module of the core uses from `alloc`.

@@ -664,6 +664,10 @@ fn transitions() -> std::collections::BTreeSet<(&'static str, &'static str)> {
         Behaviour::Absent { at: 10_000 },
         Behaviour::Unbound { at: 0 },
         Behaviour::Absent { at: 0 },
+        Behaviour::Wedged {
+            at: -100_000,
+            until: Ms::MAX,
+        },
     ];
     let late = Answer::Not(Unknown::Deadline);
     let unreachable = Answer::Not(Unknown::Unreachable("connection refused".into()));

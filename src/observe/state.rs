@@ -4,7 +4,7 @@
 //! verdict (`observe::kept`). Each file names its own key (`Key`: the servers as shown and
 //! what the check looks at) and its version, is written to a temporary file and renamed
 //! (never an older state over a newer one, under the dir's `.lock`), is read without following
-//! a symlink, at most 64 KiB. A missing, corrupt, foreign or symlinked file is nothing
+//! a symlink, at most 256 KiB. A missing, corrupt, foreign or symlinked file is nothing
 //! remembered, never a fault, and a state dir that cannot be used makes every run a first
 //! (and says so): the probe still answers. Files of another version, and the older layout's
 //! files (one per consumer, look, subscription, cause and set of sockets), are never read:
@@ -278,7 +278,7 @@ impl StateDir {
     }
 
     /// A small file's bytes, read without following a symlink; None when missing, a symlink,
-    /// unreadable or larger than any state file (64 KiB).
+    /// unreadable or larger than any state file (256 KiB).
     pub fn read_small(&self, path: &Path) -> Option<Vec<u8>> {
         let file = OpenOptions::new()
             .read(true)

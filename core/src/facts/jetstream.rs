@@ -91,6 +91,7 @@ impl ConsumerFacts {
     /// A bound push consumer in a deliver group (`max_ack_pending: 1`, `ack_wait` 30 s), as a
     /// 2.10 server describes it at `ts` with no ack since it started: where the examples and the
     /// simulated world begin.
+    #[cfg(any(test, feature = "sim"))]
     pub fn example(pending: u64, ack_pending: u64, floor: u64, ts: ServerTime) -> ConsumerFacts {
         ConsumerFacts {
             stream: "TF_RAW".into(),

@@ -19,7 +19,7 @@ pub fn may_decide(asked: usize) -> bool {
 }
 
 /// The most connections a run keeps for the next: the check's state file is read whole every
-/// run (at most 64 KiB), and a pod holding more connections to NATS than this walks.
+/// run (at most 256 KiB), and a pod holding more connections to NATS than this walks.
 pub const MAX_REMEMBERED: usize = 64;
 
 /// What to keep for the next run: each live connection counted (ESTABLISHED, not half-open)

@@ -14,6 +14,7 @@ pub mod exact;
 pub mod guard;
 pub mod judged;
 pub mod remembered;
+#[cfg(any(test, feature = "sim"))]
 pub mod restart;
 pub mod retention;
 pub mod serve;
