@@ -1160,3 +1160,707 @@ fn our_sockets(connections: &Connections) -> (Vec<Socket>, Vec<Socket>) {
 fn ms(millis: i64) -> Duration {
     Duration::from_millis(millis.max(0) as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The run's decisions, one by one: which asks it makes and when, what it keeps, and what
+    //! it ends with. Through the simulated world (`world`), and fed by hand where an answer
+    //! the world does not give is the point.
+    use super::*;
+    use crate::facts::{Answer as Info, Reached, TcpState};
+    use crate::rules::consumer::{Fault, Healthy, Policy};
+    use crate::rules::remembered::TrustSetting;
+    use crate::world::{self, Answer, Behaviour, Consumer, Ms, Subscription, World};
+    use std::vec;
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn consumer(behaviour: Behaviour) -> Consumer {
+        Consumer {
+            name: world::name("S", "D"),
+            behaviour,
+            every: 1000,
+            ack_wait: 1000,
+        }
+    }
+
+    fn world(behaviour: Behaviour, answers: Vec<Answer>) -> World {
+        let mut w = World::new(vec![consumer(behaviour)], answers);
+        w.client.started = -1_000_000;
+        w
+    }
+
+    fn deaf_at(w: &mut World, at: Option<Ms>, direct: bool) {
+        w.subscription = Some(Subscription {
+            wanted: Wanted {
+                subject: "events.>".into(),
+                queue: None,
+            },
+            deaf_at: at,
+            account_connections: 100,
+            direct,
+        });
+    }
+
+    /// A check of the sockets alone.
+    fn sockets_only(w: &World) -> Check {
+        Check {
+            consumers: Vec::new(),
+            ..w.check(4000, 3000)
+        }
+    }
+
+    fn socket(local: &str, remote: &str, inode: u64) -> crate::facts::Socket {
+        crate::facts::Socket {
+            local: local.parse().unwrap(),
+            remote: remote.parse().unwrap(),
+            state: TcpState::Established,
+            inode,
+            uid: 1000,
+            info: None,
+            diag: Some(crate::facts::DiagId {
+                cookie: inode,
+                interface: 0,
+            }),
+        }
+    }
+
+    fn pod(sockets: Vec<crate::facts::Socket>) -> Pod {
+        Pod {
+            processes: Vec::new(),
+            owned: None,
+            scan: SocketScan {
+                sockets,
+                reader: Reader::Netlink,
+                fallback: None,
+                skipped_lines: 0,
+                lookup: Lookup::Walk(Walked::NotTried),
+            },
+            netns_of: None,
+        }
+    }
+
+    fn start(kept: Kept) -> Start {
+        Start {
+            kept,
+            place: Ok(StateDirUsed {
+                path: "/tmp/s".into(),
+                skipped: Vec::new(),
+            }),
+            previous_run_ms: None,
+            now_ms: NOW,
+        }
+    }
+
+    /// What a run asked, in order, as words.
+    fn asks(run: &Run) -> &'static str {
+        match run.ask() {
+            None => "done",
+            Some(Ask::Exact(_)) => "exact",
+            Some(Ask::Walk(_)) => "walk",
+            Some(Ask::Servers) => "servers",
+            Some(Ask::Identities(_)) => "identities",
+            Some(Ask::Consumers(_)) => "consumers",
+            Some(Ask::Lookups(_)) => "lookups",
+            Some(Ask::Connz { .. }) => "connz",
+            Some(Ask::ClientAge(_)) => "client age",
+            Some(Ask::Store(_)) => "store",
+        }
+    }
+
+    /// A check of the sockets alone asks the kernel for exactly the connections the last
+    /// healthy run counted, and is decided by them while they are as they were; a changed or
+    /// failed lookup walks. `diagnose`, a check that asks the server, and the /proc reader
+    /// always walk.
+    #[test]
+    fn the_exact_lookup_decides_a_socket_check_alone() {
+        let mut w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = sockets_only(&w);
+        let first = w.run(&check, 0);
+        assert!(first.asked.walk && !first.asked.exact && first.asked.stored);
+        assert_eq!(first.exit, 0);
+        let kept = w.kept().unwrap().sockets.clone();
+        assert_eq!(kept.len(), 1);
+        let second = w.run(&check, 1000);
+        assert!(second.asked.exact && !second.asked.walk && !second.asked.stored);
+        let e = second.ended.unwrap();
+        assert_eq!(e.observations.pod.scan.lookup, Lookup::Exact { remembered: 1 });
+        assert_eq!(e.verdict.reason, crate::rules::check::Reason::Connected);
+        // A reconnect: the remembered connection is gone, the table walked, the new one kept.
+        w.client.reconnects = vec![1500];
+        let third = w.run(&check, 2000);
+        assert!(third.asked.exact && third.asked.walk && third.asked.stored);
+        let e = third.ended.unwrap();
+        assert_eq!(
+            e.observations.pod.scan.lookup,
+            Lookup::Walk(Walked::Changed {
+                remembered: 1,
+                live: 0
+            })
+        );
+        assert_ne!(w.kept().unwrap().sockets, kept);
+        // diagnose walks, and keeps nothing of the connections.
+        let before = w.kept().unwrap().sockets.clone();
+        w.client.reconnects = vec![1500, 2500];
+        let diagnose = Check {
+            diagnose: true,
+            ..check.clone()
+        };
+        let d = w.run(&diagnose, 3000);
+        assert!(!d.asked.exact && d.asked.walk && !d.asked.stored);
+        assert_eq!(w.kept().unwrap().sockets, before);
+        // The /proc reader has no exact question.
+        let proc = Check {
+            exact: false,
+            ..check.clone()
+        };
+        assert!(!w.run(&proc, 4000).asked.exact);
+        // Nor has a check that asks the server: a consumer, a subscription, or both.
+        let mut subscribed = world(Behaviour::Acking, vec![Answer::OnTime]);
+        deaf_at(&mut subscribed, None, false);
+        let core_only = Check {
+            consumers: Vec::new(),
+            own_subscription: false,
+            subscriptions: vec![subscribed.subscription.clone().unwrap().wanted],
+            ..subscribed.check(4000, 3000)
+        };
+        assert_eq!(core_only.subscriptions.len(), 1);
+        for check in [w.check(4000, 3000), subscribed.check(4000, 3000), core_only] {
+            for t in [0, 1000] {
+                let ran = subscribed.run(&check, 10_000 + t);
+                assert!(!ran.asked.exact && ran.asked.walk, "{check:?}");
+            }
+        }
+        let lookup_failed = {
+            let mut run = Run::new(&check, start(Kept::State(w.kept().unwrap().clone())));
+            assert_eq!(asks(&run), "exact");
+            run.feed(Seen::Exact(Err("netlink refused".into())));
+            assert_eq!(asks(&run), "walk");
+            run.feed(Seen::Walk(pod(Vec::new())));
+            run.walked
+        };
+        assert_eq!(lookup_failed, Walked::LookupFailed);
+    }
+
+    /// A pod that holds its connection costs the server nothing: the servers are asked only
+    /// without a connection, and only with `--server`.
+    #[test]
+    fn the_servers_are_asked_only_without_a_connection() {
+        let mut w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = sockets_only(&w);
+        assert!(!w.run(&check, 0).asked.servers);
+        w.client.gave_up = Some(500);
+        let gave_up = w.run(&check, 1000);
+        assert!(gave_up.asked.servers);
+        assert_eq!(gave_up.exit, 1);
+        let without = Check {
+            connection: connection::Policy {
+                server: false,
+                ..check.connection.clone()
+            },
+            ..check.clone()
+        };
+        let ran = w.run(&without, 2000);
+        assert!(!ran.asked.servers);
+        assert_eq!(ran.exit, 1);
+        // NATS not answering either: a restart would not help.
+        let mut down = world(Behaviour::Acking, vec![Answer::Not(Unknown::Unreachable("refused".into()))]);
+        down.client.gave_up = Some(0);
+        assert_eq!(down.run(&check, 1000).exit, 0);
+    }
+
+    /// Where a server's answer shows the probe's own connection held elsewhere (socket-level
+    /// load balancing), the sockets to that port are read too and count for the URL; a
+    /// client socket to that port that still counts for nothing is asked which NATS it is.
+    #[test]
+    fn a_route_learned_from_the_servers_counts_where_the_kernel_holds_it() {
+        let base = world(Behaviour::Acking, vec![]).check(4000, 3000);
+        // The Service CIDR: a backend's own tuple is not in it.
+        let check = Check {
+            consumers: Vec::new(),
+            connection: connection::Policy {
+                remotes: vec!["10.96.0.0/12".parse().unwrap()],
+                ..base.connection.clone()
+            },
+            ..base
+        };
+        let service: core::net::SocketAddr = "10.96.0.10:4222".parse().unwrap();
+        let answer = |held_as: &str| ServerAnswer {
+            url: "nats://10.96.0.10:4222".into(),
+            answer: Info::Nats { version: None },
+            reached: Some(Reached {
+                dialled: service,
+                local: "10.0.0.2:50000".parse().unwrap(),
+                held_as: Some(held_as.parse().unwrap()),
+            }),
+            peers: Vec::new(),
+            identity: Some(Identity {
+                server_id: "N1".into(),
+                cluster: Some("c".into()),
+            }),
+        };
+        // Held at a backend's target port: the table walked again to that port.
+        let mut run = Run::new(&check, start(Kept::Missing));
+        assert_eq!(run.ask(), Some(Ask::Walk(&[4222])));
+        run.feed(Seen::Walk(pod(Vec::new())));
+        assert_eq!(asks(&run), "servers");
+        run.feed(Seen::Servers(vec![answer("10.244.0.7:14222")]));
+        assert_eq!(run.ask(), Some(Ask::Walk(&[4222, 14222])));
+        let client = socket("10.0.0.2:40000", "10.244.0.7:14222", 7);
+        run.feed(Seen::Walk(pod(vec![client.clone()])));
+        assert_eq!(asks(&run), "store");
+        run.feed(Seen::Stored(Ok(())));
+        let e = run.end().unwrap();
+        assert_eq!(e.verdict.health, crate::rules::check::Health::Healthy);
+        assert_eq!(e.connections.established, [client.clone()]);
+        // Held at the same port as dialled: no second walk; the client's socket to another
+        // backend is asked which NATS it is, and counts for being the same.
+        let mut run = Run::new(&check, start(Kept::Missing));
+        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40001", "10.244.0.8:4222", 8)])));
+        assert_eq!(asks(&run), "servers");
+        run.feed(Seen::Servers(vec![answer("10.244.0.7:4222")]));
+        assert_eq!(
+            run.ask(),
+            Some(Ask::Identities(&["10.244.0.8:4222".parse().unwrap()]))
+        );
+        run.feed(Seen::Identities(Some(vec![Some(Identity {
+            server_id: "N2".into(),
+            cluster: Some("c".into()),
+        })])));
+        assert_eq!(asks(&run), "store");
+        run.feed(Seen::Stored(Ok(())));
+        assert_eq!(run.end().unwrap().connections.established.len(), 1);
+        // Not asked (netlink refused, say): still too few, the server answers: unhealthy.
+        let mut run = Run::new(&check, start(Kept::Missing));
+        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40001", "10.244.0.8:4222", 8)])));
+        run.feed(Seen::Servers(vec![answer("10.244.0.7:4222")]));
+        run.feed(Seen::Identities(None));
+        assert_eq!(asks(&run), "done");
+        assert_eq!(
+            run.end().unwrap().verdict.health,
+            crate::rules::check::Health::Unhealthy
+        );
+        // A server that answers with no route: no second walk, nobody asked.
+        let mut run = Run::new(&check, start(Kept::Missing));
+        run.feed(Seen::Walk(pod(Vec::new())));
+        run.feed(Seen::Servers(vec![answer("10.96.0.10:4222")]));
+        assert_eq!(asks(&run), "done");
+    }
+
+    /// The consumers are asked only with a connection, and only when a look is due; without a
+    /// connection each consumer's sample is kept as after NATS not there (its clocks start
+    /// over), and nothing else is asked.
+    #[test]
+    fn the_consumers_are_asked_with_a_connection_when_due() {
+        let mut w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = w.check(4000, 3000);
+        let first = w.run(&check, 0);
+        assert!(first.asked.consumers && first.asked.stored);
+        let look = w.kept().unwrap().look.clone().unwrap();
+        assert_eq!((look.at_ms, look.window_ms, look.inodes.clone()), (0, 4000, vec![1000]));
+        // A first look has nothing to compare: not calm, so the next asks again.
+        assert!(!look.calm);
+        assert!(w.run(&check, 1000).asked.consumers);
+        assert!(w.kept().unwrap().look.as_ref().unwrap().calm);
+        // Calm: skipped until --sample-every, nothing stored.
+        let skip = w.run(&check, 2000);
+        assert!(!skip.asked.consumers && !skip.asked.stored);
+        assert_eq!(
+            skip.ended.unwrap().observations.sampling,
+            Some(Sampling::Skip {
+                asked_ago: Duration::from_secs(1)
+            })
+        );
+        assert!(w.run(&check, 4000).asked.consumers);
+        // Without a connection: nothing asked but the servers; the sample marked.
+        w.client.gave_up = Some(4500);
+        let gone = w.run(&check, 5000);
+        assert!(!gone.asked.consumers && gone.asked.servers);
+        let marked = w.kept().unwrap().sample(&world::name("S", "D")).unwrap();
+        assert_eq!(marked.gap, crate::facts::Gap::Resets);
+        // Once marked, not written again.
+        assert!(!w.run(&check, 6000).asked.stored);
+    }
+
+    /// A look NATS answered for no consumer refreshes nothing of the last one.
+    #[test]
+    fn a_look_nats_did_not_answer_is_no_look() {
+        let mut w = world(
+            Behaviour::Acking,
+            vec![Answer::OnTime, Answer::OnTime, Answer::Not(Unknown::Deadline)],
+        );
+        let check = w.check(4000, 0);
+        w.run(&check, 0);
+        w.run(&check, 1000);
+        let calm = w.kept().unwrap().look.clone().unwrap();
+        assert!(calm.calm);
+        let late = w.run(&check, 2000);
+        assert_eq!(late.exit, 0);
+        assert_eq!(w.kept().unwrap().look.as_ref(), Some(&calm));
+    }
+
+    /// No place to keep samples is a configuration error at once, where samples are needed;
+    /// a socket check only loses its memory.
+    #[test]
+    fn no_place_for_samples_is_refused_where_they_are_needed() {
+        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let tried = vec![("/tmp/x".to_string(), "read-only".to_string())];
+        let nowhere = |kept| Start {
+            place: Err(tried.clone()),
+            ..start(kept)
+        };
+        let check = w.check(4000, 3000);
+        let mut run = Run::new(&check, nowhere(Kept::Missing));
+        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1)])));
+        assert_eq!(asks(&run), "done");
+        assert_eq!(run.end().unwrap_err(), Refusal::NoPlace(tried.clone()));
+        let sockets = sockets_only(&w);
+        let mut run = Run::new(&sockets, nowhere(Kept::Missing));
+        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1)])));
+        assert_eq!(asks(&run), "done");
+        assert!(run.end().is_ok());
+    }
+
+    /// `--own-subscription` on a pull consumer can never be judged: refused at once.
+    #[test]
+    fn own_subscription_on_a_pull_consumer_is_refused() {
+        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = Check {
+            own_subscription: true,
+            ..w.check(4000, 3000)
+        };
+        let mut run = Run::new(&check, start(Kept::Missing));
+        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1)])));
+        let mut facts = crate::facts::ConsumerFacts::example(1, 1, 5, NOW * 1_000_000);
+        facts.deliver_subject = None;
+        run.feed(Seen::Consumers {
+            observed: vec![Observed::Found {
+                facts,
+                stream: None,
+            }],
+            server_domain: None,
+            server_jetstream: true,
+        });
+        assert_eq!(asks(&run), "done");
+        assert_eq!(
+            run.end().unwrap_err(),
+            Refusal::PullConsumer(world::name("S", "D"))
+        );
+    }
+
+    /// A state that could not be kept: each consumer says why, and its cause counts from the
+    /// last sample that could be kept.
+    #[test]
+    fn a_state_not_kept_is_a_cause_of_its_own() {
+        let mut w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = w.check(4000, 0);
+        w.run(&check, NOW - 10_000);
+        let kept = Kept::State(w.kept().unwrap().clone());
+        let mut run = Run::new(&check, start(kept));
+        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1000)])));
+        assert_eq!(asks(&run), "consumers");
+        run.feed(Seen::Consumers {
+            observed: vec![Observed::ConsumerMissing],
+            server_domain: Some("hub".into()),
+            server_jetstream: false,
+        });
+        assert_eq!(asks(&run), "store");
+        run.feed(Seen::Stored(Err("no room".into())));
+        let e = run.end().unwrap();
+        assert_eq!(e.observations.server_domain.as_deref(), Some("hub"));
+        let c = &e.consumers[0];
+        assert_eq!(c.seen.state_problem.as_deref(), Some("no room"));
+        let standing = c.standing.unwrap();
+        assert_eq!(standing.cause, Cause::NoStateDir);
+        assert_eq!(standing.lasted, Duration::from_secs(10));
+        assert!(standing.judged_before);
+    }
+
+    /// The client's age is read only where a stall is due, and a client younger than the
+    /// window has its window.
+    #[test]
+    fn a_young_client_gets_its_window() {
+        let mut w = world(
+            Behaviour::Wedged {
+                at: 0,
+                until: Ms::MAX,
+            },
+            vec![Answer::OnTime],
+        );
+        let check = w.check(4000, 0);
+        let mut asked_age = false;
+        w.client.started = 3000;
+        w.client.reconnects = vec![3000];
+        for t in (0..=8000).step_by(1000) {
+            let ran = w.run(&check, t);
+            let e = ran.ended.unwrap();
+            asked_age |= e.observations.client_age.is_some();
+            match t {
+                t if t < 7000 => assert_eq!(ran.exit, 0, "at {t}"),
+                _ => assert_eq!(ran.exit, 1, "at {t}"),
+            }
+            if t == 5000 {
+                assert!(matches!(
+                    e.consumers[0].outcome,
+                    Outcome::Healthy(Healthy::YoungClient { .. })
+                ));
+            }
+        }
+        assert!(asked_age);
+        // An acking consumer never needs it.
+        let mut healthy = world(Behaviour::Acking, vec![Answer::OnTime]);
+        for t in 0..5 {
+            let e = healthy.run(&check, t * 1000).ended.unwrap();
+            assert_eq!(e.observations.client_age, None);
+        }
+    }
+
+    /// A fault a look saw is the verdict of the runs that cannot look while it is fresh; a
+    /// new connection voids it, NATS not there voids it, and the next look replaces it.
+    #[test]
+    fn a_fault_is_carried_while_fresh() {
+        let late = Answer::Not(Unknown::Deadline);
+        let mut w = world(
+            Behaviour::Unbound { at: 0 },
+            vec![Answer::OnTime, late.clone(), late.clone(), Answer::OnTime],
+        );
+        let check = w.check(4000, 0);
+        let seen = w.run(&check, 0);
+        assert_eq!(seen.exit, 1);
+        let e = w.run(&check, 1000).ended.unwrap();
+        let c = &e.consumers[0];
+        assert!(matches!(c.outcome, Outcome::Unhealthy(Fault::Unbound { .. })));
+        assert_eq!(
+            c.carried,
+            Some(Carried {
+                why: Unknown::Deadline,
+                ago: Duration::from_secs(1)
+            })
+        );
+        assert_eq!(c.outcome.state(true), "carried");
+        // A new connection: no longer fresh.
+        w.client.reconnects = vec![1500];
+        let e = w.run(&check, 2000).ended.unwrap();
+        assert!(matches!(e.consumers[0].outcome, Outcome::NotJudged(_)));
+        assert!(w.kept().unwrap().faults.is_empty());
+        // Past its window, likewise.
+        let mut old = world(Behaviour::Unbound { at: 0 }, vec![Answer::OnTime, late]);
+        old.run(&check, 0);
+        let e = old.run(&check, 4001).ended.unwrap();
+        assert!(matches!(e.consumers[0].outcome, Outcome::NotJudged(_)));
+        // NATS not there voids it.
+        let mut gone = world(
+            Behaviour::Unbound { at: 0 },
+            vec![Answer::OnTime, Answer::Not(Unknown::TemporarilyUnavailable)],
+        );
+        gone.run(&check, 0);
+        assert_eq!(gone.run(&check, 1000).exit, 0);
+        // The next look replaces it; a healthy one clears it.
+        let mut heals = world(
+            Behaviour::Wedged {
+                at: -100_000,
+                until: 1500,
+            },
+            vec![Answer::OnTime, Answer::OnTime],
+        );
+        assert_eq!(heals.run(&check, 0).exit, 1);
+        assert_eq!(heals.kept().unwrap().faults.len(), 1);
+        assert_eq!(heals.run(&check, 2000).exit, 0);
+        assert!(heals.kept().unwrap().faults.is_empty());
+    }
+
+    /// The pod's connection for a subscription: matched by address first, then looked up by
+    /// cid (asked once per connection), trusted between looks, and matched again when the
+    /// server restarted; a deaf replica is unhealthy, and its fault carried while fresh.
+    #[test]
+    fn a_subscriptions_connection_is_matched_then_looked_up() {
+        let mut w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        deaf_at(&mut w, None, false);
+        let check = w.check(4000, 3000);
+        let first = w.run(&check, 0);
+        assert!(first.asked.connz && !first.asked.lookups);
+        let wanted = Wanted {
+            subject: "deliver.D".into(),
+            queue: Some("D".into()),
+        };
+        let memo = w.kept().unwrap().memo(&wanted);
+        let m = memo.connection.clone().unwrap();
+        assert_eq!((m.cid, m.held_at_ms, m.account_connections), (1000, Some(0), 100));
+        // The next look asks for it by cid (with each look: a small account).
+        let second = w.run(&check, 1000);
+        assert!(second.asked.lookups && !second.asked.connz);
+        let m2 = w.kept().unwrap().memo(&wanted).connection.unwrap();
+        assert_eq!(m2.held_at_ms, Some(1000));
+        // Between looks, trusted.
+        let third = w.run(&check, 2000);
+        assert!(!third.asked.lookups && !third.asked.connz);
+        // Deaf: the next look says so.
+        w.subscription.as_mut().unwrap().deaf_at = Some(2500);
+        let deaf = w.run(&check, 4000);
+        assert_eq!(deaf.exit, 1);
+        let e = deaf.ended.unwrap();
+        assert!(matches!(e.subscriptions[0].held, Held::NotByThisConnection { .. }));
+        assert_eq!(w.kept().unwrap().faults.len(), 1);
+        // A server restarted: its cids mean nothing, matched again.
+        let mut again = world(Behaviour::Acking, vec![Answer::OnTime, Answer::Restarted]);
+        deaf_at(&mut again, None, false);
+        let every = Check {
+            subscription_every: TrustSetting::Fixed(Duration::ZERO),
+            ..again.check(4000, 3000)
+        };
+        again.run(&every, 0);
+        let restarted = again.run(&every, 1000);
+        assert!(restarted.asked.lookups && restarted.asked.connz);
+        let e = restarted.ended.unwrap();
+        assert_eq!(
+            e.subscriptions[0].found,
+            Some(Found::Matched(Rematch::ServerRestarted))
+        );
+        assert!(e.subscriptions[0].judged_before);
+    }
+
+    /// A lookup the server left unanswered is counted, and makes the next one wait; one
+    /// refused is not counted (the server never got it).
+    #[test]
+    fn unanswered_lookups_are_counted_refused_ones_not() {
+        let wanted = Wanted {
+            subject: "events.>".into(),
+            queue: None,
+        };
+        for (answer, counted) in [
+            (Unknown::Deadline, Some(1)),
+            (Unknown::Credentials, None),
+        ] {
+            let mut w = World::new(Vec::new(), vec![Answer::OnTime, Answer::Not(answer.clone())]);
+            deaf_at(&mut w, None, false);
+            let check = Check {
+                subscription_every: TrustSetting::Fixed(Duration::ZERO),
+                ..w.check(4000, 3000)
+            };
+            assert!(check.consumers.is_empty() && check.subscriptions == [wanted.clone()]);
+            w.run(&check, 0);
+            let ran = w.run(&check, 1000);
+            assert!(ran.asked.lookups, "{answer:?}");
+            let memo = w.kept().unwrap().memo(&wanted);
+            assert_eq!(memo.unanswered.map(|u| u.count), counted, "{answer:?}");
+            assert!(memo.connection.is_some(), "kept through {answer:?}");
+            let e = ran.ended.unwrap();
+            let standing = e.subscriptions[0].standing.unwrap();
+            assert_eq!(standing.cause, Cause::of(&answer));
+            assert!(standing.judged_before);
+        }
+    }
+
+    /// With `--monitor`, a connection matched there is looked up there: directly.
+    #[test]
+    fn a_connection_matched_at_the_monitoring_port_is_looked_up_there() {
+        let mut w = World::new(Vec::new(), vec![Answer::OnTime]);
+        deaf_at(&mut w, None, true);
+        let check = Check {
+            subscription_every: TrustSetting::Fixed(Duration::ZERO),
+            ..w.check(4000, 3000)
+        };
+        assert_eq!(check.monitor.as_deref(), Some(world::MONITOR));
+        w.run(&check, 0);
+        let kept = Kept::State(w.kept().unwrap().clone());
+        let mut run = Run::new(&check, start(kept));
+        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1000)])));
+        match run.ask() {
+            Some(Ask::Lookups(l)) => assert!(l.len() == 1 && l[0].direct && l[0].cid == 1000),
+            other => panic!("{other:?}"),
+        }
+        assert!(is_direct(&check, &ServerIdent { name: world::MONITOR.into(), id: "x".into() }));
+        assert!(!is_direct(&check, &ServerIdent { name: "n1".into(), id: "x".into() }));
+    }
+
+    /// A cause only the configuration can have becomes exit 2 once it has lasted longer than
+    /// the window, for a check never judged; a check judged before treats it as NATS's.
+    #[test]
+    fn a_configuration_never_judged_is_an_error_past_its_window() {
+        let refused = Answer::Not(Unknown::Credentials);
+        let mut never = world(Behaviour::Acking, vec![refused.clone()]);
+        let check = w_check(&never);
+        let exits: Vec<u8> = (0..7).map(|t| never.run(&check, t * 1000).exit).collect();
+        assert_eq!(exits, [0, 0, 0, 0, 0, 2, 2]);
+        let mut judged = world(Behaviour::Acking, vec![Answer::OnTime, refused]);
+        let exits: Vec<u8> = (0..7).map(|t| judged.run(&check, t * 1000).exit).collect();
+        assert!(exits.iter().all(|e| *e == 0), "{exits:?}");
+    }
+
+    fn w_check(w: &World) -> Check {
+        w.check(4000, 0)
+    }
+
+    /// The windows: a consumer's by this run's facts, else its last sample's, else
+    /// `--stall-after`; a deliver subscription's, its consumer's.
+    #[test]
+    fn each_thing_has_its_own_window() {
+        let mut w = World::new(
+            vec![Consumer {
+                ack_wait: 3000,
+                ..consumer(Behaviour::Acking)
+            }],
+            vec![Answer::OnTime, Answer::Not(Unknown::Deadline)],
+        );
+        deaf_at(&mut w, None, false);
+        let check = w.check(4000, 0);
+        let name = world::name("S", "D");
+        assert_eq!(check.window_of(&State::default(), &name, None), ms(4000));
+        w.run(&check, 0);
+        let state = w.kept().unwrap().clone();
+        assert_eq!(check.window_of(&state, &name, None), ms(6000));
+        let e = w.run(&check, 1000).ended.unwrap();
+        assert_eq!(e.consumers[0].standing.unwrap().window, ms(6000));
+        assert_eq!(e.subscriptions[0].standing.unwrap().window, ms(6000));
+    }
+
+    /// The little helpers, as the rest relies on them.
+    #[test]
+    fn ports_servers_and_sockets() {
+        let route = Route {
+            dialled: "10.96.0.10:4222".parse().unwrap(),
+            held_as: "10.244.0.7:14222".parse().unwrap(),
+            via: Via::ClusterPeer,
+        };
+        assert_eq!(ports_with(&[4222, 7422], &[route, route]), [4222, 7422, 14222]);
+        assert_eq!(server_state(&[]), None);
+        let answer = |a: Info| ServerAnswer {
+            url: "u".into(),
+            answer: a,
+            reached: None,
+            peers: Vec::new(),
+            identity: None,
+        };
+        assert_eq!(
+            server_state(&[answer(Info::Refused), answer(Info::Nats { version: None })]),
+            Some(ServerState::Answers)
+        );
+        assert_eq!(server_state(&[answer(Info::Refused)]), Some(ServerState::NotAnswering));
+        let c = Connections {
+            established: vec![
+                socket("[::ffff:10.0.0.2]:40000", "10.96.0.10:4222", 1),
+                socket("10.0.0.2:40001", "10.96.0.10:4222", 2),
+            ],
+            half_open: vec![(
+                socket("10.0.0.2:40001", "10.96.0.10:4222", 2),
+                connection::HalfOpen {
+                    unacked_bytes: 1,
+                    unacked_for: ms(1),
+                    retransmits: 1,
+                },
+            )],
+            ..Connections::default()
+        };
+        let (all, live) = our_sockets(&c);
+        assert_eq!(
+            all.iter().map(|s| (s.addr.to_string(), s.inode)).collect::<Vec<_>>(),
+            [("10.0.0.2:40000".to_string(), 1), ("10.0.0.2:40001".to_string(), 2)]
+        );
+        assert_eq!(live.iter().map(|s| s.inode).collect::<Vec<_>>(), [1]);
+        assert_eq!(ms(-5), Duration::ZERO);
+        assert_eq!(ms(1500), Duration::from_millis(1500));
+        let _ = Policy {
+            stall_after: ms(1),
+        };
+    }
+}

@@ -181,6 +181,11 @@ impl World {
         }
     }
 
+    /// The check's state file, as the last run that kept one left it.
+    pub fn kept(&self) -> Option<&State> {
+        self.kept.as_ref().map(|(state, _)| state)
+    }
+
     /// The check, for this world's consumers and subscription.
     pub fn check(&self, stall_after: Ms, sample_every: Ms) -> Check {
         let sub = self.subscription.as_ref();

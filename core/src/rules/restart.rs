@@ -247,7 +247,8 @@ mod tests {
     /// With the README's settings: a fault the sockets show is restarted two to three periods
     /// after it (the third failure in a row); one the consumers show, after the next look
     /// (at most 50 s away) and two more periods; a stall, after its whole window; a deaf
-    /// replica, after the next lookup of its connection.
+    /// replica, after the next lookup of its connection. (The larger accounts' rows, an hour
+    /// of phases each, are held by the README's table: `docs::the_readme_says_the_times_to_restart`.)
     #[test]
     fn times_to_restart_with_the_recommended_settings() {
         assert_eq!(span(Fault::GaveUp), (20_000, 29_500));
@@ -266,11 +267,6 @@ mod tests {
         assert_eq!(deaf(1_000, false), (20_000, 69_500));
         assert_eq!(deaf(10_000, true), (20_000, 69_500));
         assert_eq!(deaf(2_500, false), (20_000, 319_500));
-        assert_eq!(deaf(10_000, false), (20_000, 1_219_500));
-        // An hour of phases, tried a period and a half apart.
-        let (fastest, slowest) = deaf(30_000, false);
-        assert_eq!(fastest, 20_000);
-        assert!((3_618_000..=3_620_000).contains(&slowest), "{slowest}");
     }
 
     /// The schedule the README's fleet table and the fleet benchmark's kubelet averages rest
