@@ -1284,7 +1284,10 @@ mod tests {
         let second = w.run(&check, 1000);
         assert!(second.asked.exact && !second.asked.walk && !second.asked.stored);
         let e = second.ended.unwrap();
-        assert_eq!(e.observations.pod.scan.lookup, Lookup::Exact { remembered: 1 });
+        assert_eq!(
+            e.observations.pod.scan.lookup,
+            Lookup::Exact { remembered: 1 }
+        );
         assert_eq!(e.verdict.reason, crate::rules::check::Reason::Connected);
         // A reconnect: the remembered connection is gone, the table walked, the new one kept.
         w.client.reconnects = vec![1500];
@@ -1364,7 +1367,10 @@ mod tests {
         assert!(!ran.asked.servers);
         assert_eq!(ran.exit, 1);
         // NATS not answering either: a restart would not help.
-        let mut down = world(Behaviour::Acking, vec![Answer::Not(Unknown::Unreachable("refused".into()))]);
+        let mut down = world(
+            Behaviour::Acking,
+            vec![Answer::Not(Unknown::Unreachable("refused".into()))],
+        );
         down.client.gave_up = Some(0);
         assert_eq!(down.run(&check, 1000).exit, 0);
     }
@@ -1412,11 +1418,15 @@ mod tests {
         run.feed(Seen::Stored(Ok(())));
         let e = run.end().unwrap();
         assert_eq!(e.verdict.health, crate::rules::check::Health::Healthy);
-        assert_eq!(e.connections.established, [client.clone()]);
+        assert_eq!(e.connections.established, core::slice::from_ref(&client));
         // Held at the same port as dialled: no second walk; the client's socket to another
         // backend is asked which NATS it is, and counts for being the same.
         let mut run = Run::new(&check, start(Kept::Missing));
-        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40001", "10.244.0.8:4222", 8)])));
+        run.feed(Seen::Walk(pod(vec![socket(
+            "10.0.0.2:40001",
+            "10.244.0.8:4222",
+            8,
+        )])));
         assert_eq!(asks(&run), "servers");
         run.feed(Seen::Servers(vec![answer("10.244.0.7:4222")]));
         assert_eq!(
@@ -1432,7 +1442,11 @@ mod tests {
         assert_eq!(run.end().unwrap().connections.established.len(), 1);
         // Not asked (netlink refused, say): still too few, the server answers: unhealthy.
         let mut run = Run::new(&check, start(Kept::Missing));
-        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40001", "10.244.0.8:4222", 8)])));
+        run.feed(Seen::Walk(pod(vec![socket(
+            "10.0.0.2:40001",
+            "10.244.0.8:4222",
+            8,
+        )])));
         run.feed(Seen::Servers(vec![answer("10.244.0.7:4222")]));
         run.feed(Seen::Identities(None));
         assert_eq!(asks(&run), "done");
@@ -1457,7 +1471,10 @@ mod tests {
         let first = w.run(&check, 0);
         assert!(first.asked.consumers && first.asked.stored);
         let look = w.kept().unwrap().look.clone().unwrap();
-        assert_eq!((look.at_ms, look.window_ms, look.inodes.clone()), (0, 4000, vec![1000]));
+        assert_eq!(
+            (look.at_ms, look.window_ms, look.inodes.clone()),
+            (0, 4000, vec![1000])
+        );
         // A first look has nothing to compare: not calm, so the next asks again.
         assert!(!look.calm);
         assert!(w.run(&check, 1000).asked.consumers);
@@ -1487,7 +1504,11 @@ mod tests {
     fn a_look_nats_did_not_answer_is_no_look() {
         let mut w = world(
             Behaviour::Acking,
-            vec![Answer::OnTime, Answer::OnTime, Answer::Not(Unknown::Deadline)],
+            vec![
+                Answer::OnTime,
+                Answer::OnTime,
+                Answer::Not(Unknown::Deadline),
+            ],
         );
         let check = w.check(4000, 0);
         w.run(&check, 0);
@@ -1511,12 +1532,20 @@ mod tests {
         };
         let check = w.check(4000, 3000);
         let mut run = Run::new(&check, nowhere(Kept::Missing));
-        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1)])));
+        run.feed(Seen::Walk(pod(vec![socket(
+            "10.0.0.2:40000",
+            "10.96.0.10:4222",
+            1,
+        )])));
         assert_eq!(asks(&run), "done");
         assert_eq!(run.end().unwrap_err(), Refusal::NoPlace(tried.clone()));
         let sockets = sockets_only(&w);
         let mut run = Run::new(&sockets, nowhere(Kept::Missing));
-        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1)])));
+        run.feed(Seen::Walk(pod(vec![socket(
+            "10.0.0.2:40000",
+            "10.96.0.10:4222",
+            1,
+        )])));
         assert_eq!(asks(&run), "done");
         assert!(run.end().is_ok());
     }
@@ -1530,7 +1559,11 @@ mod tests {
             ..w.check(4000, 3000)
         };
         let mut run = Run::new(&check, start(Kept::Missing));
-        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1)])));
+        run.feed(Seen::Walk(pod(vec![socket(
+            "10.0.0.2:40000",
+            "10.96.0.10:4222",
+            1,
+        )])));
         let mut facts = crate::facts::ConsumerFacts::example(1, 1, 5, NOW * 1_000_000);
         facts.deliver_subject = None;
         run.feed(Seen::Consumers {
@@ -1557,7 +1590,11 @@ mod tests {
         w.run(&check, NOW - 10_000);
         let kept = Kept::State(w.kept().unwrap().clone());
         let mut run = Run::new(&check, start(kept));
-        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1000)])));
+        run.feed(Seen::Walk(pod(vec![socket(
+            "10.0.0.2:40000",
+            "10.96.0.10:4222",
+            1000,
+        )])));
         assert_eq!(asks(&run), "consumers");
         run.feed(Seen::Consumers {
             observed: vec![Observed::ConsumerMissing],
@@ -1629,7 +1666,10 @@ mod tests {
         assert_eq!(seen.exit, 1);
         let e = w.run(&check, 1000).ended.unwrap();
         let c = &e.consumers[0];
-        assert!(matches!(c.outcome, Outcome::Unhealthy(Fault::Unbound { .. })));
+        assert!(matches!(
+            c.outcome,
+            Outcome::Unhealthy(Fault::Unbound { .. })
+        ));
         assert_eq!(
             c.carried,
             Some(Carried {
@@ -1685,7 +1725,10 @@ mod tests {
         };
         let memo = w.kept().unwrap().memo(&wanted);
         let m = memo.connection.clone().unwrap();
-        assert_eq!((m.cid, m.held_at_ms, m.account_connections), (1000, Some(0), 100));
+        assert_eq!(
+            (m.cid, m.held_at_ms, m.account_connections),
+            (1000, Some(0), 100)
+        );
         // The next look asks for it by cid (with each look: a small account).
         let second = w.run(&check, 1000);
         assert!(second.asked.lookups && !second.asked.connz);
@@ -1699,7 +1742,10 @@ mod tests {
         let deaf = w.run(&check, 4000);
         assert_eq!(deaf.exit, 1);
         let e = deaf.ended.unwrap();
-        assert!(matches!(e.subscriptions[0].held, Held::NotByThisConnection { .. }));
+        assert!(matches!(
+            e.subscriptions[0].held,
+            Held::NotByThisConnection { .. }
+        ));
         assert_eq!(w.kept().unwrap().faults.len(), 1);
         // A server restarted: its cids mean nothing, matched again.
         let mut again = world(Behaviour::Acking, vec![Answer::OnTime, Answer::Restarted]);
@@ -1727,11 +1773,11 @@ mod tests {
             subject: "events.>".into(),
             queue: None,
         };
-        for (answer, counted) in [
-            (Unknown::Deadline, Some(1)),
-            (Unknown::Credentials, None),
-        ] {
-            let mut w = World::new(Vec::new(), vec![Answer::OnTime, Answer::Not(answer.clone())]);
+        for (answer, counted) in [(Unknown::Deadline, Some(1)), (Unknown::Credentials, None)] {
+            let mut w = World::new(
+                Vec::new(),
+                vec![Answer::OnTime, Answer::Not(answer.clone())],
+            );
             deaf_at(&mut w, None, false);
             let check = Check {
                 subscription_every: TrustSetting::Fixed(Duration::ZERO),
@@ -1764,13 +1810,29 @@ mod tests {
         w.run(&check, 0);
         let kept = Kept::State(w.kept().unwrap().clone());
         let mut run = Run::new(&check, start(kept));
-        run.feed(Seen::Walk(pod(vec![socket("10.0.0.2:40000", "10.96.0.10:4222", 1000)])));
+        run.feed(Seen::Walk(pod(vec![socket(
+            "10.0.0.2:40000",
+            "10.96.0.10:4222",
+            1000,
+        )])));
         match run.ask() {
             Some(Ask::Lookups(l)) => assert!(l.len() == 1 && l[0].direct && l[0].cid == 1000),
             other => panic!("{other:?}"),
         }
-        assert!(is_direct(&check, &ServerIdent { name: world::MONITOR.into(), id: "x".into() }));
-        assert!(!is_direct(&check, &ServerIdent { name: "n1".into(), id: "x".into() }));
+        assert!(is_direct(
+            &check,
+            &ServerIdent {
+                name: world::MONITOR.into(),
+                id: "x".into()
+            }
+        ));
+        assert!(!is_direct(
+            &check,
+            &ServerIdent {
+                name: "n1".into(),
+                id: "x".into()
+            }
+        ));
     }
 
     /// A cause only the configuration can have becomes exit 2 once it has lasted longer than
@@ -1822,7 +1884,10 @@ mod tests {
             held_as: "10.244.0.7:14222".parse().unwrap(),
             via: Via::ClusterPeer,
         };
-        assert_eq!(ports_with(&[4222, 7422], &[route, route]), [4222, 7422, 14222]);
+        assert_eq!(
+            ports_with(&[4222, 7422], &[route, route]),
+            [4222, 7422, 14222]
+        );
         assert_eq!(server_state(&[]), None);
         let answer = |a: Info| ServerAnswer {
             url: "u".into(),
@@ -1835,7 +1900,10 @@ mod tests {
             server_state(&[answer(Info::Refused), answer(Info::Nats { version: None })]),
             Some(ServerState::Answers)
         );
-        assert_eq!(server_state(&[answer(Info::Refused)]), Some(ServerState::NotAnswering));
+        assert_eq!(
+            server_state(&[answer(Info::Refused)]),
+            Some(ServerState::NotAnswering)
+        );
         let c = Connections {
             established: vec![
                 socket("[::ffff:10.0.0.2]:40000", "10.96.0.10:4222", 1),
@@ -1853,14 +1921,17 @@ mod tests {
         };
         let (all, live) = our_sockets(&c);
         assert_eq!(
-            all.iter().map(|s| (s.addr.to_string(), s.inode)).collect::<Vec<_>>(),
-            [("10.0.0.2:40000".to_string(), 1), ("10.0.0.2:40001".to_string(), 2)]
+            all.iter()
+                .map(|s| (s.addr.to_string(), s.inode))
+                .collect::<Vec<_>>(),
+            [
+                ("10.0.0.2:40000".to_string(), 1),
+                ("10.0.0.2:40001".to_string(), 2)
+            ]
         );
         assert_eq!(live.iter().map(|s| s.inode).collect::<Vec<_>>(), [1]);
         assert_eq!(ms(-5), Duration::ZERO);
         assert_eq!(ms(1500), Duration::from_millis(1500));
-        let _ = Policy {
-            stall_after: ms(1),
-        };
+        let _ = Policy { stall_after: ms(1) };
     }
 }

@@ -4,7 +4,7 @@
 //! validation into plain configuration (`crate::config`) before anything is read, `guard`,
 //! and how every command reaches NATS (`nats`).
 
-mod check;
+pub(crate) mod check;
 mod guard;
 mod nats;
 mod serve;

@@ -145,3 +145,164 @@ pub fn refused(config: &CheckConfig, refusal: Refusal) -> Error {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::check::tests::parse;
+    use crate::facts::{Lookup, Pod, Reader, SocketScan, Walked};
+    use crate::rules::check::{Health, Reason};
+    use std::net::{TcpListener, TcpStream};
+
+    /// The configuration as the core takes it: every field its flag's.
+    #[test]
+    fn the_core_takes_the_flags_as_given() {
+        let config = parse(&[
+            "natsprobe",
+            "--server",
+            "nats://10.0.0.1:4222",
+            "--consumer",
+            "S/D",
+            "--own-subscription",
+            "--subscription",
+            "j.>@q",
+            "--monitor",
+            "http://10.0.0.1:8222",
+            "--sample-every",
+            "5s",
+            "--subscription-every",
+            "7s",
+            "--process",
+            "bento",
+            "--netns-of",
+            "42",
+            "--reader",
+            "proc",
+        ])
+        .unwrap();
+        let check = core_check(&config, false);
+        assert_eq!(check.connection, config.policy);
+        assert!(check.owner_named && !check.exact && !check.diagnose);
+        assert_eq!(check.netns_of, Some(42));
+        assert_eq!(check.consumers, config.consumers);
+        assert_eq!(check.consumer, config.consumer_policy);
+        assert!(check.own_subscription);
+        assert_eq!(check.subscriptions, config.subscriptions);
+        assert_eq!(check.monitor.as_deref(), Some("http://10.0.0.1:8222"));
+        assert_eq!(check.sample_every, std::time::Duration::from_secs(5));
+        assert_eq!(check.subscription_every, config.subscription_every);
+        let plain = core_check(&parse(&["natsprobe"]).unwrap(), true);
+        assert!(!plain.owner_named && plain.exact && plain.diagnose && plain.monitor.is_none());
+    }
+
+    /// The run is driven by what the observations answer, to its end.
+    #[test]
+    fn the_run_is_driven_to_its_end() {
+        let config = parse(&["natsprobe", "--port", "4222"]).unwrap();
+        let check = core_check(&config, false);
+        let start = Start {
+            kept: Kept::Missing,
+            place: Err(Vec::new()),
+            previous_run_ms: None,
+            now_ms: 0,
+        };
+        let mut asked = Vec::new();
+        let ended = drive(&check, start.clone(), |ask| {
+            asked.push(format!("{ask:?}"));
+            Ok(Seen::Walk(Pod {
+                processes: Vec::new(),
+                owned: None,
+                scan: SocketScan {
+                    sockets: Vec::new(),
+                    reader: Reader::Netlink,
+                    fallback: None,
+                    skipped_lines: 0,
+                    lookup: Lookup::Walk(Walked::NotTried),
+                },
+                netns_of: None,
+            }))
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(asked, ["Walk([4222])"]);
+        assert_eq!(ended.verdict.reason, Reason::NotConnected);
+        // An observation that cannot be made ends the run with its error.
+        let failed = drive(&check, start, |_| {
+            Err(Error::CannotEvaluate("no /proc".into()))
+        });
+        assert!(matches!(failed, Err(Error::CannotEvaluate(_))));
+    }
+
+    /// A refusal names its setting and says the fix first.
+    #[test]
+    fn a_refusal_names_its_setting_and_fix() {
+        let explicit = parse(&["natsprobe", "--state-dir", "/x"]).unwrap();
+        let tried = vec![
+            ("/x".to_string(), "/x is a symlink".to_string()),
+            ("/y".to_string(), "no room left on /y".to_string()),
+        ];
+        let Error::Setting {
+            setting, problem, ..
+        } = refused(&explicit, Refusal::NoPlace(tried.clone()))
+        else {
+            panic!("not a setting")
+        };
+        assert_eq!(setting, Setting::StateDir);
+        assert_eq!(
+            problem,
+            "no place to keep samples, so no run could compare: give --state-dir a directory this user can write (an emptyDir) (/x is a symlink; no room left on /y)"
+        );
+        let default = parse(&["natsprobe"]).unwrap();
+        let Error::Setting { problem, .. } = refused(&default, Refusal::NoPlace(tried)) else {
+            panic!("not a setting")
+        };
+        assert!(problem.contains("mount a writable volume (an emptyDir) and pass it as --state-dir, or set TMPDIR to one"));
+        let name = crate::facts::ConsumerName {
+            stream: "S".into(),
+            durable: "P".into(),
+        };
+        let Error::Setting {
+            setting, problem, ..
+        } = refused(&default, Refusal::PullConsumer(name))
+        else {
+            panic!("not a setting")
+        };
+        assert_eq!(setting, Setting::OwnSubscription);
+        assert!(problem.starts_with("S/P is a pull consumer"), "{problem}");
+        assert_eq!(
+            shown(&[(std::path::PathBuf::from("/a"), "why".into())]),
+            [("/a".to_string(), "why".to_string())]
+        );
+    }
+
+    /// The whole check on this machine's own socket table: a connection held on loopback
+    /// passes, kept in the state dir and found by the exact lookup the next run; none is
+    /// unhealthy; the report says so.
+    #[test]
+    fn a_check_of_this_machines_sockets() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port().to_string();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().to_string_lossy().to_string();
+        let config = parse(&["natsprobe", "--port", &port, "--state-dir", &dir]).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let first = judge(&config, deadline, false).unwrap();
+        assert_eq!(first.ended.verdict.health, Health::Healthy);
+        assert!(matches!(
+            first.ended.observations.pod.scan.lookup,
+            Lookup::Walk(_)
+        ));
+        let second = run(&config, deadline).unwrap();
+        assert_eq!(second.health, Health::Healthy);
+        assert_eq!(second.connection.lookup, "exact");
+        assert_eq!(first.servers, Vec::<String>::new());
+        let input = first.input(&config);
+        assert_eq!(input.consumers_configured, 0);
+        drop(listener);
+        let unused = TcpListener::bind("127.0.0.1:0").unwrap();
+        let none = unused.local_addr().unwrap().port().to_string();
+        let config = parse(&["natsprobe", "--port", &none, "--state-dir", &dir]).unwrap();
+        assert_eq!(run(&config, deadline).unwrap().health, Health::Unhealthy);
+    }
+}

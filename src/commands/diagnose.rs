@@ -72,3 +72,56 @@ pub fn run(
         version,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::check::tests::parse;
+    use std::net::TcpListener;
+
+    /// `diagnose` asks every server even while the client holds its connection (the check
+    /// does not), and names each socket's holder: here a shell's connection to a listener
+    /// that never answers as NATS.
+    #[test]
+    fn diagnose_asks_the_servers_while_connected_and_names_holders() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let mut client = std::process::Command::new("bash")
+            .args([
+                "-c",
+                &format!("exec 3<>/dev/tcp/{}/{}; sleep 10", at.ip(), at.port()),
+            ])
+            .spawn()
+            .unwrap();
+        let _accepted = listener.accept().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let mut config = parse(&[
+            "natsprobe",
+            "--port",
+            &at.port().to_string(),
+            "--server",
+            &format!("nats://{at}"),
+            "--state-dir",
+            &state.path().to_string_lossy(),
+            "--timeout",
+            "300ms",
+        ])
+        .unwrap();
+        config.verbose = true;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let report = run(&config, deadline, "test").unwrap();
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["verdict"], "healthy");
+        assert_eq!(json["server"]["asked"], true, "{json}");
+        assert_eq!(json["server"]["answers"][0]["answer"], "silent", "{json}");
+        let sockets = json["connection"]["sockets"].as_array().unwrap();
+        assert!(
+            sockets.iter().any(|s| s["holder"]["pid"] == client.id()),
+            "{json}"
+        );
+        let text = report.render(false);
+        assert!(text.contains("asked for this report"), "{text}");
+        let _ = client.kill();
+        let _ = client.wait();
+    }
+}

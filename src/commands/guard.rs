@@ -24,6 +24,16 @@ pub fn deadline(config: &GuardConfig) -> Duration {
     config.interval + config.timeout * 2 + Duration::from_secs(1)
 }
 
+/// A look's deadline, from now.
+fn look_deadline(config: &GuardConfig) -> Instant {
+    Instant::now() + config.timeout
+}
+
+/// When the second look begins: the interval after the first began.
+fn second_look_at(first: Instant, config: &GuardConfig) -> Instant {
+    first + config.interval
+}
+
 pub fn run(config: &GuardConfig) -> Result<GuardReport, Error> {
     server::on_network_runtime(looks(config)).map_err(Error::CannotEvaluate)?
 }
@@ -41,7 +51,7 @@ type FirstLooks = HashMap<ConsumerName, Box<FirstLook>>;
 /// The two looks, the advisories between them, and every durable judged.
 async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     set_phase(Phase::AskingJetStream);
-    let first_deadline = Instant::now() + config.timeout;
+    let first_deadline = look_deadline(config);
     let account = connect(config, first_deadline).await?;
     let jetstream = match config.js_api.is_local() {
         true => account
@@ -58,7 +68,7 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     let (first, first_look) = first_look(config, &account, first_ms, first_deadline).await?;
 
     set_phase(Phase::Waiting);
-    tokio::time::sleep_until((started + config.interval).into()).await;
+    tokio::time::sleep_until(second_look_at(started, config).into()).await;
     // The losses counted over the interval: what the second look's progress is weighed against.
     let advisories = account.finish(watch).await;
 
@@ -77,10 +87,9 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
             .unlisted_streams(&first_look, &second_look)
             .map(Box::new),
     );
-    let interval = Duration::from_millis((second_ms - first_ms).max(0) as u64);
     Ok(report::guard(
         rows,
-        interval,
+        guard::interval(first_ms, second_ms),
         &advisories,
         jetstream.as_deref(),
     ))
@@ -116,7 +125,7 @@ async fn second_look(
 ) -> Result<(Vec<Box<GuardConsumer>>, Look), Error> {
     let config = judge.config;
     let mut rows: Vec<Box<GuardConsumer>> = Vec::with_capacity(first.len());
-    let second_deadline = Instant::now() + config.timeout;
+    let second_deadline = look_deadline(judge.config);
     let second_look = account
         .look(&config.expect, second_deadline, &mut |name, o| {
             let was = match first.remove(&name) {
@@ -179,11 +188,7 @@ impl Judge<'_> {
             Advisories::Counted(counts) => Some(counts.get(name).copied().unwrap_or_default()),
             Advisories::Unavailable(_) => None,
         };
-        let ignored = self
-            .config
-            .ignore
-            .iter()
-            .any(|i| i == name || (i.durable == "*" && i.stream == name.stream));
+        let ignored = guard::ignored(&self.config.ignore, name);
         let (verdict, judgement) = guard::judge(
             Seen {
                 first: first.map(|f| &f.judgement),
@@ -233,5 +238,121 @@ impl Judge<'_> {
             });
             self.row(&name, was.as_ref(), not_judged(second).as_ref())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::facts::Losses;
+    use clap::Parser;
+    use std::collections::BTreeMap;
+
+    fn config(extra: &[&str]) -> GuardConfig {
+        let mut argv = vec!["natsprobe", "guard", "--server", "nats://n:4222"];
+        argv.extend_from_slice(extra);
+        let Command::Guard(args) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not the guard")
+        };
+        args.validate(&|_| None).unwrap()
+    }
+
+    fn name(s: &str, d: &str) -> ConsumerName {
+        ConsumerName {
+            stream: s.into(),
+            durable: d.into(),
+        }
+    }
+
+    /// The whole run's deadline covers both looks, the interval between and a second; each
+    /// look's is its `--timeout` from when it begins, and the second begins the interval after
+    /// the first began.
+    #[test]
+    fn the_deadlines_cover_both_looks_and_the_interval() {
+        let c = config(&["--interval", "30s", "--timeout", "4s"]);
+        assert_eq!(deadline(&c), Duration::from_secs(39));
+        let before = Instant::now();
+        let at = look_deadline(&c);
+        assert!(
+            at >= before + Duration::from_secs(4) && at <= Instant::now() + Duration::from_secs(4)
+        );
+        assert_eq!(second_look_at(before, &c), before + Duration::from_secs(30));
+        let e = unreachable(Unknown::Credentials);
+        assert!(format!("{e:?}").contains("cannot look at the account's JetStream"));
+    }
+
+    /// A row: ignored where `--ignore` names it, expected where `--expect` does, its losses
+    /// from the advisories (none counted: zero; not counted at all: unknown).
+    #[test]
+    fn a_row_says_ignored_expected_and_losses() {
+        let c = config(&["--ignore", "A/x,B/*", "--expect", "C/z"]);
+        let counted = Advisories::Counted(BTreeMap::from([(
+            name("C", "z"),
+            Losses {
+                deleted_unacked: 3,
+                exhausted: 0,
+                terminated_by_client: 0,
+            },
+        )]));
+        let judge = Judge {
+            config: &c,
+            advisories: &counted,
+            first_ms: 0,
+            second_ms: 60_000,
+        };
+        let missing = Observed::ConsumerMissing;
+        for (n, verdict) in [(name("A", "x"), "ignored"), (name("B", "y"), "ignored")] {
+            assert_eq!(judge.row(&n, None, Some(&missing)).verdict, verdict);
+        }
+        let expected = judge.row(&name("C", "z"), None, Some(&missing));
+        assert!(expected.expected);
+        assert_eq!(expected.losses.map(|l| l.deleted_unacked), Some(3));
+        let other = judge.row(&name("D", "w"), None, Some(&missing));
+        assert!(!other.expected);
+        assert_eq!(other.losses.map(|l| l.deleted_unacked), Some(0));
+        let unavailable = Advisories::Unavailable("not permitted".into());
+        let blind = Judge {
+            advisories: &unavailable,
+            ..judge
+        };
+        assert_eq!(
+            blind.row(&name("D", "w"), None, Some(&missing)).losses,
+            None
+        );
+    }
+
+    /// A stream whose consumers a look could not list is one row, `STREAM/*`, unknown.
+    #[test]
+    fn a_stream_a_look_could_not_list_is_one_unknown_row() {
+        let c = config(&[]);
+        let none = Advisories::Counted(BTreeMap::new());
+        let judge = Judge {
+            config: &c,
+            advisories: &none,
+            first_ms: 0,
+            second_ms: 60_000,
+        };
+        let mut first = Look::default();
+        first
+            .unknown_streams
+            .insert("S".into(), Unknown::TemporarilyUnavailable);
+        let mut second = Look::default();
+        second
+            .unknown_streams
+            .insert("T".into(), Unknown::NotReported);
+        let rows: Vec<GuardConsumer> = judge.unlisted_streams(&first, &second).collect();
+        let names: Vec<String> = rows
+            .iter()
+            .map(|r| format!("{}/{}", r.stream, r.durable))
+            .collect();
+        assert_eq!(names, ["S/*", "T/*"]);
+        assert!(rows.iter().all(|r| r.verdict == "unknown"), "{rows:?}");
+        assert_eq!(
+            judge
+                .unlisted_streams(&Look::default(), &Look::default())
+                .count(),
+            0
+        );
     }
 }

@@ -80,3 +80,43 @@ pub fn run(dest: &Path) -> Result<Installed, Error> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The copy is this executable, whole, 0755: into a directory as `natsprobe`, or at the
+    /// path given (a relative one in the current directory); nothing left beside it. A
+    /// directory where the file should be, or a missing one, is the setting's error.
+    #[test]
+    fn install_copies_this_executable_atomically() {
+        let tmp = tempfile::tempdir().unwrap();
+        let me = fs::metadata(std::env::current_exe().unwrap())
+            .unwrap()
+            .len();
+        let into_dir = run(tmp.path()).unwrap();
+        assert_eq!(into_dir.path, tmp.path().join("natsprobe"));
+        assert_eq!(into_dir.bytes, me);
+        let meta = fs::metadata(&into_dir.path).unwrap();
+        assert_eq!((meta.len(), meta.permissions().mode() & 0o777), (me, 0o755));
+        let named = tmp.path().join("probe");
+        assert_eq!(run(&named).unwrap().path, named);
+        let mut left: Vec<String> = fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["natsprobe", "probe"]);
+        // Again over the first: replaced.
+        assert_eq!(run(tmp.path()).unwrap().bytes, me);
+        let missing = tmp.path().join("no/such/dir/probe");
+        let err = format!("{:?}", run(&missing).unwrap_err());
+        assert!(err.contains("is not a directory"), "{err}");
+        // A directory named where the file goes (DEST/natsprobe is one).
+        fs::remove_file(tmp.path().join("natsprobe")).unwrap();
+        fs::create_dir(tmp.path().join("natsprobe")).unwrap();
+        let err = format!("{:?}", run(tmp.path()).unwrap_err());
+        assert!(err.contains("is a directory"), "{err}");
+    }
+}

@@ -17,7 +17,7 @@ use natsprobe_core::timing::EXCHANGE_WITHIN;
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Connections held at once; a new one past it closes the oldest.
 pub const MOST_CONNECTIONS: usize = 32;
@@ -73,35 +73,41 @@ pub fn run(
         within: EXCHANGE_WITHIN,
     };
     let error = observe::http::serve(&listener, limits, &mut |request| {
-        let (response, head) = match request {
-            Request::Probe {
-                path: ProbePath::Startup,
-                head,
-                ..
-            } if !startup => (words::refusal(Refusal::StartupNotAsked), head),
-            Request::Probe { path, json, head } => {
-                let memory = looks.lock().unwrap_or_else(|e| e.into_inner()).memory();
-                let answer = memory.answer(path, started.elapsed());
-                (words::answer(&answer, json), head)
-            }
-            Request::Refused(refusal) => (words::refusal(refusal), false),
-        };
-        words::http(&response, head)
+        let memory = looks.lock().unwrap_or_else(|e| e.into_inner()).memory();
+        respond(request, startup, &memory, started.elapsed())
     });
     Err(Error::CannotEvaluate(format!(
         "could not answer on {shown}: {error}"
     )))
 }
 
+/// The bytes a probe's request is answered with, from what the looks left at `now`.
+fn respond(request: Request, startup: bool, memory: &rule::Memory, now: Duration) -> Vec<u8> {
+    let (response, head) = match request {
+        Request::Probe {
+            path: ProbePath::Startup,
+            head,
+            ..
+        } if !startup => (words::refusal(Refusal::StartupNotAsked), head),
+        Request::Probe { path, json, head } => {
+            (words::answer(&memory.answer(path, now), json), head)
+        }
+        Request::Refused(refusal) => (words::refusal(refusal), false),
+    };
+    words::http(&response, head)
+}
+
+/// Whether `--listen` falls back to IPv4's every address: the default's, in a pod without
+/// IPv6.
+fn ipv4_instead(listen: SocketAddr, error: Option<i32>) -> bool {
+    listen.ip().is_unspecified() && listen.is_ipv6() && error == Some(libc::EAFNOSUPPORT)
+}
+
 fn bind(listen: SocketAddr) -> Result<TcpListener, Error> {
     match TcpListener::bind(listen) {
         Ok(l) => Ok(l),
         // No IPv6 in the pod: the default's IPv4 half alone.
-        Err(e)
-            if listen.ip().is_unspecified()
-                && listen.is_ipv6()
-                && e.raw_os_error() == Some(libc::EAFNOSUPPORT) =>
-        {
+        Err(e) if ipv4_instead(listen, e.raw_os_error()) => {
             TcpListener::bind((Ipv4Addr::UNSPECIFIED, listen.port()))
                 .map_err(|e| Error::Usage(format!("--listen 0.0.0.0:{}: {e}", listen.port())))
         }
@@ -128,12 +134,9 @@ fn look_forever(
         let (at, meaning) = lock().next();
         std::thread::sleep(at.saturating_sub(started.elapsed()));
         let began = started.elapsed();
-        let memory = observe::look::memory_limit();
-        let ended = match memory {
-            Some((limit, usage)) if !rule::room_to_look(memory) => {
-                Ended::Trouble(words::no_room(limit, usage))
-            }
-            _ => process.look(meaning, limit),
+        let ended = match no_room(observe::look::memory_limit()) {
+            Some(trouble) => Ended::Trouble(trouble),
+            None => process.look(meaning, limit),
         };
         let line = match &ended {
             Ended::Judged(j) => words::look_line(j),
@@ -161,6 +164,14 @@ fn look_forever(
     }
 }
 
+/// Why a look may not start: the container's memory limit leaves no room for it.
+fn no_room(memory: Option<(u64, u64)>) -> Option<String> {
+    match memory {
+        Some((limit, usage)) if !rule::room_to_look(memory) => Some(words::no_room(limit, usage)),
+        _ => None,
+    }
+}
+
 /// SIGTERM and SIGINT end `serve` at once, exit 0: as a container's PID 1 it has no default
 /// action for them, and the kubelet would wait out the grace period.
 pub fn end_on_signals() {
@@ -182,6 +193,115 @@ pub fn end_on_signals() {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::facts::Judged;
+
+    /// A probe's answer: the verdict from memory, `/startupz` refused without `--startup`,
+    /// anything else refused; HEAD without a body.
+    #[test]
+    fn each_request_gets_its_answer() {
+        let mut looks = Looks::new(
+            Duration::from_secs(10),
+            Duration::from_millis(800),
+            false,
+            None,
+            0,
+        );
+        let judged = |code| {
+            Ended::Judged(Judged {
+                code,
+                verdict: "unhealthy".into(),
+                summary: "consumer S/D: no progress".into(),
+                json: "{}".into(),
+                startup: false,
+            })
+        };
+        looks.ended(judged(1), Duration::ZERO, Duration::from_millis(5));
+        let memory = looks.memory();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        let probe = |path, head| Request::Probe {
+            path,
+            json: false,
+            head,
+        };
+        let live = text(respond(
+            probe(ProbePath::Live, false),
+            false,
+            &memory,
+            Duration::from_secs(1),
+        ));
+        assert!(live.starts_with("HTTP/1.1 503"), "{live}");
+        assert!(live.contains("no progress"), "{live}");
+        let head = text(respond(
+            probe(ProbePath::Live, true),
+            false,
+            &memory,
+            Duration::from_secs(1),
+        ));
+        assert!(
+            head.starts_with("HTTP/1.1 503") && !head.contains("no progress"),
+            "{head}"
+        );
+        let startup = text(respond(
+            probe(ProbePath::Startup, false),
+            false,
+            &memory,
+            Duration::from_secs(1),
+        ));
+        assert!(startup.starts_with("HTTP/1.1 404"), "{startup}");
+        let asked = text(respond(
+            probe(ProbePath::Startup, false),
+            true,
+            &memory,
+            Duration::from_secs(1),
+        ));
+        assert!(asked.starts_with("HTTP/1.1 503"), "{asked}");
+        let own = text(respond(
+            probe(ProbePath::Own, false),
+            false,
+            &memory,
+            Duration::from_secs(1),
+        ));
+        assert!(own.starts_with("HTTP/1.1 200"), "{own}");
+        let refused = text(respond(
+            Request::Refused(Refusal::Method),
+            false,
+            &memory,
+            Duration::ZERO,
+        ));
+        assert!(refused.starts_with("HTTP/1.1 405"), "{refused}");
+    }
+
+    /// Only the default's every-address IPv6 falls back to IPv4's, and only where the pod has
+    /// no IPv6.
+    #[test]
+    fn only_the_default_falls_back_to_ipv4() {
+        let any6: SocketAddr = "[::]:8281".parse().unwrap();
+        let one6: SocketAddr = "[::1]:8281".parse().unwrap();
+        let any4: SocketAddr = "0.0.0.0:8281".parse().unwrap();
+        assert!(ipv4_instead(any6, Some(libc::EAFNOSUPPORT)));
+        assert!(!ipv4_instead(any6, Some(libc::EADDRINUSE)));
+        assert!(!ipv4_instead(any6, None));
+        assert!(!ipv4_instead(one6, Some(libc::EAFNOSUPPORT)));
+        assert!(!ipv4_instead(any4, Some(libc::EAFNOSUPPORT)));
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let err = bind(taken.local_addr().unwrap()).unwrap_err();
+        assert!(
+            format!("{err:?}").contains("--listen 127.0.0.1:"),
+            "{err:?}"
+        );
+        assert!(bind("127.0.0.1:0".parse().unwrap()).is_ok());
+    }
+
+    /// A look starts only where the container's memory limit leaves room for it.
+    #[test]
+    fn a_look_needs_room() {
+        assert_eq!(no_room(None), None);
+        assert_eq!(no_room(Some((64 << 20, 8 << 20))), None);
+        let none = no_room(Some((8 << 20, 6 << 20))).unwrap();
+        assert!(none.contains("MiB"), "{none}");
+    }
+
     /// The memory budget holds what serve keeps at its worst: every connection holding a
     /// whole request and the largest answer (a look's whole output), and the looks' two.
     #[test]

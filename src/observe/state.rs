@@ -254,7 +254,8 @@ impl StateDir {
         let path = self.named("check", key);
         match self.read_small_marking(&path) {
             Ok((text, marked)) => (decode(&text, key), marked),
-            Err(kept) => (kept, None),
+            Err(None) => (Kept::Missing, None),
+            Err(Some(why)) => (Kept::Corrupt(why), None),
         }
     }
 
@@ -293,8 +294,8 @@ impl StateDir {
 
     /// `read_small`, and when the file was last written or marked (ms since the epoch); the
     /// file is then marked with this run's time (its mtime, one `futimens`). Writing nothing,
-    /// it costs no room. Err: what was found instead of a file to read.
-    fn read_small_marking(&self, path: &Path) -> Result<(Vec<u8>, Option<i64>), Kept> {
+    /// it costs no room. Err: no file (None), or why it cannot be read.
+    fn read_small_marking(&self, path: &Path) -> Result<(Vec<u8>, Option<i64>), Option<String>> {
         use std::os::fd::AsFd;
         let file = match OpenOptions::new()
             .read(true)
@@ -302,11 +303,11 @@ impl StateDir {
             .open(path)
         {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Kept::Missing),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(None),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(Kept::Corrupt("a symlink".into()))
+                return Err(Some("a symlink".into()))
             }
-            Err(e) => return Err(Kept::Corrupt(text(&e))),
+            Err(e) => return Err(Some(text(&e))),
         };
         let marked = file
             .metadata()
@@ -318,12 +319,12 @@ impl StateDir {
         (&file)
             .take(MAX_FILE + 1)
             .read_to_end(&mut body)
-            .map_err(|e| Kept::Corrupt(text(&e)))?;
+            .map_err(|e| Some(text(&e)))?;
         let now = nix::sys::time::TimeSpec::UTIME_NOW;
         let _ = nix::sys::stat::futimens(file.as_fd(), &nix::sys::time::TimeSpec::UTIME_OMIT, &now);
         match body.len() as u64 <= MAX_FILE {
             true => Ok((body, marked)),
-            false => Err(Kept::Corrupt("larger than any state file".into())),
+            false => Err(Some("larger than any state file".into())),
         }
     }
 
@@ -441,4 +442,245 @@ fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {}
+mod tests {
+    use super::*;
+    use natsprobe_core::facts::{ConsumerName, Gap, Sample};
+
+    fn key(of: &str) -> Key {
+        Key {
+            server: "nats://nats:4222".into(),
+            of: of.into(),
+        }
+    }
+
+    fn state(floor: u64) -> State {
+        let mut s = State::default();
+        s.set_sample(
+            &ConsumerName {
+                stream: "ORDERS".into(),
+                durable: "d".into(),
+            },
+            Some(Sample {
+                created: "2026-12-01T00:00:00Z".into(),
+                floor_consumer_seq: floor,
+                floor_stream_seq: floor,
+                delivered_stream_seq: floor + 1,
+                ack_last_active: Some(1_796_112_042_536_597_137),
+                delivered_last_active: None,
+                waiting: 3,
+                stalled_ms: 1200,
+                pinned_ms: None,
+                seen_at_ms: 2,
+                seen_ts: Some(1_796_112_043_000_000_000),
+                gap: Gap::None,
+                window_ms: 60_000,
+            }),
+        );
+        s
+    }
+
+    #[test]
+    fn round_trip_and_replace() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
+        assert_eq!(dir.load(&key("a")).0, Kept::Missing);
+        dir.store(&key("a"), &state(1), 10).unwrap();
+        dir.store(&key("a"), &state(2), 20).unwrap();
+        let (kept, marked) = dir.load(&key("a"));
+        assert_eq!(kept, Kept::State(state(2)));
+        assert!(marked.is_some(), "the file's last write or read");
+        assert_eq!(dir.load(&key("b")).0, Kept::Missing);
+        let mode = fs::metadata(dir.named("check", &key("a")))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let leftovers: Vec<_> = fs::read_dir(&dir.path)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name() != ".lock")
+            .collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+        // Another probe's newer state stays: an older one written last is not kept.
+        dir.store(&key("a"), &state(9), 15).unwrap();
+        assert_eq!(dir.load(&key("a")).0, Kept::State(state(2)));
+    }
+
+    /// Reading marks the file: the next run learns when this one ran.
+    #[test]
+    fn reading_marks_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().to_path_buf(), true).unwrap();
+        dir.store(&key("a"), &state(1), 10).unwrap();
+        let file = dir.named("check", &key("a"));
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(30);
+        fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let (_, marked) = dir.load(&key("a"));
+        let ago = now_ms() - marked.unwrap();
+        assert!((29_000..31_000).contains(&ago), "{ago}");
+        let (_, marked) = dir.load(&key("a"));
+        assert!(now_ms() - marked.unwrap() < 1_000);
+    }
+
+    fn now_ms() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    }
+
+    #[test]
+    fn corrupt_foreign_and_symlinked_files_are_nothing_remembered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().to_path_buf(), true).unwrap();
+        fs::write(dir.named("check", &key("a")), b"{\"version\":6,\"key\":").unwrap();
+        assert!(matches!(dir.load(&key("a")).0, Kept::Corrupt(_)));
+        // A file holding another key (as after a hash collision, or a copied dir).
+        dir.store(&key("b"), &state(5), 1).unwrap();
+        fs::rename(dir.named("check", &key("b")), dir.named("check", &key("c"))).unwrap();
+        assert_eq!(dir.load(&key("c")).0, Kept::Foreign);
+        // Another version's, whatever its body.
+        let other = format!(
+            "{{\"version\":{},\"key\":{{\"server\":\"nats://nats:4222\",\"of\":\"d\"}},\"at_ms\":1,\"body\":{{\"samples\":7}}}}",
+            VERSION - 1
+        );
+        fs::write(dir.named("check", &key("d")), other).unwrap();
+        assert_eq!(dir.load(&key("d")).0, Kept::Foreign);
+        // A symlink where the file should be is neither read nor written through.
+        let outside = tmp.path().join("outside");
+        fs::write(&outside, b"precious").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.named("check", &key("e"))).unwrap();
+        assert_eq!(dir.load(&key("e")).0, Kept::Corrupt("a symlink".into()));
+        dir.store(&key("e"), &state(7), 1).unwrap();
+        assert_eq!(fs::read(&outside).unwrap(), b"precious");
+        assert_eq!(dir.load(&key("e")).0, Kept::State(state(7)));
+    }
+
+    #[test]
+    fn unusable_dirs_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(StateDir::open(link, true).unwrap_err().contains("symlink"));
+        let file = tmp.path().join("file");
+        fs::write(&file, b"").unwrap();
+        assert!(StateDir::open(file, true)
+            .unwrap_err()
+            .contains("not a directory"));
+        let open = tmp.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(StateDir::open(open.clone(), false)
+            .unwrap_err()
+            .contains("private"));
+        // An explicit --state-dir that others may write to (an emptyDir): the state goes in
+        // a private directory inside it.
+        let uid = nix::unistd::geteuid();
+        let dir = StateDir::open(open.clone(), true).unwrap();
+        assert_eq!(dir.path, open.join(format!("natsprobe-{uid}")));
+        let mode = fs::metadata(&dir.path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // ... unless that is taken by something else.
+        fs::remove_dir(&dir.path).unwrap();
+        std::os::unix::fs::symlink(&real, &dir.path).unwrap();
+        assert!(StateDir::open(open, true).unwrap_err().contains("symlink"));
+    }
+
+    /// A state file larger than any (256 KiB read at most) is nothing remembered.
+    #[test]
+    fn an_oversized_file_is_nothing_remembered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
+        dir.store(&key("a"), &state(1), 1).unwrap();
+        let path = dir.named("check", &key("a"));
+        let mut body = fs::read(&path).unwrap();
+        body.truncate(body.len() - 1);
+        body.extend(std::iter::repeat_n(b' ', 1 << 20));
+        body.push(b'}');
+        fs::write(&path, &body).unwrap();
+        assert!(matches!(dir.load(&key("a")).0, Kept::Corrupt(_)));
+    }
+
+    /// A temporary file a killed run left is removed once it is a minute old; a fresh one
+    /// (another run writing now) is not.
+    #[test]
+    fn stale_temporary_files_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(tmp.path().join("s"), true).unwrap();
+        let stale = dir.path.join(".check-00000000000000aa.json.4242.tmp");
+        let fresh = dir.path.join(".check-00000000000000bb.json.4343.tmp");
+        fs::write(&stale, b"half").unwrap();
+        fs::write(&fresh, b"half").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+        fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        dir.store(&key("a"), &state(1), 1).unwrap();
+        assert!(!stale.exists(), "the stale file stays");
+        assert!(fresh.exists(), "a fresh file was removed");
+    }
+
+    #[test]
+    fn the_default_dir_is_per_user_under_tmpdir() {
+        let uid = nix::unistd::geteuid();
+        assert_eq!(
+            default_dir(Some("/run/x")),
+            PathBuf::from(format!("/run/x/natsprobe-{uid}"))
+        );
+        assert_eq!(
+            default_dir(None),
+            PathBuf::from(format!("/tmp/natsprobe-{uid}"))
+        );
+    }
+
+    /// The key holds what the check looks at and where, never a credential, and not
+    /// `--startup`.
+    #[test]
+    fn a_checks_key_is_what_it_looks_at() {
+        use crate::cli::check::tests::parse;
+        let of = |args: &[&str]| key_of(&parse(args).unwrap());
+        let base = [
+            "natsprobe",
+            "--server",
+            "nats://u:secret@n:4222",
+            "--consumer",
+            "S/D",
+        ];
+        let k = of(&base);
+        assert_eq!(k.server, "nats://n:4222");
+        assert!(!format!("{k:?}").contains("secret"));
+        assert_eq!(
+            k.of,
+            "ports 4222 anyone netns own consumers S/D subscriptions "
+        );
+        assert_eq!(of(&[&base[..], &["--startup"]].concat()), k);
+        for other in [
+            &["--own-subscription"][..],
+            &["--subscription", "j.>@q"],
+            &["--process", "bento"],
+            &["--pid", "1"],
+            &["--netns-of", "1"],
+            &["--port", "7422"],
+            &["--js-domain", "hub"],
+        ] {
+            assert_ne!(of(&[&base[..], other].concat()), k, "{other:?}");
+        }
+        let domain = of(&[&base[..], &["--js-domain", "hub"]].concat());
+        assert_eq!(domain.server, "nats://n:4222 $JS.hub.API");
+    }
+
+    fn key_of(config: &CheckConfig) -> Key {
+        super::key(config)
+    }
+}

@@ -5,7 +5,7 @@
 //! without a subscriber is not an alert; the guard alerts and never remediates. Pure.
 
 use super::consumer::{self, Fault, Healthy, Judgement, Outcome, Policy, Progress};
-use crate::facts::{Losses, Observed, Sample, Unknown};
+use crate::facts::{ConsumerName, Losses, Observed, Sample, Unknown};
 use core::time::Duration;
 
 /// What was seen of one consumer, in each look and in between. The first look is kept only as
@@ -20,6 +20,19 @@ pub struct Seen<'a> {
     pub losses: Option<Losses>,
     /// Named by `--ignore`: listed as ignored, never judged.
     pub ignored: bool,
+}
+
+/// Whether `--ignore`'s list names `name`: the durable itself, or its whole stream
+/// (`STREAM/*`).
+pub fn ignored(list: &[ConsumerName], name: &ConsumerName) -> bool {
+    list.iter()
+        .any(|i| i == name || (i.durable == "*" && i.stream == name.stream))
+}
+
+/// How far apart the two looks were, by the wall clock (never less than nothing: a clock that
+/// stepped back).
+pub fn interval(first_ms: i64, second_ms: i64) -> Duration {
+    Duration::from_millis((second_ms - first_ms).max(0) as u64)
 }
 
 /// One consumer's verdict.
@@ -186,6 +199,27 @@ pub fn is_idle(v: &Verdict) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ignored_names_a_durable_or_its_whole_stream() {
+        let name = |s: &str, d: &str| ConsumerName {
+            stream: s.into(),
+            durable: d.into(),
+        };
+        let list = [name("A", "x"), name("B", "*")];
+        assert!(ignored(&list, &name("A", "x")));
+        assert!(!ignored(&list, &name("A", "y")));
+        assert!(!ignored(&list, &name("C", "x")));
+        assert!(ignored(&list, &name("B", "anything")));
+        assert!(!ignored(&[name("A", "*")], &name("B", "*x")));
+        assert!(!ignored(&[], &name("A", "x")));
+    }
+
+    #[test]
+    fn the_interval_is_the_wall_clocks() {
+        assert_eq!(interval(1_000, 61_500), Duration::from_millis(60_500));
+        assert_eq!(interval(5_000, 4_000), Duration::ZERO);
+    }
     use crate::facts::{ConsumerFacts, StreamFacts};
 
     const S: i64 = 1_000_000_000;
