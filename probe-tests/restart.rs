@@ -9,7 +9,8 @@
 use crate::harness::kubelet::{Kubelet, Spec};
 use crate::harness::pods::*;
 use crate::harness::*;
-use natsprobe::rules::remembered::{Cadence, TrustSetting};
+use natsprobe::rules::remembered::TrustSetting;
+use natsprobe::rules::restart::Cadence;
 use natsprobe::rules::restart::{time_to_restart, Fault, Settings};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -267,7 +267,7 @@ mod tests {
     #[test]
     fn the_examples_say_the_times_to_restart_of_their_flags() {
         use crate::config::duration::display;
-        use crate::rules::remembered::Cadence;
+        use crate::rules::restart::Cadence;
         use crate::rules::restart::{time_to_restart, Fault, Settings};
         let said = |settings: &Settings, fault: Fault| {
             let s = time_to_restart(fault, settings);

@@ -16,7 +16,7 @@
 
 use crate::facts::{
     unmap, Connz, ConsumerName, ConsumerSeen, Holder, Identity, KnownSocket, Loaded, LookedUp,
-    Lookup, Observations, Observed, Pod, Process, Reader, Rechecked, Remembered, Route, Sampling,
+    Lookup, Observations, Observed, Pod, Process, Rechecked, Remembered, Route, Sampling,
     ServerAnswer, ServerIdent, SocketScan, StateDirUsed, SubscriptionMemo, Unknown, Via, Walked,
     Wanted,
 };
@@ -272,26 +272,15 @@ impl<'c> Run<'c> {
         };
         let obs = Observations {
             pod: Pod {
-                processes: Vec::new(),
-                owned: None,
                 scan: SocketScan {
-                    sockets: Vec::new(),
-                    reader: Reader::Netlink,
-                    fallback: None,
-                    skipped_lines: 0,
                     lookup: Lookup::Walk(walked),
+                    ..SocketScan::default()
                 },
                 netns_of: check.netns_of,
+                ..Pod::default()
             },
-            servers: Vec::new(),
-            consumers: Vec::new(),
-            client_age: None,
             now_ms: start.now_ms,
-            connz: None,
-            sampling: None,
-            state_dir: None,
-            server_domain: None,
-            server_jetstream: false,
+            ..Observations::default()
         };
         Run {
             ports: ports_with(&check.connection.ports, &routes),
@@ -441,10 +430,8 @@ impl<'c> Run<'c> {
             owned,
             scan: SocketScan {
                 sockets,
-                reader: Reader::Netlink,
-                fallback: None,
-                skipped_lines: 0,
                 lookup: Lookup::Exact { remembered },
+                ..SocketScan::default()
             },
             netns_of: self.check.netns_of,
         };
@@ -1227,16 +1214,11 @@ mod tests {
 
     fn pod(sockets: Vec<crate::facts::Socket>) -> Pod {
         Pod {
-            processes: Vec::new(),
-            owned: None,
             scan: SocketScan {
                 sockets,
-                reader: Reader::Netlink,
-                fallback: None,
-                skipped_lines: 0,
-                lookup: Lookup::Walk(Walked::NotTried),
+                ..SocketScan::default()
             },
-            netns_of: None,
+            ..Pod::default()
         }
     }
 

@@ -28,7 +28,8 @@
 use crate::facts::{Unknown, Wanted};
 use crate::prelude::*;
 use crate::rules::consumer::Outcome;
-use crate::rules::remembered::{self, Cadence, TrustSetting};
+use crate::rules::remembered::{self, TrustSetting};
+use crate::rules::restart::Cadence;
 use crate::rules::restart::{self, Settings};
 use crate::rules::subscription::Held;
 use crate::run::Check;

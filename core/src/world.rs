@@ -17,8 +17,8 @@
 
 use crate::facts::{
     AckPolicy, Answer as Info, Connz, ConsumerFacts, ConsumerName, DiagId, Identity, LookedUp,
-    Observed, Pod, Process, Reached, Reader, Rechecked, ServerAnswer, ServerConnection,
-    ServerIdent, Socket, SocketScan, StateDirUsed, StreamFacts, TcpInfo, TcpState, Unknown, Wanted,
+    Observed, Pod, Process, Reached, Rechecked, ServerAnswer, ServerConnection, ServerIdent,
+    Socket, SocketScan, StateDirUsed, StreamFacts, TcpInfo, TcpState, Unknown, Wanted,
 };
 use crate::prelude::*;
 use crate::run::{Ask, Check, ClientOf, Ended, Refusal, Run, Seen, Start};
@@ -295,16 +295,11 @@ impl World {
             Ask::Walk(_) => {
                 asked.walk = true;
                 Seen::Walk(Pod {
-                    processes: Vec::new(),
-                    owned: None,
                     scan: SocketScan {
                         sockets: self.sockets(now),
-                        reader: Reader::Netlink,
-                        fallback: None,
-                        skipped_lines: 0,
-                        lookup: crate::facts::Lookup::Walk(crate::facts::Walked::NotTried),
+                        ..SocketScan::default()
                     },
-                    netns_of: None,
+                    ..Pod::default()
                 })
             }
             Ask::Servers => {

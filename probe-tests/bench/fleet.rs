@@ -546,7 +546,7 @@ fn averages(rows: &[(String, Cost)], size: usize) -> Vec<(&'static str, Cost, Op
     let must = |name: &str| get(name).unwrap_or_else(|| panic!("no row {name}"));
     let day = schedule(
         8640,
-        natsprobe::rules::remembered::Cadence::DEFAULT,
+        natsprobe::rules::restart::Cadence::DEFAULT,
         TrustSetting::Auto,
         size as u64 + 3,
         false,

@@ -150,7 +150,7 @@ pub fn refused(config: &CheckConfig, refusal: Refusal) -> Error {
 mod tests {
     use super::*;
     use crate::cli::check::tests::parse;
-    use crate::facts::{Lookup, Pod, Reader, SocketScan, Walked};
+    use crate::facts::{Lookup, Pod};
     use crate::rules::check::{Health, Reason};
     use std::net::{TcpListener, TcpStream};
 
@@ -209,18 +209,7 @@ mod tests {
         let mut asked = Vec::new();
         let ended = drive(&check, start.clone(), |ask| {
             asked.push(format!("{ask:?}"));
-            Ok(Seen::Walk(Pod {
-                processes: Vec::new(),
-                owned: None,
-                scan: SocketScan {
-                    sockets: Vec::new(),
-                    reader: Reader::Netlink,
-                    fallback: None,
-                    skipped_lines: 0,
-                    lookup: Lookup::Walk(Walked::NotTried),
-                },
-                netns_of: None,
-            }))
+            Ok(Seen::Walk(Pod::default()))
         })
         .unwrap()
         .unwrap();

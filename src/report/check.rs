@@ -201,7 +201,7 @@ pub struct ConsumerSection {
     /// The stream settings under which the server deletes unacknowledged messages, when work
     /// waits on such a stream: what the in-pod check cannot see past.
     pub retention_deletes_unacked: Option<String>,
-    pub facts: Option<ConsumerFactsJson>,
+    pub facts: Option<ConsumerFacts>,
     pub stream_facts: Option<StreamFacts>,
     pub previous_sample: Option<String>,
     pub state_problem: Option<String>,
@@ -211,34 +211,6 @@ pub struct ConsumerSection {
 pub struct CarriedJson {
     pub could_not_look: &'static str,
     pub last_look_ago_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ConsumerFactsJson {
-    pub push: bool,
-    pub deliver_subject: Option<String>,
-    pub deliver_group: Option<String>,
-    pub push_bound: bool,
-    pub num_pending: u64,
-    pub num_ack_pending: u64,
-    pub num_waiting: u64,
-    pub num_redelivered: u64,
-    pub ack_floor: SequenceJson,
-    pub delivered: SequenceJson,
-    pub ack_policy: &'static str,
-    pub ack_wait_ms: Option<u64>,
-    pub max_deliver: Option<u64>,
-    pub max_ack_pending: Option<i64>,
-    pub paused: bool,
-    /// Whether the server sent its clock (`ts`, 2.10+).
-    pub server_ts: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct SequenceJson {
-    pub consumer_seq: u64,
-    pub stream_seq: u64,
-    pub last_active_ago_ms: Option<u64>,
 }
 
 /// The check's report: each section from its part of the input, and the words.
@@ -407,7 +379,7 @@ fn millis(d: Duration) -> u64 {
 
 fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
     let (facts, stream) = match &r.seen.observed {
-        Observed::Found { facts, stream } => (Some(facts_json(facts)), stream.clone()),
+        Observed::Found { facts, stream } => (Some(facts.clone()), stream.clone()),
         _ => (None, None),
     };
     let (stalled, evidence) = match &r.outcome {
@@ -495,35 +467,6 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
             _ => None,
         },
         found: s.found.map(found_word),
-    }
-}
-
-fn facts_json(f: &ConsumerFacts) -> ConsumerFactsJson {
-    ConsumerFactsJson {
-        push: f.push(),
-        deliver_subject: f.deliver_subject.clone(),
-        deliver_group: f.deliver_group.clone(),
-        push_bound: f.push_bound,
-        num_pending: f.num_pending,
-        num_ack_pending: f.num_ack_pending,
-        num_waiting: f.num_waiting,
-        num_redelivered: f.num_redelivered,
-        ack_floor: SequenceJson {
-            consumer_seq: f.ack_floor.consumer_seq,
-            stream_seq: f.ack_floor.stream_seq,
-            last_active_ago_ms: f.age(f.ack_floor.last_active).map(millis),
-        },
-        delivered: SequenceJson {
-            consumer_seq: f.delivered.consumer_seq,
-            stream_seq: f.delivered.stream_seq,
-            last_active_ago_ms: f.age(f.delivered.last_active).map(millis),
-        },
-        ack_policy: f.ack_policy.name(),
-        ack_wait_ms: f.ack_wait.map(millis),
-        max_deliver: f.max_deliver,
-        max_ack_pending: f.max_ack_pending,
-        paused: f.paused,
-        server_ts: f.ts.is_some(),
     }
 }
 

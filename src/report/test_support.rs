@@ -6,8 +6,8 @@ use super::input::CheckInput;
 use super::render_check;
 use crate::config::Owner;
 use crate::facts::{
-    Answer, ConsumerName, ConsumerSeen, Loaded, Lookup, Observations, Observed, Pod, Process,
-    Reader, ServerAnswer, Socket, SocketScan, TcpState, Walked,
+    Answer, ConsumerName, ConsumerSeen, Loaded, Observations, Observed, Pod, Process, ServerAnswer,
+    Socket, SocketScan, TcpState,
 };
 use crate::rules::check::{decide, ServerState, Verdict};
 use crate::rules::connection::{connections, Connections, Policy, WhenServerDown};
@@ -95,25 +95,14 @@ pub(crate) fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: b
         obs: Observations {
             pod: Pod {
                 processes,
-                owned: None,
                 scan: SocketScan {
                     sockets: sockets.to_vec(),
-                    reader: Reader::Netlink,
-                    fallback: None,
-                    skipped_lines: 0,
-                    lookup: Lookup::Walk(Walked::NotTried),
+                    ..SocketScan::default()
                 },
-                netns_of: None,
+                ..Pod::default()
             },
-            servers: vec![],
-            consumers: vec![],
-            client_age: None,
-            now_ms: 0,
-            connz: None,
-            state_dir: None,
-            server_domain: None,
             server_jetstream: true,
-            sampling: None,
+            ..Observations::default()
         },
         servers: vec![],
         consumers: vec![],

@@ -130,6 +130,44 @@ impl ConsumerFacts {
     }
 }
 
+/// Its JSON is the check's `facts`: as the server said them, its times as ages on its own
+/// clock (`last_active_ago_ms`), and whether it sent that clock (`server_ts`, 2.10+).
+impl Serialize for ConsumerFacts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(Serialize)]
+        struct Ages {
+            consumer_seq: u64,
+            stream_seq: u64,
+            last_active_ago_ms: Option<u64>,
+        }
+        let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
+        let sequence = |q: &Sequence| Ages {
+            consumer_seq: q.consumer_seq,
+            stream_seq: q.stream_seq,
+            last_active_ago_ms: ms(self.age(q.last_active)),
+        };
+        let mut o = s.serialize_struct("ConsumerFacts", 16)?;
+        o.serialize_field("push", &self.push())?;
+        o.serialize_field("deliver_subject", &self.deliver_subject)?;
+        o.serialize_field("deliver_group", &self.deliver_group)?;
+        o.serialize_field("push_bound", &self.push_bound)?;
+        o.serialize_field("num_pending", &self.num_pending)?;
+        o.serialize_field("num_ack_pending", &self.num_ack_pending)?;
+        o.serialize_field("num_waiting", &self.num_waiting)?;
+        o.serialize_field("num_redelivered", &self.num_redelivered)?;
+        o.serialize_field("ack_floor", &sequence(&self.ack_floor))?;
+        o.serialize_field("delivered", &sequence(&self.delivered))?;
+        o.serialize_field("ack_policy", self.ack_policy.name())?;
+        o.serialize_field("ack_wait_ms", &ms(self.ack_wait))?;
+        o.serialize_field("max_deliver", &self.max_deliver)?;
+        o.serialize_field("max_ack_pending", &self.max_ack_pending)?;
+        o.serialize_field("paused", &self.paused)?;
+        o.serialize_field("server_ts", &self.ts.is_some())?;
+        o.end()
+    }
+}
+
 /// A stream's retention settings and where it now begins: what decides whether the server can
 /// delete a message a consumer has not acknowledged. Its JSON is the check's `stream_facts`.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -14,7 +14,7 @@ use serde::Serialize;
 /// Everything one run observed. Filled lazily, in the order the rules ask for it: the common
 /// path is one socket read; the servers and JetStream are asked only when the verdict needs
 /// them (an empty list means "not asked").
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Observations {
     pub pod: Pod,
     /// What each server URL said, in order.
@@ -52,7 +52,7 @@ pub struct StateDirUsed {
 }
 
 /// This pod's side: whose sockets count, and the socket table.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Pod {
     /// The processes named by PID or name; empty when anyone's sockets count.
     pub processes: Vec<Process>,

@@ -125,7 +125,7 @@ pub struct Rechecked {
     pub held: bool,
 }
 
-/// How a run found its sockets.
+/// How a run found its sockets (before it has: a walk not yet made).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup {
     /// The whole table was read (a sock_diag dump, or /proc).
@@ -133,6 +133,12 @@ pub enum Lookup {
     /// Only the connections the last healthy run counted, each by its exact identity; all
     /// `remembered` were asked for, and enough of them were unchanged to decide the run.
     Exact { remembered: usize },
+}
+
+impl Default for Lookup {
+    fn default() -> Lookup {
+        Lookup::Walk(Walked::NotTried)
+    }
 }
 
 /// Why the table was walked.
@@ -178,8 +184,9 @@ pub struct TcpInfo {
 }
 
 /// Which reader produced a scan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reader {
+    #[default]
     Netlink,
     Proc,
 }
@@ -194,7 +201,7 @@ impl Reader {
 }
 
 /// The sockets to remote ports of interest, and how they were read.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SocketScan {
     pub sockets: Vec<Socket>,
     pub reader: Reader,

@@ -24,6 +24,7 @@
 use super::answers;
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};
 use crate::facts::{AckPolicy, ConsumerFacts, Gap, Observed, Sample, StreamFacts, Unknown};
+use crate::timing::ACK_WAITS_IN_A_WINDOW;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +46,7 @@ pub struct Window {
 /// redelivery (docs/server-facts.md), and the redelivered message may then take up to another
 /// ack_wait to process: 2 × ack_wait is the longest gap a healthy consumer can show.
 pub fn window(policy: &Policy, ack_wait: Option<Duration>) -> Window {
-    match ack_wait.map(|w| w * 2) {
+    match ack_wait.map(|w| w * ACK_WAITS_IN_A_WINDOW) {
         Some(twice) if twice > policy.stall_after => Window {
             duration: twice,
             raised_for_ack_wait: ack_wait,

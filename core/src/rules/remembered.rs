@@ -352,24 +352,6 @@ pub fn count_unanswered(
     }
 }
 
-/// The kubelet's period and the probe's own times that set when a run asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cadence {
-    pub period: Duration,
-    pub sample_every: Duration,
-    /// The consumers' window (`--stall-after`, or 2 × ack_wait when longer).
-    pub window: Duration,
-}
-
-impl Cadence {
-    /// `periodSeconds: 10` and the defaults: `--stall-after 60s`, `--sample-every 45s`.
-    pub const DEFAULT: Cadence = Cadence {
-        period: Duration::from_secs(10),
-        sample_every: Duration::from_secs(45),
-        window: Duration::from_secs(60),
-    };
-}
-
 /// What a lookup's answers say of the remembered connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confirmed<'a> {
@@ -448,6 +430,7 @@ pub fn listed(connz: &Connz) -> Vec<&ServerConnection> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::restart::Cadence;
     use crate::facts::ServerIdent;
 
     const NOW: i64 = 1_800_000_000_000;

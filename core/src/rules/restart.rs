@@ -7,12 +7,30 @@
 //! are the span. The README's table is this module's (tested), and an end-to-end test measures
 //! the same at scaled-down timings. Pure.
 
-use super::remembered::{self, Asking, Cadence, TrustSetting};
+use super::remembered::{self, Asking, TrustSetting};
 use crate::facts::Wanted;
 use crate::run::Check;
 use crate::world::{self, Behaviour, Consumer, Ms, Subscription, World};
 use alloc::vec;
 use core::time::Duration;
+
+/// The kubelet's period and the probe's own times that set when a run asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cadence {
+    pub period: Duration,
+    pub sample_every: Duration,
+    /// The consumers' window (`--stall-after`, or 2 × ack_wait when longer).
+    pub window: Duration,
+}
+
+impl Cadence {
+    /// `periodSeconds: 10` and the defaults: `--stall-after 60s`, `--sample-every 45s`.
+    pub const DEFAULT: Cadence = Cadence {
+        period: Duration::from_secs(10),
+        sample_every: Duration::from_secs(45),
+        window: Duration::from_secs(60),
+    };
+}
 
 /// A fault, from the moment it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
