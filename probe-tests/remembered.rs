@@ -391,7 +391,7 @@ fn the_consumers_are_asked_every_sample_and_after_any_fault() {
     assert!(
         diagnosed
             .stdout
-            .contains("not asked this run: all healthy when asked"),
+            .contains("not asked this run: calm when asked"),
         "{diagnosed}"
     );
     // Unbound, its connection kept: not seen until the look is due.

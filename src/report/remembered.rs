@@ -9,7 +9,7 @@ use crate::rules::remembered::{Found, Rematch, Trust};
 pub fn sampling_phrase(s: Sampling) -> String {
     match s {
         Sampling::Skip { asked_ago } => format!(
-            "not asked this run: all healthy when asked {} ago, on the same connections (--sample-every)",
+            "not asked this run: calm when asked {} ago, on the same connections (--sample-every)",
             display(asked_ago)
         ),
         Sampling::Ask(due) => format!("asked: {}", due_phrase(due)),
@@ -20,10 +20,9 @@ fn due_phrase(d: Due) -> &'static str {
     match d {
         Due::EveryRun => "every run (--sample-every 0)",
         Due::FirstLook => "no earlier look remembered",
-        Due::NotCalm => "the last look was not all idle or progressing",
+        Due::NotCalm => "the last look was not calm",
         Due::Old => "the last look is --sample-every old",
         Due::NewConnection => "a connection the last look did not see",
-        Due::NotCovered => "the last look did not find the deliver subscriptions (another probe's, without --own-subscription)",
         Due::WindowEnds => "waiting for the next run would put the next look past the window",
     }
 }
@@ -126,11 +125,11 @@ mod tests {
             sampling_phrase(Sampling::Skip {
                 asked_ago: Duration::from_secs(20)
             }),
-            "not asked this run: all healthy when asked 20s ago, on the same connections (--sample-every)"
+            "not asked this run: calm when asked 20s ago, on the same connections (--sample-every)"
         );
         assert_eq!(
             sampling_phrase(Sampling::Ask(Due::NotCalm)),
-            "asked: the last look was not all idle or progressing"
+            "asked: the last look was not calm"
         );
     }
 }

@@ -87,9 +87,6 @@ pub enum Due {
     Old,
     /// A connection the last look did not see: the client reconnected.
     NewConnection,
-    /// The last look did not cover what this run checks (another probe's look, without
-    /// `--own-subscription`).
-    NotCovered,
     /// Waiting for the next run would put the next look past the window.
     WindowEnds,
 }

@@ -230,6 +230,13 @@ pub fn same_address(a: SocketAddr, b: SocketAddr) -> bool {
     a.port() == b.port() && unmap(a.ip()) == unmap(b.ip())
 }
 
+/// A process whose sockets count (`--pid`, `--process`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Process {
+    pub pid: u32,
+    pub name: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,11 +248,33 @@ mod tests {
         let v6: IpAddr = "fd00::1".parse().unwrap();
         assert_eq!(unmap(v6), v6);
     }
-}
 
-/// A process whose sockets count (`--pid`, `--process`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Process {
-    pub pid: u32,
-    pub name: String,
+    /// Every state the kernel numbers, and its name as `ss` prints it.
+    #[test]
+    fn the_kernels_states_and_their_names() {
+        let names: Vec<Option<&str>> = (0..=13)
+            .map(|v| TcpState::from_kernel(v).map(TcpState::name))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                None,
+                Some("ESTABLISHED"),
+                Some("SYN_SENT"),
+                Some("SYN_RECV"),
+                Some("FIN_WAIT1"),
+                Some("FIN_WAIT2"),
+                Some("TIME_WAIT"),
+                Some("CLOSE"),
+                Some("CLOSE_WAIT"),
+                Some("LAST_ACK"),
+                Some("LISTEN"),
+                Some("CLOSING"),
+                Some("SYN_RECV"),
+                None,
+            ]
+        );
+        assert_eq!(TcpState::from_kernel(12), Some(TcpState::NewSynRecv));
+        assert_eq!(TcpState::from_kernel(3), Some(TcpState::SynRecv));
+    }
 }

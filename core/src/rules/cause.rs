@@ -427,4 +427,29 @@ mod tests {
             assert!(!s.unwrap().is_configuration_error());
         }
     }
+
+    /// "Longer than the window": at the window itself, not yet an error.
+    #[test]
+    fn an_error_only_past_the_window_not_at_it() {
+        let at = |lasted_ms: u64, class, judged_before| {
+            Standing {
+                cause: Cause::Credentials,
+                class,
+                lasted: Duration::from_millis(lasted_ms),
+                window: Duration::from_secs(60),
+                judged_before,
+            }
+            .is_configuration_error()
+        };
+        for class in [
+            Class::ConfigurationIfNeverJudged,
+            Class::ConfigurationIfItPersists,
+        ] {
+            assert!(!at(60_000, class, false));
+            assert!(at(60_001, class, false));
+        }
+        assert!(!at(60_001, Class::ConfigurationIfNeverJudged, true));
+        assert!(at(60_001, Class::ConfigurationIfItPersists, true));
+        assert!(!at(u64::MAX / 2, Class::Transient, false));
+    }
 }

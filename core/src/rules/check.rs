@@ -412,4 +412,30 @@ mod tests {
             Reason::ServerAnswers
         );
     }
+
+    /// The words scripts read.
+    #[test]
+    fn the_verdicts_words() {
+        assert_eq!(
+            [Health::Healthy, Health::Unhealthy, Health::Misconfigured].map(Health::as_str),
+            ["healthy", "unhealthy", "configuration_error"]
+        );
+        assert_eq!(
+            [
+                ConsumerHealth::Healthy,
+                ConsumerHealth::Unhealthy,
+                ConsumerHealth::NotJudged,
+                ConsumerHealth::NeverJudged,
+                ConsumerHealth::Misconfigured,
+            ]
+            .map(ConsumerHealth::as_str),
+            [
+                "healthy",
+                "unhealthy",
+                "not_judged",
+                "not_judged",
+                "configuration_error"
+            ]
+        );
+    }
 }

@@ -430,8 +430,8 @@ pub fn listed(connz: &Connz) -> Vec<&ServerConnection> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::restart::Cadence;
     use crate::facts::ServerIdent;
+    use crate::rules::restart::Cadence;
 
     const NOW: i64 = 1_800_000_000_000;
 
