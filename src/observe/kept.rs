@@ -5,23 +5,9 @@
 //! password), so a `serve` with other flags never reads it.
 
 use crate::config::StateDirChoice;
-use crate::facts::Judged;
 use crate::observe::state::{self, Envelope, Key, StateDir, VERSION};
 use crate::rules::serve::Left;
-use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
-
-/// The verdict kept; the envelope's time is when its look ended, by the wall clock.
-#[derive(Serialize, Deserialize)]
-struct Verdict {
-    code: u8,
-    verdict: String,
-    summary: String,
-    json: String,
-    startup: bool,
-    /// A look with `--startup`'s meaning has passed.
-    startup_passed: bool,
-}
 
 /// Where `serve` keeps its verdict, and under which key.
 pub struct Kept {
@@ -46,19 +32,11 @@ impl Kept {
     /// The verdict a look reached, and when; a failure to keep it is left unsaid (the next
     /// look tries again, and only a restart of `serve` would miss it).
     pub fn keep(&self, left: &Left) {
-        let judged = &left.judged;
         let file = Envelope {
             version: VERSION,
             key: self.key.clone(),
             at_ms: left.at_ms,
-            body: Verdict {
-                code: judged.code,
-                verdict: judged.verdict.clone(),
-                summary: judged.summary.clone(),
-                json: judged.json.clone(),
-                startup: judged.startup,
-                startup_passed: left.startup_passed,
-            },
+            body: left,
         };
         if let Ok(body) = serde_json::to_vec(&file) {
             let _ = self.dir.replace(&self.dir.named("serve", &self.key), &body);
@@ -68,18 +46,7 @@ impl Kept {
     /// What the last `serve` with these arguments kept, if anything readable.
     pub fn left(&self) -> Option<Left> {
         let text = self.dir.read_small(&self.dir.named("serve", &self.key))?;
-        let file: Envelope<Verdict> = serde_json::from_slice(&text).ok()?;
-        let v = file.body;
-        (file.version == VERSION && file.key == self.key).then_some(Left {
-            judged: Judged {
-                code: v.code,
-                verdict: v.verdict,
-                summary: v.summary,
-                json: v.json,
-                startup: v.startup,
-            },
-            at_ms: file.at_ms,
-            startup_passed: v.startup_passed,
-        })
+        let file: Envelope<Left> = serde_json::from_slice(&text).ok()?;
+        (file.version == VERSION && file.key == self.key).then_some(file.body)
     }
 }

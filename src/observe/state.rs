@@ -240,8 +240,8 @@ impl StateDir {
         }
     }
 
-    /// The file of one kind (`consumer`, `cause`, `look`, `subscription`, `sockets`) for a key: the one
-    /// place a state file is named. The key inside the file settles a hash collision.
+    /// The file of one kind (`check`, `serve`) for a key: the one place a state file is
+    /// named. The key inside the file settles a hash collision.
     pub fn named(&self, kind: &str, key: &Key) -> PathBuf {
         self.path
             .join(format!("{kind}-{:016x}.json", key_hash(key)))

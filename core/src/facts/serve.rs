@@ -3,6 +3,7 @@
 //! code, exactly as the exec probe would have given them.
 
 use crate::prelude::*;
+use serde::{Deserialize, Serialize};
 
 /// How one look ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,7 +17,7 @@ pub enum Ended {
 }
 
 /// A look the check itself answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Judged {
     /// The exit code the exec probe would have returned (0 healthy, 1 unhealthy, 2
     /// configuration error, 3 could not evaluate).

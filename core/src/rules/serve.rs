@@ -77,7 +77,7 @@ pub struct Looks {
 }
 
 /// What a `serve` before this one left in the state dir.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Left {
     pub judged: Judged,
     /// When its look ended, by the wall clock (ms since the epoch).
