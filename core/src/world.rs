@@ -237,7 +237,11 @@ impl World {
         let mut answers: [Option<Answer>; 2] = [None, None];
         let mut asked = Asked::default();
         let mut run = Run::new(check, start);
+        let mut steps = 0;
         while let Some(ask) = run.ask() {
+            // Each answer moves a run on; one that asks on and on never ends.
+            steps += 1;
+            assert!(steps <= 16, "a run still asking after 16 answers: {ask:?}");
             let turn = match ask {
                 Ask::Servers | Ask::Consumers(_) => Some(0),
                 Ask::Lookups(_) | Ask::Connz { .. } => Some(1),
