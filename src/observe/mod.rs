@@ -1,8 +1,8 @@
 //! Observation: all I/O. Reads the pod's socket and process tables, asks servers and
 //! JetStream, reads and keeps samples, reads the clock; returns plain facts (`crate::facts`).
-//! It knows no flags and makes no verdict: what to ask, and when, the command decides with the
-//! rules. Each function here is one observation; `facts::Observations` holds a run's worth of
-//! them.
+//! It makes no verdict: what to ask, and when, the core's run decides (`natsprobe_core::run`),
+//! and `observe::check` performs its asks. Each function here is one observation;
+//! `facts::Observations` holds a run's worth of them.
 
 pub mod account;
 pub mod advisories;

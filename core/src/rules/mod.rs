@@ -1,7 +1,6 @@
 //! The rules: what the observations mean. Pure: facts, policy, the previous sample and `now`
-//! in, a verdict out. Nothing here reads a socket, a file or a clock, knows a flag, or
-//! serializes; `architecture::the_rules_stay_pure` (src/architecture.rs) fails the tests if it
-//! starts to.
+//! in, a verdict out. Nothing here reads a socket, a file or a clock, or knows a flag: the core
+//! is `no_std`, so the compiler keeps it so.
 
 pub mod advice;
 pub mod answers;
