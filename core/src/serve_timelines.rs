@@ -28,8 +28,6 @@ use crate::rules::serve::{Left, Looks, Path};
 use crate::timing::{stale_after, LOOK_GRACE};
 use core::time::Duration;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, FileFailurePersistence};
-use std::boxed::Box;
 
 /// Milliseconds.
 type Ms = u64;
@@ -170,19 +168,6 @@ fn restarted_at(probes: &[Probe], threshold: u32) -> Option<Ms> {
     None
 }
 
-fn config() -> Config {
-    Config {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(200),
-        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
-            "proptest-regressions",
-        ))),
-        ..Config::default()
-    }
-}
-
 /// A cadence: `--every`, `--timeout`, the kubelet's period, offset and threshold.
 fn cadence() -> impl Strategy<Value = (Ms, Ms, Ms, Ms, u32)> {
     (
@@ -257,7 +242,7 @@ fn at_most_one_trouble_in_a_row(t: &mut Timeline) {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::timelines::config())]
 
     /// 1: with no unhealthy look, nothing natsprobe's looks do fails the app.
     #[test]

@@ -272,7 +272,8 @@ fn world_ms(ms: Ms) -> Duration {
     Duration::from_millis(ms.max(0) as u64)
 }
 
-fn config() -> Config {
+/// Both modules' proptest settings: `PROPTEST_CASES` timelines, failures kept beside them.
+pub(crate) fn config() -> Config {
     Config {
         cases: std::env::var("PROPTEST_CASES")
             .ok()
