@@ -1729,6 +1729,11 @@ mod tests {
             Held::NotByThisConnection { .. }
         ));
         assert_eq!(w.kept().unwrap().faults.len(), 1);
+        // Each answer says how many connections the account has now: the trust time's.
+        w.subscription.as_mut().unwrap().account_connections = 5000;
+        w.run(&check, 7000);
+        let m3 = w.kept().unwrap().memo(&wanted).connection.unwrap();
+        assert_eq!(m3.account_connections, 5000);
         // A server restarted: its cids mean nothing, matched again.
         let mut again = world(Behaviour::Acking, vec![Answer::OnTime, Answer::Restarted]);
         deaf_at(&mut again, None, false);

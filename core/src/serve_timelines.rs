@@ -25,7 +25,7 @@
 use crate::facts::{Ended, Judged, Meaning};
 use crate::prelude::*;
 use crate::rules::serve::{Left, Looks, Path};
-use crate::timing::{stale_after, LOOK_GRACE};
+use crate::timing::stale_after;
 use core::time::Duration;
 use proptest::prelude::*;
 
@@ -78,7 +78,7 @@ struct Played {
 
 impl Timeline {
     fn stale(&self) -> Ms {
-        stale_after(ms(self.every), ms(self.timeout) + LOOK_GRACE).as_millis() as Ms
+        stale_after(ms(self.every), Looks::limit(ms(self.timeout))).as_millis() as Ms
     }
 
     /// Plays the looks as `serve`'s scheduler starts them, and the kubelet's probes of `path`
@@ -181,7 +181,7 @@ fn cadence() -> impl Strategy<Value = (Ms, Ms, Ms, Ms, u32)> {
 
 /// A look's duration: quick, or anywhere up to its deadline and the grace past it.
 fn took(timeout: Ms) -> impl Strategy<Value = Ms> {
-    prop_oneof![3 => 1u64..20, 1 => 1..=timeout + LOOK_GRACE.as_millis() as Ms]
+    prop_oneof![3 => 1u64..20, 1 => 1..=Looks::limit(ms(timeout)).as_millis() as Ms]
 }
 
 fn timeline(
@@ -292,7 +292,7 @@ proptest! {
         Just(false),
     )) {
         at_most_one_trouble_in_a_row(&mut t);
-        let slowest = t.timeout + LOOK_GRACE.as_millis() as Ms;
+        let slowest = Looks::limit(ms(t.timeout)).as_millis() as Ms;
         let bound = 2 * t.every.max(slowest) + 2 * slowest + t.offset + u64::from(t.threshold) * t.period;
         // Long enough to reach the bound: quick unhealthy looks after the generated ones.
         let quick = Look { took: 1, outcome: Outcome::Unhealthy, stuck: 0, restart: false };
@@ -353,7 +353,7 @@ proptest! {
 fn a_restarted_serve_answers_with_the_verdict_it_kept() {
     let every = Duration::from_secs(10);
     let timeout = Duration::from_millis(800);
-    let stale = stale_after(every, timeout + LOOK_GRACE);
+    let stale = stale_after(every, Looks::limit(timeout));
     let unhealthy = Left {
         judged: Judged {
             code: 1,

@@ -104,11 +104,18 @@ fn ipv4_instead(listen: SocketAddr, error: Option<i32>) -> bool {
 }
 
 fn bind(listen: SocketAddr) -> Result<TcpListener, Error> {
-    match TcpListener::bind(listen) {
+    bind_with(listen, |address| TcpListener::bind(address))
+}
+
+fn bind_with(
+    listen: SocketAddr,
+    bind: impl Fn(SocketAddr) -> std::io::Result<TcpListener>,
+) -> Result<TcpListener, Error> {
+    match bind(listen) {
         Ok(l) => Ok(l),
         // No IPv6 in the pod: the default's IPv4 half alone.
         Err(e) if ipv4_instead(listen, e.raw_os_error()) => {
-            TcpListener::bind((Ipv4Addr::UNSPECIFIED, listen.port()))
+            bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, listen.port())))
                 .map_err(|e| Error::Usage(format!("--listen 0.0.0.0:{}: {e}", listen.port())))
         }
         Err(e) => Err(Error::Usage(format!("--listen {listen}: {e}"))),
@@ -291,6 +298,17 @@ mod tests {
             "{err:?}"
         );
         assert!(bind("127.0.0.1:0".parse().unwrap()).is_ok());
+        // A pod without IPv6: the default binds IPv4's every address instead.
+        let tried = std::cell::RefCell::new(Vec::new());
+        let no_ipv6 = |address: SocketAddr| {
+            tried.borrow_mut().push(address);
+            match address.is_ipv6() {
+                true => Err(std::io::Error::from_raw_os_error(libc::EAFNOSUPPORT)),
+                false => TcpListener::bind("127.0.0.1:0"),
+            }
+        };
+        assert!(bind_with("[::]:8281".parse().unwrap(), no_ipv6).is_ok());
+        assert_eq!(*tried.borrow(), [any6, any4]);
     }
 
     /// A look starts only where the container's memory limit leaves room for it.

@@ -97,7 +97,7 @@ impl Looks {
         left: Option<Left>,
         now_ms: i64,
     ) -> Looks {
-        let stale = stale_after(every, timeout + LOOK_GRACE);
+        let stale = stale_after(every, Looks::limit(timeout));
         let mut looks = Looks {
             every,
             startup,
