@@ -104,7 +104,7 @@ fn ipv4_instead(listen: SocketAddr, error: Option<i32>) -> bool {
 }
 
 fn bind(listen: SocketAddr) -> Result<TcpListener, Error> {
-    bind_with(listen, |address| TcpListener::bind(address))
+    bind_with(listen, TcpListener::bind)
 }
 
 fn bind_with(
