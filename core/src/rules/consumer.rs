@@ -1131,9 +1131,32 @@ pub(crate) mod tests {
         );
         f.ts = None;
         assert_eq!(
-            outcome(&found(f), Some(&prev)),
+            outcome(&found(f.clone()), Some(&prev)),
             Outcome::Healthy(Healthy::Progressing(Moved::AboveFloor))
         );
+        // The floor itself moved: said as such.
+        f.ack_floor.consumer_seq = 9;
+        assert_eq!(
+            outcome(&found(f), Some(&prev)),
+            Outcome::Healthy(Healthy::Progressing(Moved::Floor))
+        );
+    }
+
+    /// Idle at the last look and work now: it was seen waiting no longer than since that look,
+    /// however old the last ack and delivery are by the server's clock.
+    #[test]
+    fn work_that_came_after_an_idle_look_waited_at_most_since_it() {
+        let mut f = facts(5, 0, 7);
+        f.ack_floor.last_active = ago(3600.0);
+        f.delivered.last_active = ago(3600.0);
+        let prev = sample(7, 0, 0, 10);
+        let o = outcome(&found(f.clone()), Some(&prev));
+        assert_eq!(stalled(&o), Some(Duration::from_secs(10)), "{o:?}");
+        assert!(matches!(o, Outcome::Healthy(Healthy::Waiting { .. })));
+        // Delivered two seconds ago: the server's clock says less than the interval.
+        f.delivered.last_active = ago(2.0);
+        let o = outcome(&found(f), Some(&prev));
+        assert_eq!(stalled(&o), Some(Duration::from_secs(2)), "{o:?}");
     }
 
     /// Pinned at the front of a stream that deletes from the front, with work behind it, for

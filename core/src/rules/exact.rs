@@ -167,6 +167,22 @@ mod tests {
         let kept = remember(&c, &policy(1), Some(&owned));
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].holder, Some(holder));
+
+        // Up to MAX_REMEMBERED connections are kept; a pod holding more walks every run.
+        let many = |n: u64| -> Vec<Socket> {
+            (0..n)
+                .map(|i| sock(40000 + i as u16, TcpState::Established, 100 + i, Some(i)))
+                .collect()
+        };
+        for (n, kept) in [(MAX_REMEMBERED, MAX_REMEMBERED), (MAX_REMEMBERED + 1, 0)] {
+            let table = many(n as u64);
+            let c = connections(&table, &policy(1), None, &[]);
+            assert_eq!(
+                remember(&c, &policy(1), None).len(),
+                kept,
+                "{n} connections"
+            );
+        }
     }
 
     /// Only the same socket, ESTABLISHED and held as before, is unchanged: a miss, the listener,
