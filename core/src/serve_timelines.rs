@@ -376,6 +376,8 @@ fn a_restarted_serve_answers_with_the_verdict_it_kept() {
         .answer(Path::Live, Duration::ZERO)
         .passes());
     assert_eq!(stale_one.next().1, Meaning::Startup);
+    assert!(!stale_one.startup_passed());
     let future = at(-1);
     assert!(future.memory().answer(Path::Live, Duration::ZERO).passes());
+    assert!(!future.startup_passed());
 }

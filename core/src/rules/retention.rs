@@ -72,3 +72,32 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
         settings,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A per-subject limit deletes the oldest of a subject, unless the stream refuses the new
+    /// message instead (discard new, per subject).
+    #[test]
+    fn a_per_subject_limit_deletes_unless_it_refuses_the_new_message() {
+        let stream = |discard: &str, discard_new_per_subject: bool| StreamFacts {
+            retention: "limits".into(),
+            discard: discard.into(),
+            max_msgs: None,
+            max_bytes: None,
+            max_age: None,
+            max_msgs_per_subject: Some(1),
+            discard_new_per_subject,
+            first_seq: 1,
+            last_seq: 10,
+        };
+        let deletes = deletes_unacked(&stream("old", true)).unwrap();
+        assert!(!deletes.front_only);
+        assert!(deletes
+            .settings
+            .contains(&RetentionSetting::MaxMsgsPerSubject(1)));
+        assert!(deletes_unacked(&stream("new", false)).is_some());
+        assert_eq!(deletes_unacked(&stream("new", true)), None);
+    }
+}
