@@ -326,14 +326,25 @@ fn pods() -> Vec<Pod> {
 }
 
 /// Every manifest is a valid Kubernetes object for the oldest release still commonly run
-/// and for the newest (strict: a misspelt field fails), and every probe's timing follows the
-/// README's rules.
+/// (1.36 for a restart in place, the first where it is on by default) and for the newest
+/// (strict: a misspelt field fails), and every probe's timing follows the README's rules.
 #[test]
 fn the_examples_validate_and_size_their_probes_by_the_rules() {
-    for version in ["1.29.0", "1.37.0"] {
+    let in_place = |f: &PathBuf| {
+        std::fs::read_to_string(f)
+            .unwrap()
+            .contains("restartPolicyRules:")
+    };
+    let (newer, older): (Vec<PathBuf>, Vec<PathBuf>) = manifests().into_iter().partition(in_place);
+    assert!(!newer.is_empty(), "no example restarts in place");
+    for (version, files) in [
+        ("1.29.0", &older),
+        ("1.36.0", &newer),
+        ("1.37.0", &manifests()),
+    ] {
         let out = python()
             .args(["-m", "kubernetes_validate", "--strict", "-k", version])
-            .args(manifests())
+            .args(files)
             .output()
             .unwrap();
         assert!(
@@ -363,6 +374,20 @@ fn the_examples_validate_and_size_their_probes_by_the_rules() {
                     inv.file
                 );
                 continue;
+            }
+            // Restart in place: serve's own count acts before the fallback probe's.
+            if inv.arg("--exit-unhealthy").is_some() && inv.role == Role::Liveness {
+                let every = inv.arg("--every").map_or(Duration::from_secs(10), |e| {
+                    natsprobe::config::duration::parse(e).unwrap()
+                });
+                let looks: u32 = inv
+                    .arg("--failure-threshold")
+                    .map_or(3, |n| n.parse().unwrap());
+                assert!(
+                    every * looks < Duration::from_secs(period * threshold),
+                    "{}: the fallback probe must be slower than serve's own count",
+                    inv.file
+                );
             }
         }
         let probe_timeout = inv
@@ -790,6 +815,25 @@ fn every_natsprobe_command_in_the_examples_runs() {
             .filter(|i| i.role == Role::Liveness)
         {
             if let Some((_, path)) = &inv.http {
+                if let Some(code) = inv.arg("--exit-unhealthy") {
+                    // Restart in place: serve exits with the code its rules name once its
+                    // looks in a row judged the app unhealthy (its /selfz meanwhile is
+                    // serve.rs's to test).
+                    if path != "/selfz" {
+                        let exited = pod
+                            .sidecars
+                            .pop()
+                            .unwrap()
+                            .wait_exit(Duration::from_secs(60));
+                        println!(
+                            "example | {} {} gave up | serve exited {exited}",
+                            inv.file, inv.container
+                        );
+                        assert_eq!(exited.code(), Some(code.parse().unwrap()));
+                        ran += 1;
+                    }
+                    continue;
+                }
                 let self_probe = path == "/selfz";
                 let (status, line) = pod.get_until(inv, if self_probe { 200 } else { 503 });
                 println!(

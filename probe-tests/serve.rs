@@ -692,3 +692,76 @@ fn the_looks_process_keeps_nothing_from_look_to_look() {
     drop(stdin);
     assert!(child.wait().unwrap().success(), "ends when serve is gone");
 }
+
+/// Restart in place (`serve --exit-unhealthy 88 --failure-threshold 3`, a look a second): up
+/// while the client is healthy, up through a NATS outage that outlasts the client's reconnect
+/// budget (NATS not answering: a restart would not help), and exit 88 within a few seconds of
+/// NATS answering again to a client that gave up. A `serve` started again counts from nothing.
+#[test]
+fn serve_exits_for_a_restart_in_place_only_when_it_helps() {
+    let mut pods = Pods::new(Version::Pinned);
+    let mut client = Peer::conn(Some(&pods.app), &pods.url, 3, "200ms");
+    let state = tempfile::tempdir().unwrap();
+    let args = [
+        "--server",
+        &pods.url,
+        "--every",
+        "1s",
+        "--timeout",
+        "800ms",
+        "--exit-unhealthy",
+        "88",
+        "--failure-threshold",
+        "3",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let mut sidecar = serve(&pods.app, &args);
+    until(&pods.app, "/livez", 200, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(sidecar.is_alive(), "{}", sidecar.output());
+
+    // NATS down for 6 s: the client gives up after its 3 × 200 ms, and serve stays.
+    pods.server.stop();
+    client.wait_for("closed", Duration::from_secs(10));
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(
+        sidecar.is_alive(),
+        "exited in the outage: {}",
+        sidecar.output()
+    );
+    let (status, outage) = fetch(&pods.app, "/livez");
+    assert_eq!(status, 200, "{outage}");
+
+    // NATS answers again; the client does not come back: exit 88 after three looks.
+    let back = Instant::now();
+    pods.server.resume();
+    let mut exited = None;
+    while back.elapsed() < Duration::from_secs(15) {
+        if !sidecar.is_alive() {
+            exited = Some(back.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = sidecar.output();
+    let took = exited.unwrap_or_else(|| panic!("serve did not exit: {output}"));
+    let status = sidecar.wait_exit(Duration::from_secs(1));
+    assert_eq!(status.code(), Some(88), "{output}");
+    assert!(
+        output.contains(
+            "natsprobe serve: 3 looks in a row judged the app unhealthy: exiting 88 (--exit-unhealthy)"
+        ),
+        "{output}"
+    );
+    println!("serve | --exit-unhealthy 88 --failure-threshold 3 --every 1s: exit 88 {took:?} after NATS answered again");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+
+    // Restarted in place (the app too, here connected again): it answers with the verdict it
+    // kept, and its own looks, healthy, never exit.
+    let _client = Peer::conn(Some(&pods.app), &pods.url, -1, "200ms");
+    let mut again = serve(&pods.app, &args);
+    until(&pods.app, "/livez", 200, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(again.is_alive(), "{}", again.output());
+}

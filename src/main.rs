@@ -320,7 +320,11 @@ fn run_serve(config: natsprobe::config::ServeConfig, look_args: &[std::ffi::OsSt
         json,
     );
     deadline::set_phase(deadline::Phase::Serving);
-    match commands::serve::run(&config, look_args, &log_line) {
+    /// `--exit-unhealthy`: the code the pod's restart rules name.
+    fn end(code: u8) -> ! {
+        std::process::exit(code.into())
+    }
+    match commands::serve::run(&config, look_args, &log_line, end) {
         Ok(never) => match never {},
         Err(e) => failure(e, json),
     }

@@ -20,11 +20,16 @@
 //!    longer than `stale_after`, and never while looks end on their cadence;
 //! 5. `/startupz` (`serve --startup`): fails before the first look ends, then answers the
 //!    freshest verdict; the looks carry `--startup`'s meaning until one has passed, and
-//!    `--startup`'s meaning never again after.
+//!    `--startup`'s meaning never again after;
+//! 6. `--exit-unhealthy` (restart in place): `serve` exits only when the last
+//!    `--failure-threshold` looks it judged since it started were all unhealthy live looks,
+//!    so never with no unhealthy look, whatever natsprobe's own trouble, and never latched
+//!    across its restarts; and the app unhealthy from the start makes it exit in bounded
+//!    time.
 
 use crate::facts::{Ended, Judged, Meaning};
 use crate::prelude::*;
-use crate::rules::serve::{Left, Looks, Path};
+use crate::rules::serve::{ExitUnhealthy, Left, Looks, Path};
 use crate::timing::stale_after;
 use core::time::Duration;
 use proptest::prelude::*;
@@ -61,6 +66,8 @@ struct Timeline {
     offset: Ms,
     threshold: u32,
     startup: bool,
+    /// `--exit-unhealthy` with this `--failure-threshold`.
+    exit_after: Option<u32>,
 }
 
 /// One probe: when, whether it passed.
@@ -74,6 +81,8 @@ struct Played {
     /// When each `serve` started.
     starts: Vec<Ms>,
     probes: Vec<Probe>,
+    /// When `serve` exited (`--exit-unhealthy`), each time restarting the pod in place.
+    exits: Vec<Ms>,
 }
 
 impl Timeline {
@@ -87,7 +96,20 @@ impl Timeline {
         let mut played = Played::default();
         let mut serve_at: Ms = 0;
         played.starts.push(0);
-        let mut looks = Looks::new(ms(self.every), ms(self.timeout), self.startup, None, WALL);
+        let serve = |kept: Option<Left>, at: Ms| {
+            let looks = Looks::new(
+                ms(self.every),
+                ms(self.timeout),
+                self.startup,
+                kept,
+                WALL + at as i64,
+            );
+            match self.exit_after {
+                Some(after) => looks.exiting(ExitUnhealthy { code: 88, after }),
+                None => looks,
+            }
+        };
+        let mut looks = serve(None, 0);
         let mut kept: Option<Left> = None;
         let mut free: Ms = 0;
         let mut probe = self.offset;
@@ -97,13 +119,7 @@ impl Timeline {
                 // from the verdict its predecessor kept.
                 serve_at = free;
                 played.starts.push(serve_at);
-                looks = Looks::new(
-                    ms(self.every),
-                    ms(self.timeout),
-                    self.startup,
-                    kept.clone(),
-                    WALL + serve_at as i64,
-                );
+                looks = serve(kept.clone(), serve_at);
             }
             let (at, meaning) = looks.next();
             let start = (serve_at + at.as_millis() as Ms).max(free) + l.stuck;
@@ -130,6 +146,15 @@ impl Timeline {
             }
             played.looks.push((start, end, l.outcome, meaning));
             free = end;
+            if let Some(code) = looks.exit() {
+                // `serve` exits; the kubelet restarts the pod's containers in place at once,
+                // its volumes (the kept verdict) with them.
+                assert_eq!(code, 88);
+                played.exits.push(end);
+                serve_at = end;
+                played.starts.push(serve_at);
+                looks = serve(kept.clone(), serve_at);
+            }
         }
         played
     }
@@ -216,6 +241,7 @@ fn timeline(
                 offset,
                 threshold,
                 startup,
+                exit_after: None,
             })
         },
     )
@@ -344,6 +370,70 @@ proptest! {
             prop_assert_eq!(meaning == Meaning::Startup, !passed_once);
             passed_once |= outcome == Outcome::Healthy;
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(crate::timelines::config())]
+
+    /// 6: an exit rests on `--failure-threshold` unhealthy live looks of this `serve`, the
+    /// last it judged; nothing else makes one.
+    #[test]
+    fn serve_exits_only_on_unhealthy_looks_in_a_row(mut t in timeline(
+        prop_oneof![2 => Just(Outcome::Healthy), 3 => Just(Outcome::Unhealthy), 1 => Just(Outcome::Trouble)],
+        any_stuck(),
+        some_restarts(),
+    ), after in 1u32..=5) {
+        t.exit_after = Some(after);
+        let played = t.play(Path::Live);
+        for &e in &played.exits {
+            let began = played.starts.iter().copied().filter(|s| *s < e).max().unwrap();
+            let judged: Vec<_> = played
+                .looks
+                .iter()
+                .filter(|l| l.0 >= began && l.1 <= e && l.2 != Outcome::Trouble)
+                .collect();
+            prop_assert!(judged.len() >= after as usize, "exit at {e} after {} judged looks", judged.len());
+            for l in &judged[judged.len() - after as usize..] {
+                prop_assert_eq!(l.2, Outcome::Unhealthy, "exit at {} after a look ending {}", e, l.1);
+                prop_assert_eq!(l.3, Meaning::Live);
+            }
+        }
+    }
+
+    /// 6: with no unhealthy look, `serve` never exits, whatever its looks' trouble, stalls and
+    /// restarts.
+    #[test]
+    fn own_trouble_never_exits(mut t in timeline(
+        prop_oneof![3 => Just(Outcome::Healthy), 1 => Just(Outcome::Trouble)],
+        any_stuck(),
+        some_restarts(),
+    ), after in 1u32..=5) {
+        t.exit_after = Some(after);
+        prop_assert!(t.play(Path::Live).exits.is_empty());
+    }
+
+    /// 6: unhealthy from the start (never two troubled looks in a row), `serve` exits within
+    /// twice `--failure-threshold` looks' cadence and the slowest look. (With `--startup`
+    /// it never does: no look passes startup, and a startup look is the startupProbe's.)
+    #[test]
+    fn a_fault_exits_in_bounded_time(mut t in timeline(
+        prop_oneof![3 => Just(Outcome::Unhealthy), 1 => Just(Outcome::Trouble)],
+        Just(0u64),
+        Just(false),
+    ), after in 1u32..=5) {
+        at_most_one_trouble_in_a_row(&mut t);
+        t.exit_after = Some(after);
+        t.startup = false;
+        let slowest = Looks::limit(ms(t.timeout)).as_millis() as Ms;
+        let bound = 2 * u64::from(after) * t.every.max(slowest) + slowest;
+        let quick = Look { took: 1, outcome: Outcome::Unhealthy, stuck: 0, restart: false };
+        // Long enough to exit or to reach the bound.
+        while t.play(Path::Live).exits.is_empty() && t.play(Path::Live).looks.last().unwrap().1 < bound {
+            t.looks.push(quick);
+        }
+        let exited = t.play(Path::Live).exits.first().copied();
+        prop_assert!(exited.is_some_and(|e| e <= bound), "exited at {exited:?}, bound {bound}");
     }
 }
 

@@ -5,6 +5,7 @@ use super::check::CheckArgs;
 use crate::config::{duration, ServeConfig};
 use crate::error::Error;
 use clap::Args;
+use natsprobe_core::rules::serve::ExitUnhealthy;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -40,6 +41,30 @@ pub struct ServeArgs {
     )]
     pub every: Duration,
 
+    /// Exit with CODE once --failure-threshold looks in a row judged the app unhealthy: for a
+    /// kubelet that restarts the pod's containers in place on that code (a native sidecar's
+    /// restartPolicyRules, action RestartAllContainers). Only "unhealthy" counts, never "not
+    /// judged", a configuration error or natsprobe's own trouble. 1 or 4 to 255
+    #[arg(
+        long,
+        value_name = "CODE",
+        env = "NATSPROBE_EXIT_UNHEALTHY",
+        hide_env_values = true,
+        help_heading = "Serve"
+    )]
+    pub exit_unhealthy: Option<u8>,
+
+    /// With --exit-unhealthy: how many looks in a row must judge the app unhealthy
+    /// [default: 3]
+    #[arg(
+        long,
+        value_name = "N",
+        env = "NATSPROBE_FAILURE_THRESHOLD",
+        hide_env_values = true,
+        help_heading = "Serve"
+    )]
+    pub failure_threshold: Option<u32>,
+
     /// The looks' own process, run by `serve` itself: a check each time `serve` asks, its
     /// JSON, the NATS connection held between them
     #[arg(long = "look", hide = true)]
@@ -59,6 +84,7 @@ impl ServeArgs {
                 duration::display(SHORTEST_EVERY)
             )));
         }
+        let exit_unhealthy = exit_unhealthy(self.exit_unhealthy, self.failure_threshold)?;
         let mut check = self.check.validate(env)?;
         let startup = check.policy.startup;
         if self.look {
@@ -71,6 +97,64 @@ impl ServeArgs {
             every: self.every,
             startup,
             look: self.look,
+            exit_unhealthy,
         })
+    }
+}
+
+/// `--failure-threshold` when none is given: the kubelet's own default.
+pub const FAILURE_THRESHOLD: u32 = 3;
+
+/// `--exit-unhealthy` and `--failure-threshold`. Codes 0, 2 and 3 are refused: 0 is
+/// success, and 2 and 3 are `serve`'s own when it cannot start, which a restart of the pod
+/// would not mend.
+fn exit_unhealthy(code: Option<u8>, after: Option<u32>) -> Result<Option<ExitUnhealthy>, Error> {
+    match (code, after) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(Error::Usage(
+            "--failure-threshold counts looks for --exit-unhealthy, which is not given".into(),
+        )),
+        (Some(0 | 2 | 3), _) => Err(Error::Usage(
+            "--exit-unhealthy must be 1 or 4 to 255: 0 is success, 2 and 3 are natsprobe's own"
+                .into(),
+        )),
+        (Some(_), Some(0)) => Err(Error::Usage(
+            "--failure-threshold must be at least 1".into(),
+        )),
+        (Some(code), after) => Ok(Some(ExitUnhealthy {
+            code,
+            after: after.unwrap_or(FAILURE_THRESHOLD),
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--exit-unhealthy` takes a code no other exit of `serve` has, `--failure-threshold`
+    /// only beside it, and the kubelet's default of 3.
+    #[test]
+    fn exit_unhealthy_takes_a_code_of_its_own() {
+        assert!(matches!(exit_unhealthy(None, None), Ok(None)));
+        assert_eq!(
+            exit_unhealthy(Some(88), None).unwrap(),
+            Some(ExitUnhealthy { code: 88, after: 3 })
+        );
+        assert_eq!(
+            exit_unhealthy(Some(1), Some(5)).unwrap(),
+            Some(ExitUnhealthy { code: 1, after: 5 })
+        );
+        for (code, after) in [(Some(0), None), (Some(2), None), (Some(3), Some(2))] {
+            assert!(matches!(exit_unhealthy(code, after), Err(Error::Usage(_))));
+        }
+        assert!(matches!(
+            exit_unhealthy(None, Some(3)),
+            Err(Error::Usage(_))
+        ));
+        assert!(matches!(
+            exit_unhealthy(Some(88), Some(0)),
+            Err(Error::Usage(_))
+        ));
     }
 }

@@ -23,12 +23,14 @@ use std::time::{Duration, Instant};
 pub const MOST_CONNECTIONS: usize = 32;
 
 /// Binds `--listen` (the default, every IPv6 and IPv4 address, falls back to IPv4's when the
-/// pod has no IPv6), then serves until a signal ends the process. `look_args` are `serve`'s
-/// own arguments, given again to each look; `log` writes a line to `serve`'s log.
+/// pod has no IPv6), then serves until a signal ends the process, or `--exit-unhealthy` does
+/// through `end`. `look_args` are `serve`'s own arguments, given again to each look; `log`
+/// writes a line to `serve`'s log.
 pub fn run(
     config: &ServeConfig,
     look_args: &[OsString],
     log: &'static (dyn Fn(&str) + Sync),
+    end: fn(u8) -> !,
 ) -> Result<std::convert::Infallible, Error> {
     let listener = bind(config.listen)?;
     let shown = listener
@@ -50,6 +52,10 @@ pub fn run(
         left.clone(),
         now_ms,
     );
+    let looks = match config.exit_unhealthy {
+        Some(exit) => looks.exiting(exit),
+        None => looks,
+    };
     if let Some(left) = left.filter(|_| looks.memory().judged.is_some()) {
         log(&format!(
             "{} (kept by natsprobe serve before it started again, {}s ago)",
@@ -64,7 +70,7 @@ pub fn run(
         let look_args = look_args.to_vec();
         std::thread::Builder::new()
             .name("looks".into())
-            .spawn(move || look_forever(&config, &look_args, &looks, started, kept, log))
+            .spawn(move || look_forever(&config, &look_args, &looks, started, kept, (log, end)))
             .map_err(|e| Error::CannotEvaluate(format!("could not start the looks: {e}")))?;
     }
     let startup = config.startup;
@@ -122,15 +128,19 @@ fn bind_with(
     }
 }
 
+/// Where `serve` writes a line of its log, and how it ends the process with a code.
+type LogAndEnd<'a> = (&'a (dyn Fn(&str) + Sync), fn(u8) -> !);
+
 /// The looks, one after another, when and as `Looks` says; each change of what they say
-/// logged, and each verdict kept for a `serve` started again.
+/// logged, each verdict kept for a `serve` started again, and `serve` ended when `Looks`
+/// says to exit.
 fn look_forever(
     config: &ServeConfig,
     look_args: &[OsString],
     looks: &Mutex<Looks>,
     started: Instant,
     kept: Option<observe::kept::Kept>,
-    log: &(dyn Fn(&str) + Sync),
+    (log, end): LogAndEnd,
 ) -> ! {
     let lock = || looks.lock().unwrap_or_else(|e| e.into_inner());
     let mut args: Vec<OsString> = vec!["serve".into(), "--look".into()];
@@ -153,10 +163,10 @@ fn look_forever(
             Ended::Judged(judged) => Some(judged.clone()),
             Ended::Trouble(_) => None,
         };
-        let (said, startup_passed) = {
+        let (said, startup_passed, exit) = {
             let mut looks = lock();
             let said = looks.ended(ended, began, started.elapsed());
-            (said, looks.startup_passed())
+            (said, looks.startup_passed(), looks.exit())
         };
         if said {
             log(&line);
@@ -167,6 +177,10 @@ fn look_forever(
                 at_ms: observe::now_ms(),
                 startup_passed,
             });
+        }
+        if let (Some(code), Some(e)) = (exit, config.exit_unhealthy) {
+            log(&words::exiting(e.after, code));
+            end(code);
         }
     }
 }

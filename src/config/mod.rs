@@ -124,4 +124,6 @@ pub struct ServeConfig {
     /// Set in the looks' own process: look when `serve` asks (each a check, its JSON),
     /// holding the NATS connection from one look to the next.
     pub look: bool,
+    /// `--exit-unhealthy CODE --failure-threshold N`.
+    pub exit_unhealthy: Option<natsprobe_core::rules::serve::ExitUnhealthy>,
 }

@@ -29,6 +29,15 @@ pub fn trouble_line(what: &str) -> String {
     clip(format!("not judged: natsprobe's look failed: {what}"))
 }
 
+/// The line `serve` logs as `--exit-unhealthy` ends it.
+pub fn exiting(after: u32, code: u8) -> String {
+    let looks = match after {
+        1 => "the last look".to_string(),
+        n => format!("{n} looks in a row"),
+    };
+    format!("natsprobe serve: {looks} judged the app unhealthy: exiting {code} (--exit-unhealthy)")
+}
+
 /// The trouble of a look not started for want of memory.
 pub fn no_room(limit: u64, usage: u64) -> String {
     format!(

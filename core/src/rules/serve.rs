@@ -8,6 +8,7 @@
 //! and only natsprobe's own path fails. `serve` drives it with the real looks and clock; the
 //! property tests below drive it with simulated ones.
 
+use crate::exit::Exit;
 use crate::facts::{Ended, Judged, Meaning};
 use crate::timing::{stale_after, LOOK_GRACE};
 use alloc::string::String;
@@ -74,6 +75,23 @@ pub struct Looks {
     next_at: Duration,
     /// What the last look said, as logged: its meaning and kind.
     said: Option<(bool, String)>,
+    /// `--exit-unhealthy`: when `serve` ends the pod's containers itself.
+    exit: Option<ExitUnhealthy>,
+    /// Live looks the check judged unhealthy in a row, by this `serve`.
+    unhealthy_in_a_row: u32,
+}
+
+/// `serve --exit-unhealthy CODE --failure-threshold N`: `serve` exits with `code` once `after`
+/// live looks in a row were judged unhealthy, for a kubelet that restarts the pod's
+/// containers in place on that code (`restartPolicyRules`). By the principles of the probes:
+/// only the check's `unhealthy` counts (never not judged, a configuration error or
+/// natsprobe's own trouble); a look judged anything else ends the row; a troubled look leaves
+/// it as it is while the last verdict stands, and ends it past that; and it is never latched:
+/// a `serve` started again counts from nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitUnhealthy {
+    pub code: u8,
+    pub after: u32,
 }
 
 /// What a `serve` before this one left in the state dir.
@@ -108,6 +126,8 @@ impl Looks {
             },
             next_at: Duration::ZERO,
             said: None,
+            exit: None,
+            unhealthy_in_a_row: 0,
         };
         if let Some(left) = left {
             if let Some(age) = still_stands(left.at_ms, now_ms, stale) {
@@ -116,6 +136,22 @@ impl Looks {
             }
         }
         looks
+    }
+
+    /// With `--exit-unhealthy`.
+    pub fn exiting(self, exit: ExitUnhealthy) -> Looks {
+        Looks {
+            exit: Some(exit),
+            ..self
+        }
+    }
+
+    /// The code to exit with now: `--exit-unhealthy`'s, once its count of unhealthy looks in
+    /// a row is reached.
+    pub fn exit(&self) -> Option<u8> {
+        self.exit
+            .filter(|e| self.unhealthy_in_a_row >= e.after)
+            .map(|e| e.code)
     }
 
     /// How long a look may take before `serve` kills it: its `--timeout` and `LOOK_GRACE`.
@@ -141,6 +177,18 @@ impl Looks {
     pub fn ended(&mut self, ended: Ended, began: Duration, at: Duration) -> bool {
         let meaning = self.next().1 == Meaning::Startup;
         let ms = at.as_millis() as i64;
+        self.unhealthy_in_a_row = match &ended {
+            Ended::Judged(j) if j.code == Exit::Unhealthy.code() && !j.startup => {
+                self.unhealthy_in_a_row + 1
+            }
+            Ended::Judged(_) => 0,
+            Ended::Trouble(_) => match self.memory.judged {
+                Some((_, judged_at)) if ms - judged_at <= self.memory.stale.as_millis() as i64 => {
+                    self.unhealthy_in_a_row
+                }
+                _ => 0,
+            },
+        };
         let kind = match ended {
             Ended::Judged(judged) => {
                 self.startup_passed |= judged.startup && judged.code == 0;
@@ -359,6 +407,49 @@ mod tests {
             ..held
         };
         assert!(answer(Path::Startup, &troubled, S).passes());
+    }
+
+    /// `--exit-unhealthy`: only unhealthy live looks count; not judged, a configuration
+    /// error, a startup look and trouble past the verdict's standing each end the row.
+    #[test]
+    fn serve_exits_on_unhealthy_looks_in_a_row_only() {
+        let exit = ExitUnhealthy { code: 88, after: 2 };
+        let looks = || Looks::new(secs(1), secs(1), false, None, 0).exiting(exit);
+        let play = |ends: &[(Ended, u64)]| {
+            let mut l = looks();
+            let mut exits = alloc::vec::Vec::new();
+            for (ended, at) in ends {
+                l.ended(ended.clone(), secs(*at).saturating_sub(secs(1)), secs(*at));
+                exits.push(l.exit());
+            }
+            exits
+        };
+        let (ok, bad) = (Ended::Judged(judged(0)), Ended::Judged(judged(1)));
+        let trouble = Ended::Trouble("killed".into());
+        assert_eq!(
+            play(&[(bad.clone(), 1), (bad.clone(), 2)]),
+            [None, Some(88)]
+        );
+        for breaks in [ok, Ended::Judged(judged(2)), Ended::Judged(judged(3))] {
+            let got = play(&[(bad.clone(), 1), (breaks, 2), (bad.clone(), 3)]);
+            assert_eq!(got, [None, None, None]);
+        }
+        let startup = Ended::Judged(Judged {
+            startup: true,
+            ..judged(1)
+        });
+        assert_eq!(play(&[(startup, 1), (bad.clone(), 2)]), [None, None]);
+        // A look's limit is 2 s, so a verdict stands 5 s: trouble 2 s after it leaves the row,
+        // 6 s after it ends the row.
+        let got = play(&[(bad.clone(), 1), (trouble.clone(), 3), (bad.clone(), 4)]);
+        assert_eq!(got, [None, None, Some(88)]);
+        let got = play(&[(bad.clone(), 1), (trouble, 7), (bad.clone(), 8)]);
+        assert_eq!(got, [None, None, None]);
+        let mut without = Looks::new(secs(1), secs(1), false, None, 0);
+        for at in 1..5 {
+            without.ended(bad.clone(), secs(at - 1), secs(at));
+        }
+        assert_eq!(without.exit(), None);
     }
 
     #[test]
