@@ -199,6 +199,9 @@ fn a_remembered_connection_gone_to_time_wait_or_close_wait_is_walked() {
     looked_up(&probe(&["--json"]).ns(&ns).run(), 1);
     // The client stops reading; the server goes away: its FIN leaves the socket in CLOSE_WAIT.
     wedged.signal(libc::SIGSTOP);
+    // A stop is complete only once every thread has taken it: until then a thread of the
+    // client could read the server's FIN and close.
+    wait_until("the client stopped", S10, || wedged.stopped());
     server.stop();
     wait_until("the client's socket in CLOSE_WAIT", S10, || {
         let run = probe(&["--json"]).ns(&ns).run();

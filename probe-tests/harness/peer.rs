@@ -240,6 +240,20 @@ impl Peer {
         self.child.try_wait().unwrap().is_none()
     }
 
+    /// Every thread of the process stopped (SIGSTOP taken): state `T` in each
+    /// /proc/PID/task/TID/stat.
+    pub fn stopped(&self) -> bool {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) else {
+            return false;
+        };
+        tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+                // The state follows the command's closing parenthesis.
+                stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('T'))
+            })
+        })
+    }
+
     pub fn signal(&self, signal: libc::c_int) {
         // SAFETY: plain kill(2) on our own child.
         unsafe { libc::kill(self.child.id() as i32, signal) };
