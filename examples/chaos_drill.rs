@@ -19,6 +19,10 @@ mod harness;
 use harness::chaos::{chaos_drill, stalls_line, Figures, Timings};
 
 fn main() {
+    if let Some(missing) = harness::missing_for_a_drill(&harness::deps_dir()) {
+        eprintln!("chaos_drill: {missing}");
+        std::process::exit(2);
+    }
     let real = std::env::args().skip(1).any(|a| a == "--real")
         || std::env::var("CHAOS_DRILL").is_ok_and(|v| v == "real");
     let t = match real {

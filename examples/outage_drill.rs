@@ -21,6 +21,10 @@ use natsprobe::config::duration;
 use std::time::Duration;
 
 fn main() {
+    if let Some(missing) = harness::missing_for_a_drill(&harness::deps_dir()) {
+        eprintln!("outage_drill: {missing}");
+        std::process::exit(2);
+    }
     let outages: Vec<Duration> = std::env::args()
         .skip(1)
         .map(|a| duration::parse(&a).unwrap_or_else(|e| panic!("{e}")))

@@ -171,3 +171,20 @@ fn the_documented_bounds_are_the_drills() {
         "docs/chaos-drill.md lacks the drill's bounds; they are now:\n{table}"
     );
 }
+
+/// A drill run from the README on a machine where probe-tests/setup has not run says in one
+/// line what is missing and how to get it; here, where it has, nothing is.
+#[test]
+fn a_drill_says_what_is_missing() {
+    let empty = tempfile::tempdir().unwrap();
+    let said = crate::harness::missing_for_a_drill(empty.path()).unwrap();
+    assert!(
+        said.contains("nats-server-2.10.26/bin/nats-server is missing: run probe-tests/setup"),
+        "{said}"
+    );
+    assert!(!said.contains('\n'), "{said}");
+    assert_eq!(
+        crate::harness::missing_for_a_drill(&crate::harness::deps_dir()),
+        None
+    );
+}

@@ -56,6 +56,58 @@ pub fn deps_dir() -> PathBuf {
     }
 }
 
+/// What a drill needs and this machine lacks, in one line that says how to get it; None when
+/// nothing is missing. `deps` is where probe-tests/setup puts the servers (`deps_dir`).
+pub fn missing_for_a_drill(deps: &Path) -> Option<String> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root (network namespaces, iptables): run it as root".into());
+    }
+    let server = deps.join("nats-server-2.10.26/bin/nats-server");
+    if !server.is_file() {
+        return Some(format!(
+            "{} is missing: run probe-tests/setup (it installs nats-server, Go and nats.go, iptables)",
+            server.display()
+        ));
+    }
+    for (tool, what) in [
+        ("go", "Go, to build the nats.go clients"),
+        ("iptables", "iptables"),
+    ] {
+        if !on_path(tool) {
+            return Some(format!("{what} ({tool}) is missing: run probe-tests/setup"));
+        }
+    }
+    let nats_go = Path::new("/usr/share/gocode/src/github.com/nats-io/nats.go");
+    if !nats_go.is_dir() {
+        return Some(format!(
+            "nats.go ({}) is missing: run probe-tests/setup (golang-github-nats-io-go-nats-dev)",
+            nats_go.display()
+        ));
+    }
+    let bin = std::env::var_os("NATSPROBE_BIN")
+        .filter(|b| !b.is_empty())
+        .map_or_else(
+            || {
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("target/x86_64-unknown-linux-musl/release/natsprobe")
+            },
+            PathBuf::from,
+        );
+    if !bin.is_file() {
+        return Some(format!(
+            "the static probe ({}) is missing: `cargo build --release --locked --target \
+             x86_64-unknown-linux-musl` after probe-tests/setup, or set NATSPROBE_BIN",
+            bin.display()
+        ));
+    }
+    None
+}
+
 /// The shipped artifact, the static musl binary: NATSPROBE_BIN when set (probe-tests/run and
 /// CI set it), else the release build in this checkout's target dir. The tests never build it
 /// themselves: a missing binary is a failure that says how to make it.
