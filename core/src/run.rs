@@ -24,7 +24,7 @@ use crate::prelude::*;
 use crate::rules::cause::{self, Cause, Standing};
 use crate::rules::check::{self as verdict, ServerState, Verdict};
 use crate::rules::connection::{self, Connections};
-use crate::rules::consumer::{self, Judgement, Outcome};
+use crate::rules::consumer::{self, Judgement, Outcome, Window};
 use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::{
     self, Asking, Carried, Confirmed, Found, LastLook, Of, Plan, Rematch, SeenFault, Socket,
@@ -958,10 +958,15 @@ impl<'c> Run<'c> {
             if let Some(sample) = &j.sample {
                 self.state.set_sample(name, Some(sample.clone()));
             }
+            // A carried fault is said with the window it stands for, as when it was seen.
+            let carried_window = carried.as_ref().map(|_| Window {
+                duration: window,
+                raised_for_ack_wait: None,
+            });
             self.consumers.push(JudgedConsumer {
                 seen,
                 outcome,
-                window: j.window,
+                window: j.window.or(carried_window),
                 progress: j.progress,
                 standing: None,
                 carried: carried.map(|(_, c)| c),
@@ -1660,6 +1665,8 @@ mod tests {
             })
         );
         assert_eq!(c.outcome.state(true), "carried");
+        // Said with the window it stands for.
+        assert_eq!(c.window.map(|w| w.duration), Some(Duration::from_secs(4)));
         // A new connection: no longer fresh.
         w.client.reconnects = vec![1500];
         let e = w.run(&check, 2000).ended.unwrap();

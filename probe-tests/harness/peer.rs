@@ -249,7 +249,8 @@ impl Peer {
         tasks.flatten().all(|t| {
             std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
                 // The state follows the command's closing parenthesis.
-                stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('T'))
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T'))
             })
         })
     }
