@@ -227,6 +227,19 @@ mod tests {
     use crate::config::Owner;
     use crate::report::test_support::{live, report, trying};
 
+    /// The line `serve` logs as `--exit-unhealthy` ends it: how many looks, and the code.
+    #[test]
+    fn the_exit_is_said_with_its_looks_and_code() {
+        assert_eq!(
+            exiting(3, 88),
+            "natsprobe serve: 3 looks in a row judged the app unhealthy: exiting 88 (--exit-unhealthy)"
+        );
+        assert_eq!(
+            exiting(1, 90),
+            "natsprobe serve: the last look judged the app unhealthy: exiting 90 (--exit-unhealthy)"
+        );
+    }
+
     /// The line made from a check's JSON is the line the check prints, for every verdict.
     #[test]
     fn the_line_from_json_is_the_checks_line() {
