@@ -67,7 +67,7 @@ pub fn missing_for_a_drill(deps: &Path) -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("needs root (network namespaces, iptables): run it as root".into());
     }
-    let server = deps.join("nats-server-2.10.26/bin/nats-server");
+    let server = Version::Pinned.path_in(deps);
     if !server.is_file() {
         return Some(format!(
             "{} is missing: run probe-tests/setup (it installs nats-server, Go and nats.go, iptables)",
@@ -89,15 +89,7 @@ pub fn missing_for_a_drill(deps: &Path) -> Option<String> {
             nats_go.display()
         ));
     }
-    let bin = std::env::var_os("NATSPROBE_BIN")
-        .filter(|b| !b.is_empty())
-        .map_or_else(
-            || {
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("target/x86_64-unknown-linux-musl/release/natsprobe")
-            },
-            PathBuf::from,
-        );
+    let (bin, _) = static_binary_path();
     if !bin.is_file() {
         return Some(format!(
             "the static probe ({}) is missing: `cargo build --release --locked --target \
@@ -112,17 +104,26 @@ pub fn missing_for_a_drill(deps: &Path) -> Option<String> {
 /// CI set it), else the release build in this checkout's target dir. The tests never build it
 /// themselves: a missing binary is a failure that says how to make it.
 pub fn static_binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("NATSPROBE_BIN").filter(|b| !b.is_empty()) {
-        return PathBuf::from(bin);
-    }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/x86_64-unknown-linux-musl/release/natsprobe");
+    let (built, given) = static_binary_path();
     assert!(
-        built.exists(),
+        given || built.exists(),
         "the static binary is missing: run probe-tests/run (it builds it), or `cargo build \
          --release --locked --target x86_64-unknown-linux-musl`, or set NATSPROBE_BIN"
     );
     built
+}
+
+/// Where the static binary is, and whether NATSPROBE_BIN gave it (else this checkout's
+/// release build).
+fn static_binary_path() -> (PathBuf, bool) {
+    match std::env::var_os("NATSPROBE_BIN").filter(|b| !b.is_empty()) {
+        Some(bin) => (PathBuf::from(bin), true),
+        None => (
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/x86_64-unknown-linux-musl/release/natsprobe"),
+            false,
+        ),
+    }
 }
 
 /// The arm64 static binary: NATSPROBE_BIN_ARM64 when set (probe-tests/run sets it), else the

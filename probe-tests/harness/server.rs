@@ -22,12 +22,17 @@ pub enum Version {
 }
 
 impl Version {
-    pub fn binary(self) -> PathBuf {
-        let path = match self {
-            Version::Pinned => deps_dir().join("nats-server-2.10.26/bin/nats-server"),
-            Version::Newest => deps_dir().join("nats-server-newest/bin/nats-server"),
+    /// Where probe-tests/setup puts it, under `deps` (`deps_dir`).
+    pub fn path_in(self, deps: &std::path::Path) -> PathBuf {
+        match self {
+            Version::Pinned => deps.join("nats-server-2.10.26/bin/nats-server"),
+            Version::Newest => deps.join("nats-server-newest/bin/nats-server"),
             Version::Debian => PathBuf::from("/usr/sbin/nats-server"),
-        };
+        }
+    }
+
+    pub fn binary(self) -> PathBuf {
+        let path = self.path_in(&deps_dir());
         assert!(
             path.exists(),
             "{} is missing: run probe-tests/setup (it installs nats-server {self:?})",
