@@ -14,6 +14,7 @@ mod half_open;
 mod harness;
 mod hostile;
 mod image;
+mod metrics;
 mod nats_trouble;
 mod operator_kit;
 mod outage_drill;

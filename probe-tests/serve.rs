@@ -142,7 +142,7 @@ fn serve_answers_the_kubelets_probes_from_its_looks() {
 
     // Refused, clearly, and nothing else answered.
     assert_eq!(raw(&pods.app, "POST /livez HTTP/1.1\r\n\r\n").0, 405);
-    assert_eq!(fetch(&pods.app, "/metrics").0, 404);
+    assert_eq!(fetch(&pods.app, "/metricz").0, 404);
     assert_eq!(fetch(&pods.app, "/").0, 404);
     assert_eq!(raw(&pods.app, "GET /livez HTTP/9\r\n\r\n").0, 400);
     let huge = format!(
@@ -646,6 +646,13 @@ fn the_looks_hold_one_nats_connection() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(probe_logins(&service), fresh, "held again after the freeze");
     assert_eq!(asked(&pods.app), "asked healthy");
+    // `/metrics` counts the same logins the auth service answered: the first, and each since.
+    let (_, page) = fetch(&pods.app, "/metrics");
+    let counted = page
+        .lines()
+        .find_map(|l| l.strip_prefix("natsprobe_nats_logins_total "))
+        .and_then(|n| n.trim().parse::<usize>().ok());
+    assert_eq!(counted, Some(1 + fresh), "{page}");
     drop(app);
 }
 

@@ -546,4 +546,121 @@ mod tests {
             }
         }
     }
+
+    /// docs/serve.md's table of metrics is the page's families, each with its labels, and
+    /// the states and causes it lists are the core's.
+    #[test]
+    fn the_metrics_table_is_the_page() {
+        use crate::facts::{Judged, PartName};
+        use crate::report::metrics::{page, Scrape};
+        use crate::rules::serve::{Looks, CAUSES};
+        use crate::rules::{consumer, subscription};
+        use std::time::Duration;
+        let doc = include_str!("../docs/serve.md");
+        let table: Vec<&str> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `natsprobe_"))
+            .collect();
+        let mut looks = Looks::new(
+            Duration::from_secs(10),
+            Duration::from_millis(800),
+            false,
+            None,
+            0,
+        );
+        looks.ended(
+            crate::facts::Ended::Judged(Judged {
+                summary: "s".into(),
+                json: "{}".into(),
+                verdict: "healthy".into(),
+                parts: vec![crate::facts::Part {
+                    name: PartName::Consumer {
+                        stream: "S".into(),
+                        durable: "D".into(),
+                    },
+                    state: "waiting".into(),
+                    no_progress_ms: Some(1500),
+                }],
+                ..Judged::default()
+            }),
+            Duration::ZERO,
+            Duration::from_millis(5),
+        );
+        let memory = looks.memory();
+        let answer = memory.answer(crate::facts::ProbePath::Live, Duration::from_secs(1));
+        let parts = [
+            PartName::Consumer {
+                stream: "S".into(),
+                durable: "D".into(),
+            },
+            PartName::Own {
+                stream: "S".into(),
+                durable: "D".into(),
+            },
+        ];
+        let text = page(
+            &Scrape {
+                answer: &answer,
+                memory: &memory,
+                beat: Duration::from_secs(1),
+                now_ms: 1_700_000_000_000,
+                parts: &parts,
+                version: "0",
+            },
+            false,
+        );
+        let mut families = Vec::new();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("# TYPE ") else {
+                continue;
+            };
+            let name = rest.split(' ').next().unwrap();
+            let sample = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+                .unwrap();
+            let labels: Vec<&str> = sample
+                .split_once('{')
+                .map(|(_, l)| {
+                    l.split(',')
+                        .map(|kv| kv.split('=').next().unwrap())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let labels = match labels.is_empty() {
+                true => String::new(),
+                false => format!("{{{}}}", labels.join(",")),
+            };
+            families.push(format!("{}{labels}`", &name["natsprobe_".len()..]));
+        }
+        let documented: Vec<String> = table
+            .iter()
+            .map(|row| row.split(" |").next().unwrap().to_string())
+            .collect();
+        assert_eq!(documented, families, "docs/serve.md's metrics");
+        let row = |name: &str| {
+            *table
+                .iter()
+                .find(|r| r.starts_with(name))
+                .unwrap_or_else(|| panic!("no row for {name}"))
+        };
+        for state in consumer::STATES {
+            assert!(
+                row("consumer_state").contains(&format!("`{state}`")),
+                "{state}"
+            );
+        }
+        for state in subscription::STATES {
+            assert!(
+                row("subscription_state").contains(&format!("`{state}`")),
+                "{state}"
+            );
+        }
+        for cause in CAUSES {
+            assert!(
+                row("looks_not_judged_total").contains(&format!("`{cause}`")),
+                "{cause}"
+            );
+        }
+    }
 }

@@ -277,7 +277,7 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
 
 /// The looks' process of `serve`: one check each time `serve` asks on stdin (`live` or
 /// `startup`), under its own deadline and memory budget, answered with its JSON and the line
-/// that closes it (`natsprobe-look-end CODE`), the NATS connection held between them
+/// that closes it (`natsprobe-look-end CODE LOGINS`), the NATS connection held between them
 /// (`observe::held`). Ends (exit 0) when `serve` is gone. A look cut short by its deadline or
 /// its budget ends the process with that answer: `serve` starts another for the next look.
 fn run_looks(config: CheckConfig) -> Outcome {
@@ -292,8 +292,12 @@ fn run_looks(config: CheckConfig) -> Outcome {
             unreachable!("a check's answer is a line")
         };
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{text}\n{}", look::end_line(outcome.exit.code()))
-            .and_then(|()| out.flush());
+        let _ = writeln!(
+            out,
+            "{text}\n{}",
+            look::end_line(outcome.exit.code(), natsprobe::observe::nats::logins())
+        )
+        .and_then(|()| out.flush());
     }
     Outcome {
         text: Text::Line(String::new()),

@@ -168,6 +168,7 @@ fn look(outcome: Outcome, meaning: Meaning) -> Ended {
             summary: "x".into(),
             json: "{}".into(),
             startup: meaning == Meaning::Startup,
+            ..Judged::default()
         })
     };
     match outcome {
@@ -451,6 +452,7 @@ fn a_restarted_serve_answers_with_the_verdict_it_kept() {
             summary: "x".into(),
             json: "{}".into(),
             startup: false,
+            ..Judged::default()
         },
         at_ms: WALL,
         startup_passed: true,

@@ -105,13 +105,25 @@ fn run_rusage(mut cmd: Command) -> (Duration, Duration, i32) {
 
 /// One GET /livez on a new connection: (status, client CPU, wall).
 fn get(port: u16) -> (u16, Duration, Duration) {
+    let (status, cpu, wall, _) = get_path(port, "/livez", "*/*");
+    (status, cpu, wall)
+}
+
+/// One GET of `path` on a new connection, as the kubelet (or Prometheus, with its `accept`)
+/// makes it: (status, client CPU, wall, the body's bytes).
+fn get_path(port: u16, path: &str, accept: &str) -> (u16, Duration, Duration, usize) {
     let (cpu0, t0) = (thread_cpu(), Instant::now());
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1:8281\r\nUser-Agent: kube-probe/1.31\r\nAccept: */*\r\nConnection: close\r\nAccept-Encoding: gzip\r\n\r\n").unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: kube-probe/1.31\r\nAccept: {accept}\r\nConnection: close\r\nAccept-Encoding: gzip\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
     let mut out = Vec::with_capacity(1024);
     s.read_to_end(&mut out).unwrap();
     let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
-    (status, thread_cpu() - cpu0, t0.elapsed())
+    let body = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(0, |i| out.len() - i - 4);
+    (status, thread_cpu() - cpu0, t0.elapsed(), body)
 }
 
 fn median(v: &mut [Duration]) -> Duration {
@@ -133,6 +145,10 @@ fn main() {
         return;
     }
     let runs = env_or("SERVE_RUNS", 200) as usize;
+    metrics_per_scrape(runs);
+    if std::env::var("SERVE_BENCH").as_deref() == Ok("metrics") {
+        return;
+    }
     let period = env_or("SERVE_PERIOD", 10);
     let nats = Arc::new(NetNs::new());
     let app = Arc::new(NetNs::new());
@@ -512,4 +528,95 @@ fn nats_per_look(runs: usize) {
     );
     drop(held);
     service.stop();
+}
+
+/// `/metrics` beside `/livez`: serve's CPU per scrape and per probe (its threads' on-CPU
+/// time), interleaved on one serve, and the page's size in Prometheus's format and
+/// OpenMetrics', for serve judging one consumer and twenty (all of them real durables).
+fn metrics_per_scrape(runs: usize) {
+    let nats = Arc::new(NetNs::new());
+    let app = Arc::new(NetNs::new());
+    let (ip, _) = link(&nats, &app);
+    let server = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
+    let url = server.url();
+    let _client = Peer::conn(Some(&app), &url, -1, "100ms");
+    let durables: Vec<String> = (0..20).map(|d| format!("D{d}")).collect();
+    for d in &durables {
+        Peer::setup(
+            Some(&nats),
+            &[
+                "-url",
+                &url,
+                "-stream",
+                "S",
+                "-subjects",
+                "s.>",
+                "-durable",
+                d,
+            ],
+        );
+    }
+    let binary = harness::static_binary();
+    let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    println!("serve bench: /metrics beside /livez, {runs} rounds of each, interleaved; serve's CPU per request (median)");
+    println!(
+        "| serve judging | `/livez` | `/metrics` | page (Prometheus text) | page (OpenMetrics) |"
+    );
+    println!("|---|---|---|---|---|");
+    for (n, port) in [(1usize, 8291u16), (20, 8292)] {
+        let state = tempfile::tempdir().unwrap();
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "serve",
+            "--listen",
+            &listen,
+            "--every",
+            "10s",
+            "--server",
+            &url,
+            "--state-dir",
+            state.path().to_str().unwrap(),
+        ];
+        let consumers: Vec<String> = durables[..n].iter().map(|d| format!("S/{d}")).collect();
+        for c in &consumers {
+            args.extend(["--consumer", c.as_str()]);
+        }
+        let mut serve = Peer::spawn_as(Some(&app), &binary, &args);
+        serve.wait_for("natsprobe serve: answering on", Duration::from_secs(5));
+        let pid = serve.pid();
+        let in_app = |path: &'static str, accept: &'static str| {
+            app.run(move || get_path(port, path, accept))
+        };
+        // The first look ended: the page names every consumer's state.
+        std::thread::sleep(Duration::from_secs(2));
+        assert_eq!(in_app("/livez", "*/*").0, 200, "serve judges healthy");
+        let (status, _, _, text) = in_app("/metrics", "text/plain");
+        assert_eq!(status, 200);
+        let (_, _, _, open) = in_app("/metrics", prometheus);
+        let (mut livez, mut metrics) = (Vec::new(), Vec::new());
+        for round in 0..runs {
+            for kind in [round % 2, 1 - round % 2] {
+                let before = process_cpu(pid);
+                match kind {
+                    0 => {
+                        in_app("/livez", "*/*");
+                        livez.push(process_cpu(pid) - before);
+                    }
+                    _ => {
+                        in_app("/metrics", prometheus);
+                        metrics.push(process_cpu(pid) - before);
+                    }
+                }
+            }
+        }
+        println!(
+            "| {n} consumer{} | {} | {} | {} bytes | {} bytes |",
+            if n == 1 { "" } else { "s" },
+            ms(median(&mut livez)),
+            ms(median(&mut metrics)),
+            text,
+            open
+        );
+    }
+    println!();
 }

@@ -9,9 +9,9 @@
 
 use crate::config::ServeConfig;
 use crate::error::Error;
-use crate::facts::{Ended, ProbePath, Refusal, Request};
+use crate::facts::{Ended, PartName, ProbePath, Refusal, Request};
 use crate::observe;
-use crate::report::serve as words;
+use crate::report::{metrics, serve as words};
 use crate::rules::serve::{self as rule, Left, Looks};
 use natsprobe_core::timing::EXCHANGE_WITHIN;
 use std::ffi::OsString;
@@ -78,26 +78,59 @@ pub fn run(
         most_connections: MOST_CONNECTIONS,
         within: EXCHANGE_WITHIN,
     };
+    let parts = config.check.parts();
     let error = observe::http::serve(&listener, limits, &mut |request| {
         let memory = looks.lock().unwrap_or_else(|e| e.into_inner()).memory();
-        respond(request, startup, &memory, started.elapsed())
+        let now = Now {
+            since_start: started.elapsed(),
+            wall_ms: observe::now_ms(),
+        };
+        respond(request, startup, &memory, now, &parts)
     });
     Err(Error::CannotEvaluate(format!(
         "could not answer on {shown}: {error}"
     )))
 }
 
-/// The bytes a probe's request is answered with, from what the looks left at `now`.
-fn respond(request: Request, startup: bool, memory: &rule::Memory, now: Duration) -> Vec<u8> {
+/// When a request is answered: since `serve` started, and by the wall clock (ms since the
+/// epoch).
+#[derive(Debug, Clone, Copy)]
+struct Now {
+    since_start: Duration,
+    wall_ms: i64,
+}
+
+/// The bytes a request is answered with, from what the looks left at `now`; `parts`: the
+/// consumers and subscriptions the configuration names.
+fn respond(
+    request: Request,
+    startup: bool,
+    memory: &rule::Memory,
+    now: Now,
+    parts: &[PartName],
+) -> Vec<u8> {
     let (response, head) = match request {
+        Request::Metrics { open_metrics, head } => {
+            let answer = memory.answer(ProbePath::Live, now.since_start);
+            let scrape = metrics::Scrape {
+                answer: &answer,
+                memory,
+                beat: memory.held(now.since_start).beat,
+                now_ms: now.wall_ms,
+                parts,
+                version: crate::cli::VERSION,
+            };
+            (words::metrics(&scrape, open_metrics), head)
+        }
         Request::Probe {
             path: ProbePath::Startup,
             head,
             ..
         } if !startup => (words::refusal(Refusal::StartupNotAsked), head),
-        Request::Probe { path, json, head } => {
-            (words::answer(&memory.answer(path, now), json), head)
-        }
+        Request::Probe { path, json, head } => (
+            words::answer(&memory.answer(path, now.since_start), json),
+            head,
+        ),
         Request::Refused(refusal) => (words::refusal(refusal), false),
     };
     words::http(&response, head)
@@ -163,8 +196,10 @@ fn look_forever(
             Ended::Judged(judged) => Some(judged.clone()),
             Ended::Trouble(_) => None,
         };
+        let logins = process.logins();
         let (said, startup_passed, exit) = {
             let mut looks = lock();
+            looks.logged_in(logins);
             let said = looks.ended(ended, began, started.elapsed());
             (said, looks.startup_passed(), looks.exit())
         };
@@ -235,11 +270,16 @@ mod tests {
                 summary: "consumer S/D: no progress".into(),
                 json: "{}".into(),
                 startup: false,
+                ..Judged::default()
             })
         };
         looks.ended(judged(1), Duration::ZERO, Duration::from_millis(5));
         let memory = looks.memory();
         let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        let at = |s| Now {
+            since_start: Duration::from_secs(s),
+            wall_ms: 1_700_000_000_000,
+        };
         let probe = |path, head| Request::Probe {
             path,
             json: false,
@@ -249,7 +289,8 @@ mod tests {
             probe(ProbePath::Live, false),
             false,
             &memory,
-            Duration::from_secs(1),
+            at(1),
+            &[],
         ));
         assert!(live.starts_with("HTTP/1.1 503"), "{live}");
         assert!(live.contains("no progress"), "{live}");
@@ -257,7 +298,8 @@ mod tests {
             probe(ProbePath::Live, true),
             false,
             &memory,
-            Duration::from_secs(1),
+            at(1),
+            &[],
         ));
         assert!(
             head.starts_with("HTTP/1.1 503") && !head.contains("no progress"),
@@ -267,28 +309,32 @@ mod tests {
             probe(ProbePath::Startup, false),
             false,
             &memory,
-            Duration::from_secs(1),
+            at(1),
+            &[],
         ));
         assert!(startup.starts_with("HTTP/1.1 404"), "{startup}");
         let asked = text(respond(
             probe(ProbePath::Startup, false),
             true,
             &memory,
-            Duration::from_secs(1),
+            at(1),
+            &[],
         ));
         assert!(asked.starts_with("HTTP/1.1 503"), "{asked}");
         let own = text(respond(
             probe(ProbePath::Own, false),
             false,
             &memory,
-            Duration::from_secs(1),
+            at(1),
+            &[],
         ));
         assert!(own.starts_with("HTTP/1.1 200"), "{own}");
         let refused = text(respond(
             Request::Refused(Refusal::Method),
             false,
             &memory,
-            Duration::ZERO,
+            at(0),
+            &[],
         ));
         assert!(refused.starts_with("HTTP/1.1 405"), "{refused}");
     }

@@ -78,6 +78,30 @@ pub struct CheckConfig {
     pub verbose: bool,
 }
 
+impl CheckConfig {
+    /// The consumers and subscriptions it names, as a check's JSON names them.
+    pub fn parts(&self) -> Vec<crate::facts::PartName> {
+        use crate::facts::PartName;
+        let consumers = self.consumers.iter().map(|c| PartName::Consumer {
+            stream: c.stream.clone(),
+            durable: c.durable.clone(),
+        });
+        let own = self
+            .consumers
+            .iter()
+            .filter(|_| self.own_subscription)
+            .map(|c| PartName::Own {
+                stream: c.stream.clone(),
+                durable: c.durable.clone(),
+            });
+        let subscriptions = self.subscriptions.iter().map(|w| PartName::Subscription {
+            subject: w.subject.clone(),
+            queue: w.queue.clone(),
+        });
+        consumers.chain(own).chain(subscriptions).collect()
+    }
+}
+
 /// A validated `guard`.
 #[derive(Debug, Clone)]
 pub struct GuardConfig {

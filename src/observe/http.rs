@@ -1,6 +1,7 @@
 //! `serve`'s side of HTTP: the connections answered on one thread (bounded in number, size and
 //! time), each request decoded. Only what a kubelet's httpGet (and a person's curl) sends is understood:
-//! `GET` or `HEAD`, a path, an optional `format=json` query, the `Accept` header.
+//! `GET` or `HEAD`, a path, an optional `format=json` query, the `Accept` header (JSON, or
+//! OpenMetrics for `/metrics`).
 
 use crate::facts::{ProbePath, Refusal, Request};
 use std::io::{Read, Write};
@@ -181,15 +182,19 @@ pub fn parse(bytes: &[u8]) -> Option<Request> {
     if !matches!(version, "HTTP/1.1" | "HTTP/1.0") || !target.starts_with('/') {
         return Some(Request::Refused(Refusal::BadRequest));
     }
-    let mut accept_json = false;
+    let (mut accept_json, mut open_metrics) = (false, false);
     for line in lines.filter(|l| !l.is_empty()) {
         let Some((name, value)) = line.split_once(':') else {
             return Some(Request::Refused(Refusal::BadRequest));
         };
         if name.trim().eq_ignore_ascii_case("accept") {
-            accept_json |= value
-                .split(',')
-                .any(|v| v.split(';').next().unwrap_or_default().trim() == "application/json");
+            let types = || {
+                value
+                    .split(',')
+                    .map(|v| v.split(';').next().unwrap_or_default().trim())
+            };
+            accept_json |= types().any(|t| t == "application/json");
+            open_metrics |= types().any(|t| t == "application/openmetrics-text");
         }
     }
     let head_only = match method {
@@ -202,6 +207,12 @@ pub fn parse(bytes: &[u8]) -> Option<Request> {
         "/livez" => ProbePath::Live,
         "/startupz" => ProbePath::Startup,
         "/selfz" => ProbePath::Own,
+        "/metrics" => {
+            return Some(Request::Metrics {
+                open_metrics,
+                head: head_only,
+            })
+        }
         _ => return Some(Request::Refused(Refusal::NotFound)),
     };
     let json = match query.split('&').find_map(|kv| kv.strip_prefix("format=")) {
@@ -252,6 +263,22 @@ mod tests {
         );
     }
 
+    /// What Prometheus sends for `/metrics`: OpenMetrics first, its own text format after.
+    #[test]
+    fn a_scrape_gets_the_format_it_asks_for() {
+        let prometheus = b"GET /metrics HTTP/1.1\r\nHost: 10.244.1.17:8281\r\nUser-Agent: Prometheus/2.42.0\r\nAccept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n";
+        let metrics = |open_metrics, head| Some(Request::Metrics { open_metrics, head });
+        assert_eq!(parse(prometheus), metrics(true, false));
+        assert_eq!(
+            parse(b"GET /metrics HTTP/1.1\r\n\r\n"),
+            metrics(false, false)
+        );
+        assert_eq!(
+            parse(b"HEAD /metrics?x=1 HTTP/1.1\r\nAccept: text/plain\r\n\r\n"),
+            metrics(false, true)
+        );
+    }
+
     #[test]
     fn anything_else_is_refused_by_its_kind() {
         let refused = |r| Some(Request::Refused(r));
@@ -260,7 +287,7 @@ mod tests {
             refused(Refusal::Method)
         );
         assert_eq!(
-            parse(b"GET /metrics HTTP/1.1\r\n\r\n"),
+            parse(b"GET /metricz HTTP/1.1\r\n\r\n"),
             refused(Refusal::NotFound)
         );
         assert_eq!(

@@ -1,13 +1,13 @@
 //! `serve`'s looks: a process of their own (`serve --look` with the same flags), asked for one
 //! look at a time on its stdin (`live` or `startup`), each answered with a check's JSON and a
-//! closing line with its exit code (`natsprobe-look-end N`). The process holds its NATS
+//! closing line with its exit code and the logins to NATS it made so far (`natsprobe-look-end N L`). The process holds its NATS
 //! connection from one look to the next (`observe::held`). A look that cannot end as a check
 //! ends (the process not started, killed, overstaying the deadline, answering too much or
 //! something that is not a check's answer) is natsprobe's own trouble, in words, and the
 //! process is replaced at the next look; nothing here judges.
 
 use crate::facts::Meaning;
-use crate::facts::{Ended, Judged};
+use crate::facts::{Ended, Judged, Part, PartName};
 use std::ffi::OsString;
 use std::io::{BufRead, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -22,9 +22,10 @@ pub const MOST_OUTPUT: usize = 256 << 10;
 /// What begins the line that closes each answer of the looks' process; its exit code follows.
 const END: &str = "natsprobe-look-end ";
 
-/// The line that closes a look's answer, `code` its exit code.
-pub fn end_line(code: u8) -> String {
-    format!("{END}{code}")
+/// The line that closes a look's answer: `code` its exit code, `logins` the logins to NATS
+/// the looks' process made so far.
+pub fn end_line(code: u8, logins: u64) -> String {
+    format!("{END}{code} {logins}")
 }
 
 /// The looks' process's side: waits for `serve`'s next request (the held NATS connection's
@@ -50,12 +51,16 @@ pub struct Looks {
     exe: PathBuf,
     args: Vec<OsString>,
     running: Option<Running>,
+    /// Logins the looks' processes reported and `logins` has not yet given.
+    logins: u64,
 }
 
 struct Running {
     child: Child,
     stdin: ChildStdin,
     pipes: [Pipe; 2],
+    /// The logins this process reported so far.
+    logins: u64,
 }
 
 impl Looks {
@@ -65,7 +70,13 @@ impl Looks {
             exe,
             args,
             running: None,
+            logins: 0,
         }
+    }
+
+    /// The logins to NATS the looks made since this was last asked.
+    pub fn logins(&mut self) -> u64 {
+        std::mem::take(&mut self.logins)
     }
 
     /// The process id of the looks' process now running, if any.
@@ -113,18 +124,14 @@ impl Looks {
                 self.stop();
                 Ended::Trouble(why)
             }
-            Ok(Answer::Framed(code)) => {
+            Ok(Answer::Framed { code, logins, end }) => {
+                self.logins += logins.saturating_sub(running.logins);
+                running.logins = running.logins.max(logins);
                 let [(_, out), (_, err)] = &running.pipes;
-                let body = &out[..out.len() - end_line(code).len() - 1];
-                match parse(body) {
-                    Some((verdict, summary)) if code <= 3 => Ended::Judged(Judged {
-                        code,
-                        verdict,
-                        summary,
-                        json: String::from_utf8_lossy(body).trim().to_string(),
-                        startup,
-                    }),
-                    _ => {
+                let body = &out[..out.len() - end];
+                match parse(body, code, startup) {
+                    Some(judged) => Ended::Judged(judged),
+                    None => {
                         let why = format!(
                             "the look ended {code} without a check's answer{}",
                             said(err)
@@ -178,6 +185,7 @@ impl Looks {
             child,
             stdin,
             pipes,
+            logins: 0,
         })
     }
 
@@ -210,15 +218,9 @@ fn ended(status: ExitStatus, out: &[u8], err: &[u8], startup: bool) -> Ended {
         ));
     }
     let code = status.code().unwrap_or(-1);
-    match parse(out) {
-        Some((verdict, summary)) if (0..=3).contains(&code) => Ended::Judged(Judged {
-            code: code as u8,
-            verdict,
-            summary,
-            json: String::from_utf8_lossy(out).trim().to_string(),
-            startup,
-        }),
-        _ => Ended::Trouble(format!(
+    match u8::try_from(code).ok().and_then(|c| parse(out, c, startup)) {
+        Some(judged) => Ended::Judged(judged),
+        None => Ended::Trouble(format!(
             "the look exited {code} without a check's answer{}",
             said(err)
         )),
@@ -293,19 +295,73 @@ pub fn first_for_the_oom_killer() {
     let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
 }
 
-/// A check's answer: one JSON object with its verdict word and summary.
-pub fn parse(out: &[u8]) -> Option<(String, String)> {
+/// A check's answer, read from its JSON: the verdict word and summary, why it could not
+/// judge, and each consumer's and subscription's state; None when it is not a check's JSON.
+pub fn parse(out: &[u8], code: u8, startup: bool) -> Option<Judged> {
     #[derive(serde::Deserialize)]
     struct Answer {
         verdict: String,
         summary: String,
+        #[serde(default)]
+        not_judged: Option<String>,
+        #[serde(default)]
+        consumers: Vec<Consumer>,
+        #[serde(default)]
+        subscriptions: Vec<Subscription>,
+        #[serde(default)]
+        consumers_looked: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Consumer {
+        stream: String,
+        durable: String,
+        state: String,
+        no_progress_ms: Option<u64>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Subscription {
+        subject: String,
+        queue: Option<String>,
+        consumer: Option<String>,
+        state: String,
     }
     let text = std::str::from_utf8(out).ok()?.trim();
-    if !text.starts_with('{') {
+    if !text.starts_with('{') || code > 3 {
         return None;
     }
     let answer: Answer = serde_json::from_str(text).ok()?;
-    Some((answer.verdict, answer.summary))
+    let consumers = answer.consumers.into_iter().map(|c| Part {
+        name: PartName::Consumer {
+            stream: c.stream,
+            durable: c.durable,
+        },
+        state: c.state,
+        no_progress_ms: c.no_progress_ms,
+    });
+    let subscriptions = answer.subscriptions.into_iter().map(|s| Part {
+        name: match s.consumer.as_deref().and_then(|c| c.split_once('/')) {
+            Some((stream, durable)) => PartName::Own {
+                stream: stream.into(),
+                durable: durable.into(),
+            },
+            None => PartName::Subscription {
+                subject: s.subject,
+                queue: s.queue,
+            },
+        },
+        state: s.state,
+        no_progress_ms: None,
+    });
+    Some(Judged {
+        code,
+        verdict: answer.verdict,
+        summary: answer.summary,
+        json: text.to_string(),
+        startup,
+        not_judged: answer.not_judged,
+        parts: consumers.chain(subscriptions).collect(),
+        consumers_skipped: answer.consumers_looked.as_deref() == Some("skipped"),
+    })
 }
 
 /// What the look said on stderr, its first line, clipped, for the words of its trouble.
@@ -330,18 +386,24 @@ fn signal_name(signal: i32) -> String {
 
 /// How an answer on stdout ended.
 enum Answer {
-    /// Closed by its end line, with this exit code: the process waits for the next request.
-    Framed(u8),
+    /// Closed by its end line (`end` bytes), with its exit code and the process's logins so
+    /// far: the process waits for the next request.
+    Framed { code: u8, logins: u64, end: usize },
     /// The process closed its stdout (it ended).
     Ended,
 }
 
-/// The exit code on the end line that closes `out`, if it does.
-fn framed(out: &[u8]) -> Option<u8> {
+/// The end line that closes `out`, if it does.
+fn framed(out: &[u8]) -> Option<Answer> {
     let body = out.strip_suffix(b"\n")?;
     let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let last = std::str::from_utf8(&body[start..]).ok()?;
-    last.strip_prefix(END)?.parse().ok()
+    let (code, logins) = last.strip_prefix(END)?.split_once(' ')?;
+    Some(Answer::Framed {
+        code: code.parse().ok()?,
+        logins: logins.parse().ok()?,
+        end: out.len() - start,
+    })
 }
 
 /// Reads the looks' process's stdout and stderr until its answer is closed by its end line or
@@ -350,8 +412,8 @@ fn read_answer(pipes: &mut [Pipe; 2], deadline: Instant) -> Result<Answer, Strin
     let within = deadline.saturating_duration_since(Instant::now());
     let mut buf = [0u8; 16 << 10];
     loop {
-        if let Some(code) = framed(&pipes[0].1) {
-            return Ok(Answer::Framed(code));
+        if let Some(answer) = framed(&pipes[0].1) {
+            return Ok(answer);
         }
         // Ended: stdout and stderr closed (what it said last, on stderr, is read to its end).
         if pipes.iter().all(|(p, _)| p.is_none()) {
@@ -423,16 +485,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_checks_answer_is_its_verdict_and_summary() {
+    fn a_checks_answer_is_read_from_its_json() {
         let json = br#"{"schema_version":1,"command":"check","verdict":"unhealthy","summary":"no connection"}"#;
+        let judged = parse(json, 1, false).unwrap();
+        assert_eq!((judged.code, &*judged.verdict), (1, "unhealthy"));
+        assert_eq!(judged.summary, "no connection");
+        assert_eq!((judged.not_judged, judged.parts), (None, vec![]));
+        let json = br#"{"verdict":"healthy","summary":"s","not_judged":"timeout",
+            "consumers":[{"stream":"S","durable":"D","state":"waiting","no_progress_ms":1500}],
+            "subscriptions":[{"subject":"_INBOX.x","queue":"q","consumer":"S/D","state":"held"},
+                {"subject":"orders.>","queue":null,"consumer":null,"state":"carried"}]}"#;
+        let judged = parse(json, 0, true).unwrap();
+        assert!(judged.startup);
+        assert_eq!(judged.not_judged.as_deref(), Some("timeout"));
+        let names: Vec<_> = judged.parts.iter().map(|p| (&p.name, &*p.state)).collect();
+        let (s, d) = ("S".to_string(), "D".to_string());
         assert_eq!(
-            parse(json),
-            Some(("unhealthy".into(), "no connection".into()))
+            names,
+            [
+                (
+                    &PartName::Consumer {
+                        stream: s.clone(),
+                        durable: d.clone()
+                    },
+                    "waiting"
+                ),
+                (
+                    &PartName::Own {
+                        stream: s,
+                        durable: d
+                    },
+                    "held"
+                ),
+                (
+                    &PartName::Subscription {
+                        subject: "orders.>".into(),
+                        queue: None
+                    },
+                    "carried"
+                ),
+            ]
         );
-        assert_eq!(parse(b"healthy: 1 connection"), None);
-        assert_eq!(parse(b"{\"verdict\":1}"), None);
-        assert_eq!(parse(b"[]"), None);
-        assert_eq!(parse(&[0xff, b'{']), None);
+        assert_eq!(judged.parts[0].no_progress_ms, Some(1500));
+        assert_eq!(parse(json, 4, false), None);
+        assert_eq!(parse(b"healthy: 1 connection", 0, false), None);
+        assert_eq!(parse(b"{\"verdict\":1}", 0, false), None);
+        assert_eq!(parse(b"[]", 0, false), None);
+        assert_eq!(parse(&[0xff, b'{'], 0, false), None);
     }
 
     fn sh(script: &str) -> Looks {
@@ -444,7 +543,8 @@ mod tests {
         // Each answer closed by its end line; the process stays for the next request.
         let mut looks = sh(r#"while read meaning; do
                 echo "{\"verdict\":\"healthy\",\"summary\":\"$meaning $$\"}"
-                echo natsprobe-look-end 0
+                logins=$((logins + 2))
+                echo natsprobe-look-end 0 $logins
             done"#);
         let first = looks.look(Meaning::Startup, Duration::from_secs(5));
         let pid = looks.pid().expect("running");
@@ -457,13 +557,16 @@ mod tests {
         assert_eq!(second.summary, format!("live {pid}"), "the same process");
         assert_eq!(second.code, 0);
         assert!(second.json.starts_with('{') && !second.json.contains("natsprobe-look-end"));
+        // The process reports its logins so far; each is given once.
+        assert_eq!(looks.logins(), 4);
+        assert_eq!(looks.logins(), 0);
     }
 
     #[test]
     fn a_looks_process_that_ended_between_looks_is_replaced() {
         let mut looks = sh(r#"read meaning
             echo '{"verdict":"unhealthy","summary":"gone"}'
-            echo natsprobe-look-end 1
+            echo natsprobe-look-end 1 1
             read meaning; kill -9 $$"#);
         let first = looks.look(Meaning::Live, Duration::from_secs(5));
         let pid = looks.pid();
@@ -484,6 +587,8 @@ mod tests {
             "{third:?}"
         );
         assert_ne!(looks.pid(), pid);
+        // A new process counts its logins from none.
+        assert_eq!(looks.logins(), 2);
         // One killed while it waited is replaced before it is asked.
         let _ = std::process::Command::new("kill")
             .args(["-9", &looks.pid().unwrap().to_string()])
@@ -526,7 +631,7 @@ mod tests {
             "{garbage:?}"
         );
         let framed_garbage = look(
-            "read m; echo hello; echo natsprobe-look-end 0; sleep 5",
+            "read m; echo hello; echo natsprobe-look-end 0 0; sleep 5",
             5000,
         );
         assert!(
@@ -548,10 +653,15 @@ mod tests {
 
     #[test]
     fn an_answer_is_closed_by_its_end_line() {
-        assert_eq!(framed(b"{}\nnatsprobe-look-end 1\n"), Some(1));
-        assert_eq!(framed(b"natsprobe-look-end 0\n"), Some(0));
-        assert_eq!(framed(b"{}\nnatsprobe-look-end 1"), None);
-        assert_eq!(framed(b"{\"a\":\"natsprobe-look-end 1\"}\n"), None);
-        assert_eq!(framed(b""), None);
+        let end = |out: &[u8]| match framed(out) {
+            Some(Answer::Framed { code, logins, end }) => Some((code, logins, end)),
+            _ => None,
+        };
+        assert_eq!(end(b"{}\nnatsprobe-look-end 1 3\n"), Some((1, 3, 23)));
+        assert_eq!(end(b"natsprobe-look-end 0 0\n"), Some((0, 0, 23)));
+        assert_eq!(end(b"{}\nnatsprobe-look-end 1 0"), None);
+        assert_eq!(end(b"{}\nnatsprobe-look-end 1\n"), None);
+        assert_eq!(end(b"{\"a\":\"natsprobe-look-end 1 0\"}\n"), None);
+        assert_eq!(end(b""), None);
     }
 }

@@ -332,6 +332,15 @@ fn violation_subject(text: &str) -> Option<String> {
     Some(text[start..end].to_string())
 }
 
+/// The logins to NATS this process made: each connection a server accepted, a reconnect of a
+/// held one included.
+static LOGINS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many logins to NATS this process made so far.
+pub fn logins() -> u64 {
+    LOGINS.load(Ordering::Relaxed)
+}
+
 async fn options(
     servers: &[ServerUrl],
     auth: &Auth,
@@ -348,6 +357,9 @@ async fn options(
         .event_callback(move |event| {
             let denied = Arc::clone(&denied);
             async move {
+                if let Event::Connected = event {
+                    LOGINS.fetch_add(1, Ordering::Relaxed);
+                }
                 if let Event::ServerError(ServerError::Other(text)) = event {
                     if let Some(subject) = violation_subject(&text) {
                         denied.add(subject);

@@ -13,7 +13,7 @@ use crate::rules::cause::{Class, Standing};
 use crate::rules::check::Health;
 use crate::rules::connection::{self, live, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress};
-use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
+use crate::rules::judged::{self, JudgedConsumer, JudgedSubscription};
 use crate::rules::remembered::Carried;
 use crate::rules::subscription::Held;
 use serde::Serialize;
@@ -31,6 +31,9 @@ pub struct CheckReport {
     pub verdict: &'static str,
     /// The human line without its verdict word.
     pub summary: String,
+    /// Why a verdict could not judge (NATS could not say): `server_down`, or the first
+    /// consumer's or subscription's `not_judged` word; null when it judged.
+    pub not_judged: Option<&'static str>,
     pub connection: ConnectionSection,
     pub server: Option<ServerSection>,
     pub consumers: Vec<ConsumerSection>,
@@ -77,6 +80,9 @@ pub struct SubscriptionSection {
     pub consumer: Option<String>,
     /// `healthy`, `unhealthy`, `not_judged` or `configuration_error`.
     pub verdict: &'static str,
+    /// Its verdict in one word (`rules::subscription::STATES`): `held`,
+    /// `not_by_this_connection`, `not_judged` or `carried`.
+    pub state: &'static str,
     /// Why it could not be judged, and its class; null when it was.
     pub cannot_judge: Option<StandingJson>,
     /// This run could not look, and the outcome is what the last look saw (as for a
@@ -220,6 +226,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         command: "check",
         verdict: health_word(input.verdict.health),
         summary: human::summary(input),
+        not_judged: judged::not_judged(input.verdict.reason, input.consumers, input.subscriptions),
         connection: connection_section(input),
         server: server_section(input),
         consumers: input.consumers.iter().map(consumer_section).collect(),
@@ -457,6 +464,7 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         queue: s.wanted.queue.clone(),
         consumer: s.consumer.as_ref().map(ToString::to_string),
         verdict: s.health().as_str(),
+        state: s.held.state(s.carried.is_some()),
         cannot_judge: s.standing.map(standing_json),
         carried: s.carried.as_ref().map(carried_json),
         outcome,
@@ -507,7 +515,7 @@ mod tests {
     #[test]
     fn json_object() {
         let text = report(&live(), &[4222], Owner::Pid(42), true).json();
-        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"live":2,"half_open":[],"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"lookup":"walk","remembered":null,"unchanged":null,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
+        let expected = r#"{"schema_version":1,"command":"check","verdict":"healthy","summary":"2 ESTABLISHED TCP connections to remote port 4222 held by bento[42] (10.96.14.2:4222, 10.96.14.3:4222)","not_judged":null,"connection":{"ports":[4222],"remotes":[],"min_connections":1,"established":2,"live":2,"half_open":[],"other_states":{},"processes":[{"pid":42,"name":"bento"}],"netns_of":null,"reader":"netlink","reader_fallback":null,"skipped_lines":0,"lookup":"walk","remembered":null,"unchanged":null,"sockets":[{"state":"ESTABLISHED","local":"10.244.1.17:51828","remote":"10.96.14.2:4222","uid":1000,"inode":11},{"state":"ESTABLISHED","local":"[::ffff:10.244.1.17]:51830","remote":"[::ffff:10.96.14.3]:4222","uid":1000,"inode":12}]},"server":null,"consumers":[]}"#;
         assert_eq!(text, expected);
     }
 }

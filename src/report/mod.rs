@@ -7,6 +7,7 @@ pub mod diagnose;
 pub mod guard;
 pub mod human;
 pub mod input;
+pub mod metrics;
 pub mod remembered;
 pub mod serve;
 pub mod words;

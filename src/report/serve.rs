@@ -52,8 +52,23 @@ pub fn no_room(limit: u64, usage: u64) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
-    pub json: bool,
+    pub content_type: &'static str,
     pub body: String,
+}
+
+const JSON: &str = "application/json";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// The answer to a scrape of `/metrics`: the page, in the format it asked for.
+pub fn metrics(scrape: &super::metrics::Scrape, open_metrics: bool) -> Response {
+    Response {
+        status: 200,
+        content_type: match open_metrics {
+            true => super::metrics::OPEN_METRICS,
+            false => super::metrics::PROMETHEUS,
+        },
+        body: super::metrics::page(scrape, open_metrics),
+    }
 }
 
 /// The answer to a probe.
@@ -68,11 +83,7 @@ pub fn answer(answer: &Answer, json: bool) -> Response {
         (other, true) => serde_json::to_string(&ServeJson {
             schema_version: SCHEMA_VERSION,
             command: "serve",
-            verdict: match other {
-                Answer::NotJudged { .. } => "not_judged",
-                _ if other.passes() => "healthy",
-                _ => "unhealthy",
-            },
+            verdict: other.word(),
             passes: other.passes(),
             summary: own_line(other),
             age_ms: match other {
@@ -86,7 +97,12 @@ pub fn answer(answer: &Answer, json: bool) -> Response {
         })
         .expect("a plain struct serializes"),
     };
-    Response { status, json, body }
+    let content_type = if json { JSON } else { TEXT };
+    Response {
+        status,
+        content_type,
+        body,
+    }
 }
 
 #[derive(Serialize)]
@@ -176,14 +192,14 @@ pub fn refusal(refusal: Refusal) -> Response {
         Refusal::Method => (405, "natsprobe serve: only GET and HEAD are answered"),
         Refusal::NotFound => (
             404,
-            "natsprobe serve answers /livez, /startupz (with --startup) and /selfz",
+            "natsprobe serve answers /livez, /startupz (with --startup), /selfz and /metrics",
         ),
         Refusal::StartupNotAsked => (404, "natsprobe serve: /startupz needs serve --startup"),
         Refusal::TooLarge => (431, "natsprobe serve: request too large"),
     };
     Response {
         status,
-        json: false,
+        content_type: TEXT,
         body: body.to_string(),
     }
 }
@@ -198,11 +214,7 @@ pub fn http(response: &Response, head_only: bool) -> Vec<u8> {
         431 => "Request Header Fields Too Large",
         _ => "Service Unavailable",
     };
-    let content_type = if response.json {
-        "application/json"
-    } else {
-        "text/plain; charset=utf-8"
-    };
+    let content_type = response.content_type;
     let body = format!("{}\n", response.body);
     let allow = if response.status == 405 {
         "Allow: GET, HEAD\r\n"
@@ -287,6 +299,7 @@ mod tests {
             summary: "no ESTABLISHED TCP connection to remote port 4222".into(),
             json: r#"{"schema_version":1,"verdict":"unhealthy"}"#.into(),
             startup: false,
+            ..Judged::default()
         };
         let a = Answer::Verdict {
             judged: &judged,

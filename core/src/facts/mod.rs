@@ -9,6 +9,6 @@ mod sockets;
 
 pub use jetstream::*;
 pub use observations::*;
-pub use serve::{Ended, Judged, Meaning, ProbePath, Refusal, Request};
+pub use serve::{Ended, Judged, Meaning, Part, PartName, ProbePath, Refusal, Request};
 pub use server::*;
 pub use sockets::*;

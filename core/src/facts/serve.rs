@@ -17,7 +17,7 @@ pub enum Ended {
 }
 
 /// A look the check itself answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Judged {
     /// The exit code the exec probe would have returned (0 healthy, 1 unhealthy, 2
     /// configuration error, 3 could not evaluate).
@@ -28,8 +28,44 @@ pub struct Judged {
     pub summary: String,
     /// The check's JSON document, as the check printed it.
     pub json: String,
+    /// The JSON's `not_judged`: why a verdict that passes could not judge (NATS could not
+    /// say); None when it judged.
+    #[serde(default)]
+    pub not_judged: Option<String>,
+    /// Each consumer's and subscription's state, as the JSON gives them.
+    #[serde(default)]
+    pub parts: Vec<Part>,
+    /// The consumers were not asked this time (the JSON's `consumers_looked: skipped`, between
+    /// the looks `--sample-every` spaces): their verdict is the last asked look's.
+    #[serde(default)]
+    pub consumers_skipped: bool,
     /// Whether the look carried `--startup`'s meaning.
     pub startup: bool,
+}
+
+/// One consumer or subscription the check judged, as its JSON names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    pub name: PartName,
+    /// Its JSON `state`: among `rules::consumer::STATES` or `rules::subscription::STATES`.
+    pub state: String,
+    /// A consumer's time without progress while work waits (its JSON `no_progress_ms`).
+    #[serde(default)]
+    pub no_progress_ms: Option<u64>,
+}
+
+/// What the configuration names a part by.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum PartName {
+    /// `--consumer STREAM/DURABLE`.
+    Consumer { stream: String, durable: String },
+    /// `--own-subscription`: the deliver subscription of `--consumer STREAM/DURABLE`.
+    Own { stream: String, durable: String },
+    /// `--subscription SUBJECT[@QUEUE]`.
+    Subscription {
+        subject: String,
+        queue: Option<String>,
+    },
 }
 
 /// Which of `serve`'s paths a probe asks.
@@ -53,6 +89,9 @@ pub enum Request {
         json: bool,
         head: bool,
     },
+    /// `/metrics`, by GET or HEAD: in OpenMetrics' text format where the request's `Accept`
+    /// asks for it, else in Prometheus's.
+    Metrics { open_metrics: bool, head: bool },
     /// Anything else, refused.
     Refused(Refusal),
 }

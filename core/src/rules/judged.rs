@@ -2,8 +2,9 @@
 //! pod's policy) made of it, and why it could not be judged, if it could not; each one's
 //! health for the verdict.
 
+use super::answers;
 use super::cause::Standing;
-use super::check::ConsumerHealth;
+use super::check::{ConsumerHealth, Reason};
 use super::consumer::{Outcome, Progress, Window};
 use super::remembered::{Carried, Found};
 use super::subscription::Held;
@@ -70,5 +71,39 @@ impl JudgedSubscription {
             Held::NotJudged(_) => ConsumerHealth::NotJudged,
             _ => ConsumerHealth::Unhealthy,
         }
+    }
+}
+
+/// Why a verdict could not judge, in one word (the JSON's `not_judged`, and `serve`'s cause of
+/// a look not judged, `rules::serve::CAUSES`): `server_down` without a connection while NATS
+/// does not answer, else the `not_judged` word of the first consumer, then subscription, NATS
+/// could not answer for; None when the verdict judged.
+pub fn not_judged(
+    reason: Reason,
+    consumers: &[JudgedConsumer],
+    subscriptions: &[JudgedSubscription],
+) -> Option<&'static str> {
+    let unjudged =
+        |h: ConsumerHealth| matches!(h, ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged);
+    match reason {
+        Reason::ServerDown => Some("server_down"),
+        Reason::ConsumerNotJudged => consumers
+            .iter()
+            .filter(|c| unjudged(c.health()))
+            .find_map(|c| match &c.outcome {
+                Outcome::NotJudged(why) => Some(answers::meaning(why).word),
+                _ => None,
+            })
+            .or_else(|| {
+                subscriptions
+                    .iter()
+                    .filter(|s| unjudged(s.health()))
+                    .find_map(|s| match &s.held {
+                        Held::NotJudged(why) => Some(answers::meaning(why).word),
+                        _ => None,
+                    })
+            })
+            .or(Some("failed")),
+        _ => None,
     }
 }

@@ -9,10 +9,11 @@
 //! property tests below drive it with simulated ones.
 
 use crate::exit::Exit;
-use crate::facts::{Ended, Judged, Meaning};
+use crate::facts::{Ended, Judged, Meaning, Part, PartName};
 use crate::timing::{stale_after, LOOK_GRACE};
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::time::Duration;
 
 /// What the kubelet asks.
@@ -43,6 +44,77 @@ pub struct Memory {
     pub beat: i64,
     /// How long a verdict stands.
     pub stale: Duration,
+    /// How long the last look that ended took.
+    pub took: Option<Duration>,
+    /// What the looks came to since `serve` started.
+    pub tally: Tally,
+}
+
+/// What `serve`'s looks came to since it started: its metrics' counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Looks by their verdict's word, in `VERDICTS`' order.
+    pub looks: [u64; VERDICTS.len()],
+    /// Looks not judged, by cause, in `CAUSES`' order.
+    pub not_judged: [u64; CAUSES.len()],
+    /// The logins to NATS the looks made (each connection NATS accepted, a reconnect of the
+    /// held one included).
+    pub logins: u64,
+}
+
+/// A verdict in one word, for a look and for what a probe is answered: the check's, or
+/// `not_judged` where it passes because NATS could not say, or `serve` has no verdict that
+/// stands.
+pub const VERDICTS: [&str; 5] = [
+    "healthy",
+    "unhealthy",
+    "not_judged",
+    "configuration_error",
+    "error",
+];
+
+/// Why a look was not judged: `look_failed` (natsprobe's own trouble), `server_down` (no
+/// connection, and NATS does not answer), or the `not_judged` word of the first consumer or
+/// subscription NATS could not answer for (`rules::answers`).
+pub const CAUSES: [&str; 9] = [
+    "look_failed",
+    "server_down",
+    "timeout",
+    "unreachable",
+    "not_permitted",
+    "jetstream_unavailable",
+    "cannot_see",
+    "cannot_match",
+    "failed",
+];
+
+/// The word of a look the check answered, among `VERDICTS`.
+pub fn verdict(judged: &Judged) -> &'static str {
+    match judged.code {
+        0 if judged.not_judged.is_some() => "not_judged",
+        0 => "healthy",
+        1 => "unhealthy",
+        2 => "configuration_error",
+        _ => "error",
+    }
+}
+
+fn index(words: &[&str], word: &str) -> Option<usize> {
+    words.iter().position(|w| *w == word)
+}
+
+impl Tally {
+    fn count(&mut self, ended: &Ended) {
+        let (word, cause) = match ended {
+            Ended::Judged(j) => (verdict(j), j.not_judged.as_deref().unwrap_or("failed")),
+            Ended::Trouble(_) => ("not_judged", "look_failed"),
+        };
+        self.looks[index(&VERDICTS, word).expect("a verdict's word")] += 1;
+        if word == "not_judged" {
+            let cause = index(&CAUSES, cause).unwrap_or(CAUSES.len() - 1);
+            self.not_judged[cause] += 1;
+        }
+    }
 }
 
 impl Memory {
@@ -189,8 +261,13 @@ impl Looks {
                 _ => 0,
             },
         };
+        self.memory.tally.count(&ended);
+        self.memory.took = Some(at.saturating_sub(began));
         let kind = match ended {
-            Ended::Judged(judged) => {
+            Ended::Judged(mut judged) => {
+                if judged.consumers_skipped {
+                    judged.parts.extend(self.asked_consumers());
+                }
                 self.startup_passed |= judged.startup && judged.code == 0;
                 let kind = alloc::format!("{} {}", judged.code, judged.verdict);
                 self.memory.judged = Some((Arc::new(judged), ms));
@@ -211,6 +288,24 @@ impl Looks {
                 .is_none_or(|(m, k)| *k != kind || *m != meaning);
         self.said = Some((meaning, kind));
         log
+    }
+
+    /// The consumers' parts of the last look, for a look that did not ask them: what the last
+    /// look that asked saw.
+    fn asked_consumers(&self) -> Vec<Part> {
+        let Some((last, _)) = &self.memory.judged else {
+            return Vec::new();
+        };
+        last.parts
+            .iter()
+            .filter(|p| matches!(p.name, PartName::Consumer { .. }))
+            .cloned()
+            .collect()
+    }
+
+    /// The looks' process made `logins` logins to NATS since it was last asked.
+    pub fn logged_in(&mut self, logins: u64) {
+        self.memory.tally.logins += logins;
     }
 
     /// What the looks left, for a probe to answer from.
@@ -247,6 +342,16 @@ pub enum Answer<'a> {
 }
 
 impl Answer<'_> {
+    /// Its verdict in one word, among `VERDICTS` (`/selfz`: its own, healthy or unhealthy).
+    pub fn word(&self) -> &'static str {
+        match self {
+            Answer::Verdict { judged, .. } => verdict(judged),
+            Answer::NotJudged { .. } => "not_judged",
+            Answer::Own { stalled: false, .. } => "healthy",
+            Answer::Own { stalled: true, .. } => "unhealthy",
+        }
+    }
+
     pub fn passes(&self) -> bool {
         match self {
             Answer::Verdict { judged, .. } => judged.code == 0,
@@ -305,6 +410,7 @@ pub fn room_to_look(memory: Option<(u64, u64)>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prelude::*;
 
     fn judged(code: u8) -> Judged {
         Judged {
@@ -313,6 +419,7 @@ mod tests {
             summary: "x".into(),
             json: "{}".into(),
             startup: false,
+            ..Judged::default()
         }
     }
 
@@ -465,5 +572,114 @@ mod tests {
         assert!(room_to_look(Some((32 << 20, 8 << 20))));
         assert!(!room_to_look(Some((8 << 20, 5 << 20))));
         assert!(!room_to_look(Some((4 << 20, 5 << 20))));
+    }
+
+    /// Each look is counted by its verdict's word, a look not judged also by its cause; a
+    /// look's time and the logins are kept beside.
+    #[test]
+    fn the_looks_are_tallied() {
+        let mut looks = Looks::new(secs(10), Duration::from_millis(800), false, None, 0);
+        let mut not_judged = judged(0);
+        not_judged.not_judged = Some("timeout".into());
+        let mut unknown = judged(0);
+        unknown.not_judged = Some("a word from a newer check".into());
+        for (ended, at) in [
+            (Ended::Judged(judged(0)), 1),
+            (Ended::Judged(judged(1)), 2),
+            (Ended::Judged(not_judged), 3),
+            (Ended::Trouble("killed".into()), 4),
+            (Ended::Judged(unknown), 5),
+            (Ended::Judged(judged(2)), 6),
+            (Ended::Judged(judged(3)), 7),
+        ] {
+            looks.ended(ended, secs(at), secs(at) + Duration::from_millis(40 * at));
+        }
+        looks.logged_in(2);
+        let memory = looks.memory();
+        let count = |words: &[&str], counts: &[u64], word| {
+            counts[words.iter().position(|w| *w == word).unwrap()]
+        };
+        let t = memory.tally;
+        for (word, n) in [
+            ("healthy", 1),
+            ("unhealthy", 1),
+            ("not_judged", 3),
+            ("configuration_error", 1),
+            ("error", 1),
+        ] {
+            assert_eq!(count(&VERDICTS, &t.looks, word), n, "{word}");
+        }
+        for (cause, n) in [("timeout", 1), ("look_failed", 1), ("failed", 1)] {
+            assert_eq!(count(&CAUSES, &t.not_judged, cause), n, "{cause}");
+        }
+        assert_eq!(t.not_judged.iter().sum::<u64>(), 3);
+        assert_eq!(t.logins, 2);
+        assert_eq!(memory.took, Some(Duration::from_millis(280)));
+    }
+
+    /// A probe's answer in one word: a verdict that passes without judging is `not_judged`,
+    /// as is no verdict that stands; the words are `VERDICTS`'.
+    #[test]
+    fn each_answer_has_its_word() {
+        let mut unjudged = judged(0);
+        unjudged.not_judged = Some("server_down".into());
+        fn fresh(j: &Judged) -> Held<'_> {
+            Held {
+                judged: Some((j, secs(1))),
+                trouble: None,
+                beat: secs(1),
+            }
+        }
+        let words: Vec<&str> = [judged(0), judged(1), unjudged, judged(2), judged(3)]
+            .iter()
+            .map(|j| answer(Path::Live, &fresh(j), S).word())
+            .collect();
+        assert_eq!(words, VERDICTS);
+        let none = Held {
+            judged: None,
+            trouble: None,
+            beat: secs(1),
+        };
+        assert_eq!(answer(Path::Live, &none, S).word(), "not_judged");
+    }
+
+    /// Every word a consumer or subscription is not judged with is a cause `serve` counts.
+    #[test]
+    fn every_cause_is_counted_by_its_word() {
+        for why in crate::rules::answers::tests::every_kind() {
+            let word = crate::rules::answers::meaning(&why).word;
+            assert!(CAUSES.contains(&word), "{word}");
+        }
+    }
+
+    /// A look that did not ask JetStream (`--sample-every`) leaves each consumer's state as
+    /// the last look that asked saw it; the next look that asks replaces it.
+    #[test]
+    fn a_look_between_asks_keeps_the_consumers_states() {
+        let consumer = |state: &str| Part {
+            name: PartName::Consumer {
+                stream: "S".into(),
+                durable: "D".into(),
+            },
+            state: state.into(),
+            no_progress_ms: Some(0),
+        };
+        let mut looks = Looks::new(secs(10), Duration::from_millis(800), false, None, 0);
+        let mut asked = judged(0);
+        asked.parts = vec![consumer("progressing")];
+        looks.ended(Ended::Judged(asked), secs(0), secs(1));
+        let mut skipped = judged(0);
+        skipped.consumers_skipped = true;
+        looks.ended(Ended::Judged(skipped.clone()), secs(10), secs(11));
+        looks.ended(Ended::Judged(skipped), secs(20), secs(21));
+        let parts = |looks: &Looks| looks.memory().judged.unwrap().0.parts.clone();
+        assert_eq!(parts(&looks), [consumer("progressing")]);
+        let mut asked = judged(1);
+        asked.parts = vec![consumer("stalled")];
+        looks.ended(Ended::Judged(asked), secs(30), secs(31));
+        assert_eq!(parts(&looks), [consumer("stalled")]);
+        // Without a connection the consumers are not asked, nor skipped: not judged.
+        looks.ended(Ended::Judged(judged(1)), secs(40), secs(41));
+        assert_eq!(parts(&looks), []);
     }
 }

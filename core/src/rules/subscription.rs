@@ -22,6 +22,22 @@ pub enum Held {
     NotJudged(Unknown),
 }
 
+/// A subscription's verdict in one word: the JSON's `state`.
+pub const STATES: [&str; 4] = ["held", "not_by_this_connection", "not_judged", "carried"];
+
+impl Held {
+    /// Its word among `STATES`; `carried`: a run that could not look reports what the last
+    /// look saw.
+    pub fn state(&self, carried: bool) -> &'static str {
+        match self {
+            _ if carried => "carried",
+            Held::Yes { .. } => "held",
+            Held::NotByThisConnection { .. } => "not_by_this_connection",
+            Held::NotJudged(_) => "not_judged",
+        }
+    }
+}
+
 /// Judges `wanted` against this pod's connections (`ours`, local addresses, IPv4 unmapped)
 /// and what the server listed.
 pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown>) -> Held {

@@ -1,0 +1,338 @@
+//! `serve`'s `/metrics`: what a probe would be answered now, and what the looks came to, in
+//! Prometheus's text format or OpenMetrics'. The words are the JSON's. Every label value
+//! comes from the configuration (a stream, a durable, a subject and queue), so the series are
+//! as many as the operator wrote; each state is a state set (its state 1, the others 0).
+
+use crate::facts::{Part, PartName};
+use crate::rules::serve::{Answer, Memory, CAUSES, VERDICTS};
+use crate::rules::{consumer, subscription};
+use std::fmt::Write;
+use std::time::Duration;
+
+/// The content type of each format.
+pub const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub const OPEN_METRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// What a scrape reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Scrape<'a> {
+    /// What `/livez` would be answered now.
+    pub answer: &'a Answer<'a>,
+    pub memory: &'a Memory,
+    /// How long ago the looks last moved (a look ended, or `serve` started).
+    pub beat: Duration,
+    /// The wall clock now, in ms since the epoch.
+    pub now_ms: i64,
+    /// The consumers and subscriptions the configuration names.
+    pub parts: &'a [PartName],
+    pub version: &'a str,
+}
+
+/// The page, in OpenMetrics' format or Prometheus's.
+pub fn page(s: &Scrape, open_metrics: bool) -> String {
+    let mut p = Page {
+        out: String::with_capacity(2048 + 1024 * s.parts.len()),
+        open_metrics,
+    };
+    let word = s.answer.word();
+    p.family(
+        "natsprobe_verdict",
+        "gauge",
+        "The verdict /livez answers now, by its word: 1 for it, 0 for the others.",
+    );
+    for v in VERDICTS {
+        p.sample("natsprobe_verdict", &[("verdict", v)], flag(v == word));
+    }
+    p.family(
+        "natsprobe_last_look_timestamp_seconds",
+        "gauge",
+        "When the last look ended (before the first, when serve started), in seconds since the epoch.",
+    );
+    let beat_ms = s.now_ms - s.beat.as_millis() as i64;
+    p.sample(
+        "natsprobe_last_look_timestamp_seconds",
+        &[],
+        seconds_ms(beat_ms),
+    );
+    if let Some(took) = s.memory.took {
+        p.family(
+            "natsprobe_last_look_duration_seconds",
+            "gauge",
+            "How long the last look took.",
+        );
+        p.sample("natsprobe_last_look_duration_seconds", &[], seconds(took));
+    }
+    p.family(
+        "natsprobe_stale_after_seconds",
+        "gauge",
+        "How long a verdict stands: no look ended for longer, and the looks are stalled (/selfz fails).",
+    );
+    p.sample(
+        "natsprobe_stale_after_seconds",
+        &[],
+        seconds(s.memory.stale),
+    );
+    let judged: &[Part] = match s.answer {
+        Answer::Verdict { judged, .. } => &judged.parts,
+        _ => &[],
+    };
+    let found = |name: &PartName| judged.iter().find(|p| p.name == *name);
+    let consumers: Vec<_> = s
+        .parts
+        .iter()
+        .filter_map(|n| match n {
+            PartName::Consumer { stream, durable } => Some((stream, durable, found(n))),
+            _ => None,
+        })
+        .collect();
+    if !consumers.is_empty() {
+        p.family(
+            "natsprobe_consumer_state",
+            "gauge",
+            "Each --consumer's state in the verdict /livez answers (the JSON's state): 1 for it, 0 for the others.",
+        );
+        for (stream, durable, part) in &consumers {
+            let now = part.map_or("not_judged", |p| p.state.as_str());
+            for state in consumer::STATES {
+                let labels = [
+                    ("stream", stream.as_str()),
+                    ("durable", durable),
+                    ("state", state),
+                ];
+                p.sample("natsprobe_consumer_state", &labels, flag(state == now));
+            }
+        }
+        let waiting: Vec<_> = consumers
+            .iter()
+            .filter_map(|(s, d, part)| Some((s, d, part.as_ref()?.no_progress_ms?)))
+            .collect();
+        if !waiting.is_empty() {
+            p.family(
+                "natsprobe_consumer_no_progress_seconds",
+                "gauge",
+                "A --consumer's time without progress while work waits (the JSON's no_progress_ms), where the verdict measured one.",
+            );
+            for (stream, durable, ms) in waiting {
+                let labels = [("stream", stream.as_str()), ("durable", durable)];
+                p.sample(
+                    "natsprobe_consumer_no_progress_seconds",
+                    &labels,
+                    seconds_ms(ms as i64),
+                );
+            }
+        }
+    }
+    let subscriptions: Vec<_> = s
+        .parts
+        .iter()
+        .filter_map(|n| {
+            let (subject, queue, consumer) = match n {
+                PartName::Consumer { .. } => return None,
+                PartName::Own { stream, durable } => {
+                    (String::new(), String::new(), format!("{stream}/{durable}"))
+                }
+                PartName::Subscription { subject, queue } => (
+                    subject.clone(),
+                    queue.clone().unwrap_or_default(),
+                    String::new(),
+                ),
+            };
+            Some((subject, queue, consumer, found(n)))
+        })
+        .collect();
+    if !subscriptions.is_empty() {
+        p.family(
+            "natsprobe_subscription_state",
+            "gauge",
+            "Each subscription's state in the verdict /livez answers (the JSON's state), by --subscription's subject and queue, or --own-subscription's consumer: 1 for it, 0 for the others.",
+        );
+        for (subject, queue, consumer, part) in &subscriptions {
+            let now = part.map_or("not_judged", |p| p.state.as_str());
+            for state in subscription::STATES {
+                let labels = [
+                    ("subject", subject.as_str()),
+                    ("queue", queue),
+                    ("consumer", consumer),
+                    ("state", state),
+                ];
+                p.sample("natsprobe_subscription_state", &labels, flag(state == now));
+            }
+        }
+    }
+    let tally = &s.memory.tally;
+    p.counter("natsprobe_looks", "Looks since serve started, by verdict.");
+    for (v, n) in VERDICTS.iter().zip(tally.looks) {
+        p.sample("natsprobe_looks_total", &[("verdict", v)], n.to_string());
+    }
+    p.counter(
+        "natsprobe_looks_not_judged",
+        "Looks not judged since serve started, by cause: look_failed (natsprobe's own trouble), server_down, or the consumer's or subscription's not_judged word.",
+    );
+    for (c, n) in CAUSES.iter().zip(tally.not_judged) {
+        p.sample(
+            "natsprobe_looks_not_judged_total",
+            &[("cause", c)],
+            n.to_string(),
+        );
+    }
+    p.counter(
+        "natsprobe_nats_logins",
+        "Logins to NATS the looks made since serve started (each connection NATS accepted).",
+    );
+    p.sample("natsprobe_nats_logins_total", &[], tally.logins.to_string());
+    match open_metrics {
+        true => p.family("natsprobe_build", "info", "natsprobe's version."),
+        false => p.family("natsprobe_build_info", "gauge", "natsprobe's version."),
+    }
+    p.sample(
+        "natsprobe_build_info",
+        &[("version", s.version)],
+        "1".into(),
+    );
+    if open_metrics {
+        p.out.push_str("# EOF");
+    } else {
+        p.out.pop();
+    }
+    p.out
+}
+
+struct Page {
+    out: String,
+    open_metrics: bool,
+}
+
+impl Page {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = write!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
+    }
+
+    /// A counter: its family is named without `_total` in OpenMetrics, with it in
+    /// Prometheus's format.
+    fn counter(&mut self, name: &str, help: &str) {
+        match self.open_metrics {
+            true => self.family(name, "counter", help),
+            false => self.family(&format!("{name}_total"), "counter", help),
+        }
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: String) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                let _ = write!(self.out, "{sep}{k}=\"{}\"", escape(v));
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {value}");
+    }
+}
+
+fn flag(on: bool) -> String {
+    String::from(if on { "1" } else { "0" })
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64())
+}
+
+fn seconds_ms(ms: i64) -> String {
+    format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000))
+}
+
+/// A label's value as both formats quote it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{Ended, Judged, ProbePath};
+    use crate::rules::serve::Looks;
+
+    fn render(judged: Option<Judged>, parts: &[PartName], open_metrics: bool) -> String {
+        let second = Duration::from_secs(1);
+        let mut looks = Looks::new(10 * second, second, false, None, 0);
+        if let Some(j) = judged {
+            looks.ended(Ended::Judged(j), Duration::ZERO, Duration::from_millis(250));
+        }
+        let memory = looks.memory();
+        let answer = memory.answer(ProbePath::Live, 2 * second);
+        page(
+            &Scrape {
+                answer: &answer,
+                memory: &memory,
+                beat: memory.held(2 * second).beat,
+                now_ms: 1_700_000_002_000,
+                parts,
+                version: "0.1.0 (git x)",
+            },
+            open_metrics,
+        )
+    }
+
+    /// The verdict and each configured part's state as sets; a part a verdict does not name
+    /// (or no verdict at all) is not judged; label values quoted as the formats quote them.
+    #[test]
+    fn the_page_says_the_verdict_and_each_parts_state() {
+        let consumer = PartName::Consumer {
+            stream: "S".into(),
+            durable: "D".into(),
+        };
+        let subject = PartName::Subscription {
+            subject: "a\"b\\c".into(),
+            queue: None,
+        };
+        let judged = Judged {
+            code: 1,
+            verdict: "unhealthy".into(),
+            parts: vec![Part {
+                name: consumer.clone(),
+                state: "stalled".into(),
+                no_progress_ms: Some(61_500),
+            }],
+            ..Judged::default()
+        };
+        let text = render(Some(judged), &[consumer.clone(), subject.clone()], false);
+        for line in [
+            "natsprobe_verdict{verdict=\"unhealthy\"} 1",
+            "natsprobe_verdict{verdict=\"healthy\"} 0",
+            "natsprobe_last_look_timestamp_seconds 1700000000.250",
+            "natsprobe_last_look_duration_seconds 0.250",
+            "natsprobe_consumer_state{stream=\"S\",durable=\"D\",state=\"stalled\"} 1",
+            "natsprobe_consumer_state{stream=\"S\",durable=\"D\",state=\"idle\"} 0",
+            "natsprobe_consumer_no_progress_seconds{stream=\"S\",durable=\"D\"} 61.500",
+            "natsprobe_subscription_state{subject=\"a\\\"b\\\\c\",queue=\"\",consumer=\"\",state=\"not_judged\"} 1",
+            "natsprobe_looks_total{verdict=\"unhealthy\"} 1",
+            "# TYPE natsprobe_looks_total counter",
+            "natsprobe_build_info{version=\"0.1.0 (git x)\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
+        assert!(!text.contains("# EOF") && !text.ends_with('\n'));
+        // No look yet: not judged, the consumer's state too, and no look's duration.
+        let first = render(None, &[consumer], true);
+        assert!(
+            first.contains("natsprobe_verdict{verdict=\"not_judged\"} 1"),
+            "{first}"
+        );
+        assert!(first.contains("state=\"not_judged\"} 1"), "{first}");
+        assert!(
+            !first.contains("natsprobe_last_look_duration_seconds"),
+            "{first}"
+        );
+        assert!(first.contains("natsprobe_last_look_timestamp_seconds 1700000000.000"));
+        // OpenMetrics: counters' families without `_total`, the info type, the end.
+        assert!(
+            first.contains("# TYPE natsprobe_looks counter\n"),
+            "{first}"
+        );
+        assert!(first.contains("# TYPE natsprobe_build info\n"), "{first}");
+        assert!(first.ends_with("\n# EOF"), "{first}");
+    }
+}
