@@ -132,18 +132,11 @@ impl Timeline {
                 probe += self.period;
             }
             let ended = look(l.outcome, meaning);
-            let judged = match &ended {
-                Ended::Judged(j) => Some(j.clone()),
-                Ended::Trouble(_) => None,
-            };
-            looks.ended(ended, ms(start - serve_at), ms(end - serve_at));
-            if let Some(judged) = judged {
-                kept = Some(Left {
-                    judged,
-                    at_ms: WALL + end as i64,
-                    startup_passed: looks.startup_passed(),
-                });
+            // Kept before it is the answer, as `serve` keeps it.
+            if let Some(left) = looks.to_keep(&ended, WALL + end as i64) {
+                kept = Some(left);
             }
+            looks.ended(ended, ms(start - serve_at), ms(end - serve_at));
             played.looks.push((start, end, l.outcome, meaning));
             free = end;
             if let Some(code) = looks.exit() {

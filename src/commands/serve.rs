@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::facts::{Ended, PartName, ProbePath, Refusal, Request};
 use crate::observe;
 use crate::report::{metrics, serve as words};
-use crate::rules::serve::{self as rule, Left, Looks};
+use crate::rules::serve::{self as rule, Looks};
 use natsprobe_core::timing::EXCHANGE_WITHIN;
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
@@ -192,26 +192,21 @@ fn look_forever(
             Ended::Judged(j) => words::look_line(j),
             Ended::Trouble(what) => words::trouble_line(what),
         };
-        let judged = match &ended {
-            Ended::Judged(judged) => Some(judged.clone()),
-            Ended::Trouble(_) => None,
-        };
+        // Kept before it is the answer: a probe is never given a verdict a `serve` killed the
+        // next moment would not find.
+        let left = lock().to_keep(&ended, observe::now_ms());
+        if let (Some(left), Some(kept)) = (left, &kept) {
+            kept.keep(&left);
+        }
         let logins = process.logins();
-        let (said, startup_passed, exit) = {
+        let (said, exit) = {
             let mut looks = lock();
             looks.logged_in(logins);
             let said = looks.ended(ended, began, started.elapsed());
-            (said, looks.startup_passed(), looks.exit())
+            (said, looks.exit())
         };
         if said {
             log(&line);
-        }
-        if let (Some(judged), Some(kept)) = (judged, &kept) {
-            kept.keep(&Left {
-                judged,
-                at_ms: observe::now_ms(),
-                startup_passed,
-            });
         }
         if let (Some(code), Some(e)) = (exit, config.exit_unhealthy) {
             log(&words::exiting(e.after, code));

@@ -9,11 +9,10 @@
 //! property tests below drive it with simulated ones.
 
 use crate::exit::Exit;
-use crate::facts::{Ended, Judged, Meaning, Part, PartName};
+use crate::facts::{Ended, Judged, Meaning, PartName};
 use crate::timing::{stale_after, LOOK_GRACE};
 use alloc::string::String;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::time::Duration;
 
 /// What the kubelet asks.
@@ -264,11 +263,9 @@ impl Looks {
         self.memory.tally.count(&ended);
         self.memory.took = Some(at.saturating_sub(began));
         let kind = match ended {
-            Ended::Judged(mut judged) => {
-                if judged.consumers_skipped {
-                    judged.parts.extend(self.asked_consumers());
-                }
-                self.startup_passed |= judged.startup && judged.code == 0;
+            Ended::Judged(judged) => {
+                let judged = self.settled(judged);
+                self.startup_passed |= passes_startup(&judged);
                 let kind = alloc::format!("{} {}", judged.code, judged.verdict);
                 self.memory.judged = Some((Arc::new(judged), ms));
                 self.memory.trouble = None;
@@ -290,17 +287,33 @@ impl Looks {
         log
     }
 
-    /// The consumers' parts of the last look, for a look that did not ask them: what the last
-    /// look that asked saw.
-    fn asked_consumers(&self) -> Vec<Part> {
-        let Some((last, _)) = &self.memory.judged else {
-            return Vec::new();
+    /// A look's verdict as it is held: one that did not ask the consumers (`--sample-every`)
+    /// holds their states as the last look that asked saw them.
+    fn settled(&self, mut judged: Judged) -> Judged {
+        if let (true, Some((last, _))) = (judged.consumers_skipped, &self.memory.judged) {
+            let asked = last
+                .parts
+                .iter()
+                .filter(|p| matches!(p.name, PartName::Consumer { .. }));
+            judged.parts.extend(asked.cloned());
+        }
+        judged
+    }
+
+    /// What a `serve` started again is to find of a look that ended so, at `at_ms` by the
+    /// wall clock (None for natsprobe's own trouble, which is not kept). `serve` keeps it
+    /// before `ended` makes it the answer, so a verdict a probe was given is never lost to a
+    /// `serve` killed a moment later.
+    pub fn to_keep(&self, ended: &Ended, at_ms: i64) -> Option<Left> {
+        let Ended::Judged(judged) = ended else {
+            return None;
         };
-        last.parts
-            .iter()
-            .filter(|p| matches!(p.name, PartName::Consumer { .. }))
-            .cloned()
-            .collect()
+        let judged = self.settled(judged.clone());
+        Some(Left {
+            startup_passed: self.startup_passed || passes_startup(&judged),
+            judged,
+            at_ms,
+        })
     }
 
     /// The looks' process made `logins` logins to NATS since it was last asked.
@@ -317,6 +330,11 @@ impl Looks {
     pub fn startup_passed(&self) -> bool {
         self.startup_passed
     }
+}
+
+/// A look with `--startup`'s meaning that passed.
+fn passes_startup(judged: &Judged) -> bool {
+    judged.startup && judged.code == 0
 }
 
 /// Why a probe is not judged.
@@ -410,6 +428,7 @@ pub fn room_to_look(memory: Option<(u64, u64)>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::Part;
     use crate::prelude::*;
 
     fn judged(code: u8) -> Judged {
@@ -670,6 +689,15 @@ mod tests {
         looks.ended(Ended::Judged(asked), secs(0), secs(1));
         let mut skipped = judged(0);
         skipped.consumers_skipped = true;
+        // What a `serve` started again finds is what the look holds.
+        let left = looks
+            .to_keep(&Ended::Judged(skipped.clone()), 11_000)
+            .unwrap();
+        assert_eq!(left.judged.parts, [consumer("progressing")]);
+        assert_eq!((left.at_ms, left.startup_passed), (11_000, false));
+        assert!(looks
+            .to_keep(&Ended::Trouble("killed".into()), 11_000)
+            .is_none());
         looks.ended(Ended::Judged(skipped.clone()), secs(10), secs(11));
         looks.ended(Ended::Judged(skipped), secs(20), secs(21));
         let parts = |looks: &Looks| looks.memory().judged.unwrap().0.parts.clone();
