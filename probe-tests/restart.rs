@@ -479,10 +479,11 @@ fn behind_a_callout_losing() -> (Pods, crate::harness::callout::Callout, String,
     (pods, service, seed, producer)
 }
 
-/// `STREAM/DURABLE`'s consumer as a pod under a kubelet, logging in through the callout, its
-/// samples in `state`.
+/// `STREAM/DURABLE`'s consumer as a pod in `ns` under a kubelet, logging in through the
+/// callout, its samples in `state`.
 fn callout_consumer_under_kubelet(
     pods: &Pods,
+    ns: &Arc<NetNs>,
     stream: &str,
     durable: &str,
     state: &str,
@@ -496,7 +497,16 @@ fn callout_consumer_under_kubelet(
         .collect();
     let consumer = format!("{stream}/{durable}");
     let auth = ["--user", "app", "--password", "app-pw"];
-    under_kubelet_for(&pods.app, args, &pods.url, state, &consumer, &auth)
+    under_kubelet_for(ns, args, &pods.url, state, &consumer, &auth)
+}
+
+/// A second app pod, a network namespace of its own beside `pods.app`, reaching the NATS pod's
+/// address through a link of its own: two pods never see each other's sockets.
+fn another_pod(pods: &Pods) -> Arc<NetNs> {
+    let ns = Arc::new(NetNs::new());
+    let (gateway, _) = link_subnet(&pods.nats, &ns, 203);
+    ns.ip(&["route", "add", "10.200.0.0/24", "via", &gateway]);
+    ns
 }
 
 /// The probe's own login refused about 0.5 s of every 1.5 s (the answer an auth callout gives
@@ -514,13 +524,16 @@ fn wedged_consumers_behind_a_flaky_auth_service_are_restarted() {
     let (pods, service, seed, _capped) = behind_a_callout_losing();
     pods.push("S", "D", &[]);
     let _plain = pods.producer("s.x", 20);
-    let kubelet = |stream: &str, durable: &str, state: &tempfile::TempDir| {
+    // Two pods, each in its own namespace: a probe's own NATS connection, made while the other
+    // pod's probe looks at its socket table, is never the other's.
+    let other = another_pod(&pods);
+    let kubelet = |ns: &Arc<NetNs>, stream: &str, durable: &str, state: &tempfile::TempDir| {
         let state = state.path().to_string_lossy().to_string();
-        callout_consumer_under_kubelet(&pods, stream, durable, &state)
+        callout_consumer_under_kubelet(&pods, ns, stream, durable, &state)
     };
     let (state_d, state_w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let plain = kubelet("S", "D", &state_d);
-    let capped = kubelet("CAP", "W", &state_w);
+    let plain = kubelet(&other, "S", "D", &state_d);
+    let capped = kubelet(&pods.app, "CAP", "W", &state_w);
     calm(&plain);
     calm(&capped);
     // The auth service answers 1 s, then is down 0.5 s, over and over.
@@ -603,7 +616,7 @@ fn a_fault_once_seen_is_reported_through_refusals_and_late_answers() {
     let _serial = timing_lock();
     let (pods, service, seed, _capped) = behind_a_callout_losing();
     let state = pods.state.path().to_string_lossy().to_string();
-    let kubelet = callout_consumer_under_kubelet(&pods, "CAP", "W", &state);
+    let kubelet = callout_consumer_under_kubelet(&pods, &pods.app, "CAP", "W", &state);
     calm(&kubelet);
     signal_app(&kubelet, libc::SIGUSR1);
     let at = Instant::now();

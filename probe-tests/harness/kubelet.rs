@@ -1,18 +1,34 @@
-//! A kubelet for one container with an exec or httpGet livenessProbe, on a scaled clock: it
-//! runs the probe every `period` with `timeout` (SIGKILL when it overstays, counted as a failure),
-//! counts `failure_threshold` consecutive failures, then kills the container (SIGTERM, grace,
-//! SIGKILL) and starts it again under the kubelet's restart back-off, logging events the
-//! way `kubectl describe pod` shows them.
+//! A kubelet for one container with an exec or httpGet livenessProbe, on a scaled clock, as
+//! the real one does it (each point below names the kubelet source it follows):
 //!
-//! With a startupProbe, each container started runs it every its own period until it passes
-//! once, and only then the livenessProbe (the kubelet's prober holds the other probes until
-//! the container has started); `failure_threshold` failures of it in a row restart the
-//! container the same way.
+//! - **Probes** (pkg/kubelet/prober/worker.go `run`, `doProbe`): each probe's worker ticks
+//!   every `periodSeconds` from when the pod was added, not from each container's start, so a
+//!   container's first probe comes 0 to 1 period after it started. A run that overstays
+//!   `timeoutSeconds` is killed and is a failure; `failureThreshold` failures in a row kill the
+//!   container. A probe the kubelet cannot run at all (the binary missing: the runtime's exec
+//!   fails, `probe.Unknown` with an error; an httpGet whose body cannot be read) is an error,
+//!   which pkg/kubelet/prober/prober.go `probe` and worker.go's "Prober error, throw away the
+//!   result" discard: it is an event, and it neither counts as a failure nor resets the count.
+//! - **The kill** (pkg/kubelet/kuberuntime/kuberuntime_container.go `killContainer`): SIGTERM,
+//!   the grace period, SIGKILL; a grace period under 2 s is raised to 2 s
+//!   (`minimumGracePeriodInSeconds`).
+//! - **The restart back-off** (kuberuntime_manager.go `doBackOff`, client-go
+//!   `flowcontrol.Backoff`, pkg/kubelet/kubelet.go `NewMainKubelet`): keyed on the finish time
+//!   of the container's latest *exited* instance. A liveness kill and the start after it are one
+//!   sync, whose status was read before the kill: its back-off looks at the instance before,
+//!   so the first restart is immediate and sets up no back-off, and later ones are immediate
+//!   while the instance before ended longer ago than the current back-off (10 s, doubling to
+//!   300 s, forgotten 600 s after it was last set). A container that exits on its own is seen
+//!   at the next relist (pkg/kubelet/pleg, every second) and keyed on its own exit.
+//! - **A start the back-off blocks** (pkg/kubelet/pod_workers.go `completeWork`, Kubernetes
+//!   1.35+): the pod is synced again when the back-off ends, at most 60 s later
+//!   (`resyncInterval`), jittered by up to half (`workerBackOffPeriodJitterFactor`); the
+//!   kubelet before 1.35 retried every 10 to 15 s whatever the back-off.
 //!
-//! The back-off is the kubelet's (pkg/kubelet/kuberuntime `doBackOff` with
-//! `flowcontrol.Backoff`): the first restart is immediate, the next waits 10 s, then 20 s,
-//! doubling to 300 s; a container that ran 10 minutes (2 × the maximum) without dying
-//! starts over. A container that exits on its own is restarted the same way.
+//! With a startupProbe, each container started runs it until it passes once, and only then the
+//! livenessProbe (the kubelet's prober holds the other probes until the container has
+//! started); `failure_threshold` failures of it in a row restart the container the same way.
+//! Events are logged the way `kubectl describe pod` shows them.
 //!
 //! An httpGet probe is made as the kubelet's prober makes it (pkg/probe/http): a new
 //! connection each time (keep-alives off), `GET` with `User-Agent: kube-probe/…`, the whole
@@ -33,22 +49,34 @@ pub struct Spec {
     pub period: Duration,
     pub timeout: Duration,
     pub failure_threshold: u32,
+    /// terminationGracePeriodSeconds.
     pub grace: Duration,
+    /// `minimumGracePeriodInSeconds`, the least grace a kill gives.
+    pub grace_floor: Duration,
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
+    /// The pod worker's `resyncInterval`: the longest wait for a start the back-off blocked.
+    pub resync: Duration,
+    /// The PLEG's relist period: how soon a container's own exit is seen.
+    pub relist: Duration,
 }
 
 impl Spec {
     /// periodSeconds, timeoutSeconds and failureThreshold as given; the kubelet's own
-    /// constants (10 s, 300 s back-off, 30 s grace) at `scale` of real time.
+    /// constants (10 s and 300 s back-off, 30 s grace and its 2 s floor, 60 s resync, 1 s
+    /// relist) at `scale` of real time.
     pub fn scaled(period: Duration, timeout: Duration, failure_threshold: u32, scale: f64) -> Spec {
+        let secs = |s: u64| Duration::from_secs(s).mul_f64(scale);
         Spec {
             period,
             timeout,
             failure_threshold,
-            grace: Duration::from_secs(30).mul_f64(scale),
-            backoff_initial: Duration::from_secs(10).mul_f64(scale),
-            backoff_max: Duration::from_secs(300).mul_f64(scale),
+            grace: secs(30),
+            grace_floor: secs(2),
+            backoff_initial: secs(10),
+            backoff_max: secs(300),
+            resync: secs(60),
+            relist: secs(1),
         }
     }
 }
@@ -93,9 +121,19 @@ impl Shared {
 }
 
 pub type ProbeCommand = Box<dyn Fn() -> Command + Send>;
-/// An httpGet probe: one request within the timeout; Ok with the body's first line when the
-/// status passes, Err with the kubelet's words when not.
-pub type HttpProbe = Box<dyn Fn(Duration) -> Result<String, String> + Send>;
+/// An httpGet probe: one request within the timeout, as `get` makes it.
+pub type HttpProbe = Box<dyn Fn(Duration) -> Probed + Send>;
+
+/// One probe's result as the kubelet's prober takes it, with its first line or the event's
+/// words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probed {
+    Passed(String),
+    Failed(String),
+    /// The probe could not be run (`probe.Unknown` with an error, or a body that could not be
+    /// read): discarded, never counted.
+    Errored(String),
+}
 
 /// A probe's action.
 enum Action {
@@ -104,7 +142,7 @@ enum Action {
 }
 
 impl Action {
-    fn once(&self, timeout: Duration) -> Result<String, String> {
+    fn once(&self, timeout: Duration) -> Probed {
         match self {
             Action::Exec(command) => probe_once(command, timeout),
             Action::Http(get) => get(timeout),
@@ -248,27 +286,71 @@ impl Drop for Kubelet {
     }
 }
 
-/// The kubelet's per-container back-off entry.
+/// The kubelet's restart back-off for one container (`doBackOff` over
+/// `flowcontrol.Backoff`, with the kubelet's own expiry).
 struct Backoff {
+    /// The current back-off and when `Next` last set it.
     entry: Option<(Duration, Instant)>,
     initial: Duration,
     max: Duration,
 }
 
 impl Backoff {
-    /// How long to wait before starting again after a death at `died`.
-    fn delay(&mut self, died: Instant) -> Duration {
-        match self.entry {
-            Some((current, last)) if died.saturating_duration_since(last) <= self.max * 2 => {
-                self.entry = Some(((current * 2).min(self.max), died));
-                current
-            }
-            _ => {
-                self.entry = Some((self.initial, died));
-                Duration::ZERO
-            }
+    fn new(spec: &Spec) -> Backoff {
+        Backoff {
+            entry: None,
+            initial: spec.backoff_initial,
+            max: spec.backoff_max,
         }
     }
+
+    /// `doBackOff` at `now`, with `exited` the finish time of the container's latest exited
+    /// instance (None when none has exited: no back-off, and `Next` not called): Ok to start
+    /// now, the back-off moved on (`Next`); or Err with when the back-off ends
+    /// (`IsInBackOffSince`). An entry is forgotten at an exit more than 600 s (twice the
+    /// maximum) after it was last set (`HasExpiredFunc`).
+    fn start(&mut self, exited: Option<Instant>, now: Instant) -> Result<(), Instant> {
+        let Some(ts) = exited else {
+            return Ok(());
+        };
+        let live = self
+            .entry
+            .filter(|(_, set)| ts.saturating_duration_since(*set) <= self.max * 2);
+        if let Some((backoff, _)) = live {
+            if now.saturating_duration_since(ts) < backoff {
+                return Err(ts + backoff);
+            }
+        }
+        let backoff = live.map_or(self.initial, |(b, _)| (b * 2).min(self.max));
+        self.entry = Some((backoff, now));
+        Ok(())
+    }
+}
+
+/// How long the pod worker waits to sync a pod again after the back-off blocked a start, at
+/// `now`, for a back-off that ends at `until`; `jitter` in [0, 1): the time left, at most
+/// `resync`, times 1 to 1.5 (pod_workers.go `completeWork`, `wait.Jitter` with
+/// `workerBackOffPeriodJitterFactor` 0.5).
+fn requeue_after(until: Instant, now: Instant, resync: Duration, jitter: f64) -> Duration {
+    until
+        .saturating_duration_since(now)
+        .min(resync)
+        .mul_f64(1.0 + 0.5 * jitter)
+}
+
+/// The first tick of a probe worker that started at `epoch` and ticks every `period`,
+/// strictly after `t`: a container started at `t` is first probed 0 to 1 period later.
+fn tick_after(epoch: Instant, period: Duration, t: Instant) -> Instant {
+    let ticks = t.saturating_duration_since(epoch).as_nanos() / period.as_nanos().max(1);
+    epoch + period * (ticks as u32 + 1)
+}
+
+/// A number in [0, 1) for the pod worker's jitter (xorshift, seeded by the clock).
+fn jitter(state: &mut u64) -> f64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    (*state >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn run(
@@ -278,11 +360,14 @@ fn run(
     probe: Action,
     mut container: Container,
 ) {
-    let mut backoff = Backoff {
-        entry: None,
-        initial: spec.backoff_initial,
-        max: spec.backoff_max,
-    };
+    let mut backoff = Backoff::new(spec);
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64 | 1);
+    // The probe workers tick from when the pod was added.
+    let epoch = shared.started;
+    // The finish time of the container's latest exited instance, as the runtime reports it.
+    let mut exited: Option<Instant> = None;
     let mut failures = 0;
     // Until the container's startupProbe passes once, it runs instead of the liveness probe.
     let mut starting = startup.is_some();
@@ -291,55 +376,95 @@ fn run(
         (Some((period, threshold, action)), true) => ("Startup", action, *period, *threshold),
         _ => ("Liveness", &probe, spec.period, spec.failure_threshold),
     };
-    let mut next_probe = Instant::now() + current(starting).2;
+    // None while the container runs; else when the pod worker syncs again to start it.
+    let mut waiting: Option<Instant> = None;
+    let mut next_probe = tick_after(epoch, current(starting).2, Instant::now());
+    let mut next_relist = Instant::now() + spec.relist;
     loop {
-        if shared.sleep_until(next_probe) {
+        let wake = waiting.unwrap_or(next_probe.min(next_relist));
+        if shared.sleep_until(wake) {
             return;
         }
-        let died_on_its_own = {
-            let mut runs = shared.runs.lock().unwrap();
-            !runs.last_mut().unwrap().is_alive()
+        let now = Instant::now();
+        // The sync: start the container unless the back-off holds it.
+        let mut sync = |latest: Option<Instant>, waiting: &mut Option<Instant>| match backoff
+            .start(latest, Instant::now())
+        {
+            Ok(()) => {
+                start(shared, &mut container);
+                *waiting = None;
+                true
+            }
+            Err(until) => {
+                let now = Instant::now();
+                shared.event(
+                    "Warning",
+                    "BackOff",
+                    format!(
+                        "Back-off {:?} restarting failed container client",
+                        until.saturating_duration_since(now)
+                    ),
+                );
+                *waiting = Some(now + requeue_after(until, now, spec.resync, jitter(&mut seed)));
+                false
+            }
         };
-        let (which, command, period, threshold) = current(starting);
-        let restart = if died_on_its_own {
+        let started = if waiting.is_some() {
+            sync(exited, &mut waiting)
+        } else if now >= next_relist && !shared.runs.lock().unwrap().last_mut().unwrap().is_alive()
+        {
+            // The relist sees the container exited on its own, and the sync keys on that exit.
             shared.event("Warning", "BackOff", "container exited; restarting".into());
-            true
+            exited = Some(now);
+            sync(exited, &mut waiting)
+        } else if now < next_probe {
+            next_relist = now + spec.relist;
+            continue;
         } else {
-            next_probe = (next_probe + period).max(Instant::now());
+            let (which, command, period, threshold) = current(starting);
+            next_probe = tick_after(epoch, period, Instant::now());
             let ran = command.once(spec.timeout);
-            let line = ran.clone().unwrap_or_else(|e| e);
+            let (passed, line) = match &ran {
+                Probed::Passed(l) => (true, l.clone()),
+                Probed::Failed(l) | Probed::Errored(l) => (false, l.clone()),
+            };
             shared.probed.lock().unwrap().push((
                 Instant::now(),
-                ran.is_ok(),
+                passed,
                 match starting {
                     true => format!("startup probe: {line}"),
                     false => line,
                 },
             ));
             match ran {
-                Ok(_) => {
+                Probed::Passed(_) => {
                     failures = 0;
                     if starting {
                         starting = false;
-                        next_probe = Instant::now() + spec.period;
+                        next_probe = tick_after(epoch, spec.period, Instant::now());
                     }
-                    false
+                    continue;
                 }
-                Err(output) => {
+                Probed::Errored(output) => {
+                    shared.event(
+                        "Warning",
+                        "Unhealthy",
+                        format!("{which} probe errored: {output}"),
+                    );
+                    continue;
+                }
+                Probed::Failed(output) => {
                     failures += 1;
                     shared.event(
                         "Warning",
                         "Unhealthy",
                         format!("{which} probe failed: {output}"),
                     );
-                    failures >= threshold
+                    if failures < threshold {
+                        continue;
+                    }
                 }
             }
-        };
-        if !restart {
-            continue;
-        }
-        if !died_on_its_own {
             shared.event(
                 "Normal",
                 "Killing",
@@ -348,24 +473,19 @@ fn run(
                     which.to_lowercase()
                 ),
             );
-            kill(shared, spec.grace);
+            // One sync kills and starts, on the status read before the kill: its back-off
+            // keys on the instance that exited before this one.
+            let before = exited;
+            kill(shared, spec.grace.max(spec.grace_floor));
+            exited = Some(Instant::now());
+            sync(before, &mut waiting)
+        };
+        if started {
+            failures = 0;
+            starting = startup.is_some();
+            next_probe = tick_after(epoch, current(starting).2, Instant::now());
+            next_relist = Instant::now() + spec.relist;
         }
-        let died = Instant::now();
-        let delay = backoff.delay(died);
-        if !delay.is_zero() {
-            shared.event(
-                "Warning",
-                "BackOff",
-                format!("Back-off {delay:?} restarting failed container client"),
-            );
-            if shared.sleep_until(died + delay) {
-                return;
-            }
-        }
-        start(shared, &mut container);
-        failures = 0;
-        starting = startup.is_some();
-        next_probe = Instant::now() + current(starting).2;
     }
 }
 
@@ -395,16 +515,22 @@ fn kill(shared: &Shared, grace: Duration) {
     }
 }
 
-/// One exec probe: success, or the output the kubelet would put in the event.
-/// One run of the probe: Ok with its first line when it passed, Err with it when not.
-fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Result<String, String> {
+/// One run of an exec probe: passed or failed with its first line, failed when it overstays
+/// the timeout, or an error when it cannot start (pkg/probe/exec: the runtime's exec fails,
+/// `probe.Unknown` with an error).
+fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Probed {
     let mut cmd = probe();
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run the probe: {e}"))?;
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return Probed::Errored(format!(
+                "rpc error: code = Unknown desc = failed to exec in container: {e}"
+            ))
+        }
+    };
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -413,15 +539,15 @@ fn probe_once(probe: &ProbeCommand, timeout: Duration) -> Result<String, String>
                 + &String::from_utf8_lossy(&out.stderr);
             let first = text.lines().next().unwrap_or_default().to_string();
             return if status.success() {
-                Ok(first)
+                Probed::Passed(first)
             } else {
-                Err(first)
+                Probed::Failed(first)
             };
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("command timed out after {timeout:?}"));
+            return Probed::Failed(format!("command timed out after {timeout:?}"));
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -440,16 +566,18 @@ pub fn http_get(ns: &super::NetNs, port: u16, path: &str) -> HttpProbe {
             // SAFETY: setns on this thread only, to a namespace file held open.
             let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
             assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-            get(port, &path, timeout).map(|(_, body)| body)
+            get(port, &path, timeout)
         })
         .join()
         .unwrap()
     })
 }
 
-/// One GET as the kubelet's prober makes it: Ok((status, first line of the body)) for a status
-/// from 200 to 399; Err with the event's words otherwise.
-pub fn get(port: u16, path: &str, timeout: Duration) -> Result<(u16, String), String> {
+/// One GET as the kubelet's prober makes it (pkg/probe/http `DoHTTPProbe`): passed with the
+/// body's first line for a status from 200 to 399; failed, with the event's words, for
+/// another status or when the connection, the request or the headers fail or time out; an
+/// error (discarded) when the headers came and the body could not be read.
+pub fn get(port: u16, path: &str, timeout: Duration) -> Probed {
     use std::io::{Read, Write};
     let url = format!("http://127.0.0.1:{port}{path}");
     let deadline = Instant::now() + timeout;
@@ -457,78 +585,272 @@ pub fn get(port: u16, path: &str, timeout: Duration) -> Result<(u16, String), St
         format!("Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
     };
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("Get \"{url}\": dial tcp {addr}: connect: {e}"))?;
+    let mut stream = match std::net::TcpStream::connect_timeout(&addr, timeout) {
+        Ok(s) => s,
+        Err(e) => return Probed::Failed(format!("Get \"{url}\": dial tcp {addr}: connect: {e}")),
+    };
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: kube-probe/1.31\r\nAccept: */*\r\nConnection: close\r\nAccept-Encoding: gzip\r\n\r\n"
     );
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|e| format!("Get \"{url}\": {e}"))?;
+    if let Err(e) = stream.write_all(request.as_bytes()) {
+        return Probed::Failed(format!("Get \"{url}\": {e}"));
+    }
     let mut response = Vec::new();
     let mut buf = [0u8; 4096];
+    let headers_read = |r: &[u8]| r.windows(4).any(|w| w == b"\r\n\r\n");
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(exceeded());
-        }
-        stream.set_read_timeout(Some(left)).unwrap();
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => response.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(exceeded())
+        let failed = if left.is_zero() {
+            Some(exceeded())
+        } else {
+            stream.set_read_timeout(Some(left)).unwrap();
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    response.extend_from_slice(&buf[..n]);
+                    None
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    Some(exceeded())
+                }
+                Err(e) => Some(format!("Get \"{url}\": read: {e}")),
             }
-            Err(e) => return Err(format!("Get \"{url}\": read: {e}")),
+        };
+        if let Some(words) = failed {
+            return match headers_read(&response) {
+                // The body could not be read: an error, which the prober discards.
+                true => Probed::Errored(format!("{words} (reading the body)")),
+                false => Probed::Failed(words),
+            };
         }
     }
     let text = String::from_utf8_lossy(&response);
-    let status: u16 = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("Get \"{url}\": malformed HTTP response"))?;
+    let Some(status) = text.split(' ').nth(1).and_then(|s| s.parse::<u16>().ok()) else {
+        return Probed::Failed(format!("Get \"{url}\": malformed HTTP response"));
+    };
     let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     let first = body.lines().next().unwrap_or_default().to_string();
     if (200..400).contains(&status) {
-        Ok((status, first))
+        Probed::Passed(first)
     } else {
-        Err(format!("HTTP probe failed with statuscode: {status}"))
+        Probed::Failed(format!("HTTP probe failed with statuscode: {status}"))
     }
 }
 
 #[cfg(test)]
-#[test]
-fn backoff_follows_the_kubelet() {
-    let (initial, max) = (Duration::from_secs(10), Duration::from_secs(300));
-    let mut b = Backoff {
-        entry: None,
-        initial,
-        max,
-    };
-    let t0 = Instant::now();
-    let deaths: Vec<Duration> = [0u64, 60, 120, 200, 400, 700, 1400, 1460, 1520]
-        .iter()
-        .map(|&s| b.delay(t0 + Duration::from_secs(s)))
-        .collect();
-    let secs: Vec<u64> = deaths.iter().map(Duration::as_secs).collect();
-    assert_eq!(
-        secs,
-        [0, 10, 20, 40, 80, 160, 0, 10, 20],
-        "reset after 10 min without a death"
-    );
-    let mut capped = Backoff {
-        entry: None,
-        initial,
-        max,
-    };
-    let secs: Vec<u64> = (0..9)
-        .map(|i| capped.delay(t0 + Duration::from_secs(i * 30)).as_secs())
-        .collect();
-    assert_eq!(secs, [0, 10, 20, 40, 80, 160, 300, 300, 300]);
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn spec() -> Spec {
+        Spec::scaled(Duration::from_secs(10), Duration::from_secs(1), 3, 1.0)
+    }
+
+    /// `doBackOff`: a liveness kill's sync keys on the instance that exited before, so the
+    /// first restart is immediate and sets up nothing, and later ones are immediate while that
+    /// instance ended longer ago than the back-off; a start the back-off holds waits until
+    /// the finish time it keys on plus the back-off.
+    #[test]
+    fn the_back_off_keys_on_the_latest_exited_instance() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut b = Backoff::new(&spec());
+        // Kills at 30, 60, 90 s (each instance lived 30 s), the start in the kill's sync.
+        assert_eq!(
+            b.start(None, at(30)),
+            Ok(()),
+            "the first restart: nothing exited before"
+        );
+        assert_eq!(b.entry, None, "and no back-off set up");
+        assert_eq!(b.start(Some(at(30)), at(60)), Ok(()));
+        assert_eq!(b.entry, Some((Duration::from_secs(10), at(60))));
+        assert_eq!(
+            b.start(Some(at(60)), at(90)),
+            Ok(()),
+            "lived 30 s, past 10 s"
+        );
+        assert_eq!(
+            b.start(Some(at(90)), at(120)),
+            Ok(()),
+            "lived 30 s, past 20 s"
+        );
+        // Now 40 s: an instance that lived 30 s is held until the one before ended + 40 s.
+        assert_eq!(b.start(Some(at(120)), at(150)), Err(at(160)));
+        // The next sync keys on the instance just killed, at 150 s.
+        assert_eq!(b.start(Some(at(150)), at(165)), Err(at(190)));
+        assert_eq!(b.start(Some(at(150)), at(190)), Ok(()));
+        assert_eq!(b.entry, Some((Duration::from_secs(80), at(190))));
+        // An exit more than 600 s after the back-off was last set starts it over.
+        assert_eq!(b.start(Some(at(791)), at(791)), Ok(()));
+        assert_eq!(b.entry, Some((Duration::from_secs(10), at(791))));
+        // A container that exits on its own keys on its own exit: the first crash restarts at
+        // once, the second waits 10 s; capped at 300 s.
+        let mut crash = Backoff::new(&spec());
+        assert_eq!(crash.start(Some(at(5)), at(5)), Ok(()));
+        assert_eq!(crash.start(Some(at(8)), at(8)), Err(at(18)));
+        assert_eq!(crash.start(Some(at(8)), at(18)), Ok(()));
+        let mut t = 18;
+        for _ in 0..8 {
+            let (backoff, _) = crash.entry.unwrap();
+            t += backoff.as_secs();
+            assert_eq!(
+                crash.start(Some(at(t)), at(t + backoff.as_secs() * 2)),
+                Ok(())
+            );
+            t += backoff.as_secs() * 2;
+        }
+        assert_eq!(crash.entry.unwrap().0, Duration::from_secs(300));
+    }
+
+    /// pod_workers.go `completeWork`: a blocked start is synced again when the back-off ends,
+    /// at most `resyncInterval` (60 s) later, jittered by up to half.
+    #[test]
+    fn a_blocked_start_is_synced_again_when_its_back_off_ends() {
+        let now = Instant::now();
+        let resync = spec().resync;
+        let s = |d: u64, j: f64| requeue_after(now + Duration::from_secs(d), now, resync, j);
+        assert_eq!(s(10, 0.0), Duration::from_secs(10));
+        assert_eq!(s(10, 0.999), Duration::from_secs(10).mul_f64(1.4995));
+        assert_eq!(s(300, 0.0), Duration::from_secs(60));
+        assert_eq!(s(0, 0.5), Duration::ZERO);
+        let mut seed = 7;
+        assert!((0..1000).all(|_| (0.0..1.0).contains(&jitter(&mut seed))));
+    }
+
+    /// worker.go: the probe ticks from the worker's start, so a container is first probed 0 to
+    /// 1 period after it started.
+    #[test]
+    fn a_container_is_first_probed_within_a_period_of_its_start() {
+        let epoch = Instant::now();
+        let period = Duration::from_secs(10);
+        assert_eq!(tick_after(epoch, period, epoch), epoch + period);
+        let started = epoch + Duration::from_millis(27_300);
+        assert_eq!(
+            tick_after(epoch, period, started),
+            epoch + Duration::from_secs(30)
+        );
+        let at_a_tick = epoch + Duration::from_secs(40);
+        assert_eq!(
+            tick_after(epoch, period, at_a_tick),
+            epoch + Duration::from_secs(50)
+        );
+    }
+
+    /// killContainer: a grace period under `minimumGracePeriodInSeconds` (2 s) is raised to it.
+    #[test]
+    fn a_kill_gives_at_least_two_seconds() {
+        let s = spec();
+        assert_eq!(s.grace_floor, Duration::from_secs(2));
+        let one = Spec {
+            grace: Duration::from_secs(1),
+            ..s.clone()
+        };
+        assert_eq!(one.grace.max(one.grace_floor), Duration::from_secs(2));
+        assert_eq!(s.grace.max(s.grace_floor), Duration::from_secs(30));
+    }
+
+    /// An exec probe whose binary is missing is an error (discarded), never a failure; one
+    /// that exits non-zero is a failure; one that overstays is a failure.
+    #[test]
+    fn a_probe_that_cannot_start_is_an_error() {
+        let missing: ProbeCommand = Box::new(|| Command::new("/nonexistent/natsprobe"));
+        assert!(matches!(
+            probe_once(&missing, Duration::from_secs(1)),
+            Probed::Errored(_)
+        ));
+        let fails: ProbeCommand = Box::new(|| {
+            let mut c = Command::new("sh");
+            c.args(["-c", "echo unhealthy: x; exit 1"]);
+            c
+        });
+        assert_eq!(
+            probe_once(&fails, Duration::from_secs(5)),
+            Probed::Failed("unhealthy: x".into())
+        );
+        let slow: ProbeCommand = Box::new(|| {
+            let mut c = Command::new("sleep");
+            c.arg("5");
+            c
+        });
+        assert!(matches!(
+            probe_once(&slow, Duration::from_millis(100)),
+            Probed::Failed(_)
+        ));
+    }
+
+    /// The kubelet runs a probe that errors, over and over, and never restarts the container;
+    /// its events say so.
+    #[test]
+    fn a_probe_that_always_errors_never_restarts() {
+        let mut spec = Spec::scaled(
+            Duration::from_millis(50),
+            Duration::from_millis(200),
+            1,
+            0.01,
+        );
+        spec.relist = Duration::from_millis(20);
+        let probe: ProbeCommand = Box::new(|| Command::new("/nonexistent/natsprobe"));
+        let container: Container =
+            Box::new(|| Peer::spawn_as(None, Path::new("/bin/sleep"), &["60"]));
+        let mut kubelet = Kubelet::start(spec, probe, container);
+        std::thread::sleep(Duration::from_millis(600));
+        kubelet.stop();
+        let events = kubelet.events();
+        let errored = events
+            .iter()
+            .filter(|e| e.message.contains("probe errored"))
+            .count();
+        assert!(errored >= 5, "{}", kubelet.log());
+        assert!(
+            events.iter().all(|e| e.reason != "Killing"),
+            "{}",
+            kubelet.log()
+        );
+        kubelet.with_runs(|runs| assert_eq!(runs.len(), 1));
+    }
+
+    /// An httpGet whose headers came and whose body could not be read is an error; no answer
+    /// before the timeout, or a refused connection, is a failure; a status decides otherwise.
+    #[test]
+    fn an_unreadable_body_is_an_error_and_no_answer_a_failure() {
+        use std::io::{Read, Write};
+        let serve = |reply: &'static [u8], hold: bool| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            std::thread::spawn(move || {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(reply);
+                if hold {
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+            });
+            port
+        };
+        let t = Duration::from_millis(300);
+        let ok = serve(b"HTTP/1.1 200 OK\r\n\r\nhealthy: x\n", false);
+        assert_eq!(get(ok, "/livez", t), Probed::Passed("healthy: x".into()));
+        let bad = serve(
+            b"HTTP/1.1 503 Service Unavailable\r\n\r\nunhealthy: x\n",
+            false,
+        );
+        assert_eq!(
+            get(bad, "/livez", t),
+            Probed::Failed("HTTP probe failed with statuscode: 503".into())
+        );
+        let body_stalls = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhea", true);
+        assert!(matches!(get(body_stalls, "/livez", t), Probed::Errored(_)));
+        let silent = serve(b"", true);
+        assert!(matches!(get(silent, "/livez", t), Probed::Failed(_)));
+        let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = refused.local_addr().unwrap().port();
+        drop(refused);
+        assert!(matches!(get(port, "/livez", t), Probed::Failed(_)));
+    }
 }
