@@ -100,9 +100,23 @@ fn the_chaos_drill() {
 /// restarted alone, if at all.
 #[test]
 fn the_chaos_drill_behind_serve() {
+    drill_behind_serve(Checker::Serve);
+}
+
+/// The same script in a world where `natsprobe serve --exit-unhealthy 88` in the native
+/// sidecar restarts each pod's containers in place (`restartPolicyRules`, Kubernetes 1.36+),
+/// the app's httpGet probe the fallback: the same goals.
+#[test]
+fn the_chaos_drill_restarting_in_place() {
+    drill_behind_serve(Checker::InPlace);
+}
+
+/// The drill in a world of `serve` sidecars (`checker`): no restart that did not help, none
+/// missed, each within its bound; natsprobe's own container restarted alone, if at all.
+fn drill_behind_serve(checker: Checker) {
     let _serial = crate::harness::timing_lock();
     let t = Timings::scaled();
-    let outcome = chaos_drill_of(&t, &[Checker::Serve]);
+    let outcome = chaos_drill_of(&t, &[checker]);
     let figures = Figures(&outcome.tallies, &t);
     let notes = figures.notes();
     let tables = format!(
@@ -114,11 +128,16 @@ fn the_chaos_drill_behind_serve() {
         figures.shown(),
         notes
     );
-    println!("chaos drill behind serve ({:?}):\n{tables}", outcome.took);
+    println!(
+        "chaos drill, {} ({:?}):\n{tables}",
+        checker.name(),
+        outcome.took
+    );
     let serve = &outcome.tallies[0];
     let report = || {
         let logs = std::env::temp_dir().join(format!(
-            "natsprobe-chaos-drill-serve-{}.log",
+            "natsprobe-chaos-drill-{}-{}.log",
+            checker.name().replace([' ', ','], "-"),
             std::process::id()
         ));
         let all: String = serve
@@ -141,7 +160,8 @@ fn the_chaos_drill_behind_serve() {
     let (working, nats) = serve.useless();
     assert!(
         working + nats == 0 && serve.missed().is_empty() && serve.late().is_empty(),
-        "natsprobe serve missed a goal:\n{notes}\n{}",
+        "{} missed a goal:\n{notes}\n{}",
+        checker.name(),
         report()
     );
     let unserved: Vec<_> = serve
@@ -158,6 +178,26 @@ fn the_chaos_drill_behind_serve() {
         "natsprobe's own containers restarted: {}; the apps' probes natsprobe did not answer: {}",
         serve.own_restarts, serve.unanswered
     );
+    // How the apps were restarted: by serve's exit, in place, or by their own probe.
+    let said = |what: &str| -> usize {
+        serve
+            .logs
+            .iter()
+            .map(|(_, log)| log.matches(what).count())
+            .sum()
+    };
+    let (in_place, by_probe) = (
+        said("Container client: the pod's containers restart in place"),
+        said("failed liveness probe"),
+    );
+    println!("the apps restarted in place: {in_place}; by their own liveness probe: {by_probe}");
+    if checker == Checker::InPlace {
+        assert!(
+            in_place >= 1 && by_probe == 0,
+            "the fallback probe acted before serve: {in_place} in place, {by_probe} by the probe\n{}",
+            report()
+        );
+    }
 }
 
 /// docs/chaos-drill.md's table of bounds is the drill's own, at both timings.

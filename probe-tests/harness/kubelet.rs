@@ -35,11 +35,12 @@
 //! exchange within `timeoutSeconds`; a status from 200 to 399 passes; the event for a failure
 //! names only the status code, or the connection's error. A native sidecar (an
 //! initContainer with `restartPolicy: Always`) is a second `Kubelet` for its own container:
-//! the kubelet probes and restarts each container of a pod on its own.
+//! the kubelet probes and restarts each container of a pod on its own, except where a
+//! container's `restartPolicyRules` restart them all in place (`InPlace`).
 
 use super::Peer;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -59,6 +60,27 @@ pub struct Spec {
     pub resync: Duration,
     /// The PLEG's relist period: how soon a container's own exit is seen.
     pub relist: Duration,
+    /// The pod's containers restart in place together (`RestartAllContainers`).
+    pub in_place: Option<InPlace>,
+}
+
+/// A pod whose containers are restarted in place together (KEP-5532, `RestartAllContainers`
+/// in a container's `restartPolicyRules`, Kubernetes 1.36+): the kubelet that sees its
+/// container exit with a code the rules name marks the pod (pkg/kubelet/status
+/// `AllContainersRestarting`), and each kubelet of the pod, at its next relist, kills its
+/// container without its grace period or preStop (the least grace, 2 s) and starts it again
+/// under the same restart back-off, the pod's sandbox, network namespace and volumes kept.
+#[derive(Debug, Default)]
+pub struct InPlacePod {
+    restarts: AtomicU64,
+}
+
+/// A container's part in a pod restarted in place.
+#[derive(Debug, Clone)]
+pub struct InPlace {
+    pub pod: Arc<InPlacePod>,
+    /// The exit codes of this container that restart every container of the pod.
+    pub on_exit: Vec<i32>,
 }
 
 impl Spec {
@@ -77,6 +99,7 @@ impl Spec {
             backoff_max: secs(300),
             resync: secs(60),
             relist: secs(1),
+            in_place: None,
         }
     }
 }
@@ -378,6 +401,8 @@ fn run(
     };
     // None while the container runs; else when the pod worker syncs again to start it.
     let mut waiting: Option<Instant> = None;
+    // The pod's restarts in place this container has taken part in.
+    let mut restarted_in_place = 0;
     let mut next_probe = tick_after(epoch, current(starting).2, Instant::now());
     let mut next_relist = Instant::now() + spec.relist;
     loop {
@@ -409,12 +434,47 @@ fn run(
                 false
             }
         };
+        let pod_restarts = spec
+            .in_place
+            .as_ref()
+            .map_or(0, |p| p.pod.restarts.load(Ordering::SeqCst));
+        let exit_code = || {
+            let mut runs = shared.runs.lock().unwrap();
+            let run = runs.last_mut().unwrap();
+            (!run.is_alive()).then(|| run.exit_code())
+        };
         let started = if waiting.is_some() {
             sync(exited, &mut waiting)
-        } else if now >= next_relist && !shared.runs.lock().unwrap().last_mut().unwrap().is_alive()
-        {
+        } else if now >= next_relist && pod_restarts != restarted_in_place {
+            // Another container's exit restarts every container of the pod in place: this one
+            // killed without its grace period, and started again.
+            restarted_in_place = pod_restarts;
+            shared.event(
+                "Normal",
+                "Killing",
+                "Container client: the pod's containers restart in place (restartPolicyRules: RestartAllContainers)".into(),
+            );
+            let before = exited;
+            kill(shared, spec.grace_floor);
+            exited = Some(Instant::now());
+            sync(before, &mut waiting)
+        } else if let Some(code) = exit_code().filter(|_| now >= next_relist) {
             // The relist sees the container exited on its own, and the sync keys on that exit.
-            shared.event("Warning", "BackOff", "container exited; restarting".into());
+            match spec
+                .in_place
+                .as_ref()
+                .filter(|p| code.is_some_and(|c| p.on_exit.contains(&c)))
+            {
+                Some(p) => {
+                    restarted_in_place = p.pod.restarts.fetch_add(1, Ordering::SeqCst) + 1;
+                    shared.event(
+                        "Normal",
+                        "RestartAllContainers",
+                        format!("container exited {} with restart policy rule: the pod's containers restart in place", code.unwrap_or_default()),
+                    );
+                }
+                None => shared.event("Warning", "BackOff", "container exited; restarting".into()),
+            }
             exited = Some(now);
             sync(exited, &mut waiting)
         } else if now < next_probe {
@@ -852,5 +912,80 @@ mod tests {
         let port = refused.local_addr().unwrap().port();
         drop(refused);
         assert!(matches!(get(port, "/livez", t), Probed::Failed(_)));
+    }
+
+    /// A pod restarted in place: its sidecar exits with a code its rules name, and both its
+    /// containers are started again, the app's killed without its grace period; another
+    /// exit code restarts the sidecar alone.
+    #[test]
+    fn an_exit_the_rules_name_restarts_every_container_of_the_pod() {
+        let pod = Arc::new(InPlacePod::default());
+        let spec = |on_exit: Vec<i32>| {
+            let mut spec = Spec::scaled(
+                Duration::from_millis(50),
+                Duration::from_millis(200),
+                3,
+                0.01,
+            );
+            spec.relist = Duration::from_millis(20);
+            spec.grace = Duration::from_secs(5);
+            spec.in_place = Some(InPlace {
+                pod: Arc::clone(&pod),
+                on_exit,
+            });
+            spec
+        };
+        let passes = || -> ProbeCommand { Box::new(|| Command::new("true")) };
+        // The sidecar exits 88 once, then 3 (not in its rules); then it stays up.
+        let exits = Arc::new(Mutex::new(vec![3, 88]));
+        let sidecar: Container = Box::new(move || {
+            let code = exits.lock().unwrap().pop();
+            let script = match code {
+                Some(code) => format!("sleep 0.2; exit {code}"),
+                None => "sleep 60".to_string(),
+            };
+            Peer::spawn_as(None, Path::new("/bin/sh"), &["-c", &script])
+        });
+        // The app ignores SIGTERM: only a kill without grace ends it in time.
+        let app: Container = Box::new(|| {
+            Peer::spawn_as(
+                None,
+                Path::new("/bin/sh"),
+                &["-c", "trap '' TERM; sleep 60"],
+            )
+        });
+        let mut side = Kubelet::start(spec(vec![88]), passes(), sidecar);
+        let mut main = Kubelet::start(spec(vec![]), passes(), app);
+        std::thread::sleep(Duration::from_millis(1200));
+        side.stop();
+        main.stop();
+        let (side_log, main_log) = (side.log(), main.log());
+        side.with_runs(|runs| assert_eq!(runs.len(), 3, "{side_log}"));
+        main.with_runs(|runs| assert_eq!(runs.len(), 2, "{main_log}"));
+        assert!(
+            side_log.contains("container exited 88 with restart policy rule"),
+            "{side_log}"
+        );
+        assert!(
+            side_log.contains("container exited; restarting"),
+            "{side_log}"
+        );
+        let killed = main
+            .events()
+            .into_iter()
+            .find(|e| e.reason == "Killing")
+            .unwrap();
+        assert!(killed.message.contains("restart in place"), "{main_log}");
+        // Killed without its 5 s grace: started again well inside it.
+        let started = main
+            .events()
+            .into_iter()
+            .filter(|e| e.reason == "Started")
+            .nth(1)
+            .unwrap();
+        assert!(
+            started.at - killed.at < Duration::from_secs(1),
+            "{main_log}"
+        );
     }
 }

@@ -240,6 +240,11 @@ impl Peer {
         self.child.try_wait().unwrap().is_none()
     }
 
+    /// Its exit code, once it has exited with one (None: running, or ended by a signal).
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child.try_wait().ok().flatten().and_then(|s| s.code())
+    }
+
     /// Every thread of the process stopped (SIGSTOP taken): state `T` in each
     /// /proc/PID/task/TID/stat.
     pub fn stopped(&self) -> bool {

@@ -23,6 +23,10 @@ pub enum Checker {
     /// its own kubelet, probed on `/selfz`); the app's probes httpGet `/livez` and
     /// `/startupz`.
     Serve,
+    /// `natsprobe serve --exit-unhealthy 88` in the native sidecar, whose
+    /// `restartPolicyRules` restart the pod's containers in place on 88; the app's httpGet
+    /// livenessProbe kept as the fallback, 6 failures (examples/kubernetes/restart-in-place.yaml).
+    InPlace,
 }
 
 impl Checker {
@@ -31,7 +35,7 @@ impl Checker {
 
     /// natsprobe's checks, whichever way the kubelet gets them (the recommended settings).
     pub fn is_natsprobe(self) -> bool {
-        matches!(self, Checker::Natsprobe | Checker::Serve)
+        matches!(self, Checker::Natsprobe | Checker::Serve | Checker::InPlace)
     }
 
     pub fn name(self) -> &'static str {
@@ -40,6 +44,7 @@ impl Checker {
             Checker::TcpSocket => "tcpSocket",
             Checker::Grep => "grep one-liner",
             Checker::Serve => "natsprobe serve",
+            Checker::InPlace => "natsprobe serve, restart in place",
         }
     }
 }
@@ -352,7 +357,7 @@ impl Pod {
                         )
                     })
                 }
-                Checker::Serve => unreachable!("serve's probes are httpGet"),
+                Checker::Serve | Checker::InPlace => unreachable!("serve's probes are httpGet"),
                 Checker::Grep => {
                     let pod = ns.name.clone();
                     Box::new(move || {
@@ -371,8 +376,17 @@ impl Pod {
             }
         };
         let spec_k = Spec::scaled(t.period, t.timeout, t.failure_threshold, t.backoff_scale);
-        if checker == Checker::Serve {
-            let (kubelet, sidecar) = serve_pod(&ns, &check, &state, place.lb.clone(), t, container);
+        if matches!(checker, Checker::Serve | Checker::InPlace) {
+            let in_place = checker == Checker::InPlace;
+            let (kubelet, sidecar) = serve_pod(
+                &ns,
+                &check,
+                &state,
+                place.lb.clone(),
+                t,
+                container,
+                in_place,
+            );
             return Pod {
                 spec,
                 ip,
@@ -451,8 +465,11 @@ impl Pod {
 /// The serve world's pod: `natsprobe serve` with the pod's checks in a native sidecar, as
 /// examples/kubernetes/native-sidecar.yaml (`--startup`, a look every period; its own
 /// livenessProbe on `/selfz` at half the period, 2 failures, a one-second grace), and the app
-/// container's probes httpGet to it, at the exec world's settings. Returns the app's kubelet
-/// and the sidecar's.
+/// container's probes httpGet to it, at the exec world's settings. `in_place`: as
+/// examples/kubernetes/restart-in-place.yaml, serve exits 88 after 3 unhealthy looks in a row
+/// and the sidecar's rules restart the pod's containers in place on it; the app's liveness
+/// probe, the fallback, fails 6 times before a restart. Returns the app's kubelet and the
+/// sidecar's.
 fn serve_pod(
     ns: &Arc<NetNs>,
     check: &[String],
@@ -460,6 +477,7 @@ fn serve_pod(
     lb: Option<std::path::PathBuf>,
     t: &Timings,
     container: crate::harness::kubelet::Container,
+    in_place: bool,
 ) -> (Kubelet, Kubelet) {
     let mut args: Vec<std::ffi::OsString> =
         vec![crate::harness::probe::binary().into(), "serve".into()];
@@ -474,6 +492,16 @@ fn serve_pod(
         ]
         .map(std::ffi::OsString::from),
     );
+    if in_place {
+        args.extend(["--exit-unhealthy", "88"].map(std::ffi::OsString::from));
+    }
+    let pod = Arc::new(crate::harness::kubelet::InPlacePod::default());
+    let part = |on_exit: Vec<i32>| {
+        in_place.then(|| crate::harness::kubelet::InPlace {
+            pod: Arc::clone(&pod),
+            on_exit,
+        })
+    };
     let sidecar = {
         let ns = Arc::clone(ns);
         Box::new(move || {
@@ -489,13 +517,16 @@ fn serve_pod(
     };
     let mut own = Spec::scaled(t.period / 2, t.timeout, 2, t.backoff_scale);
     own.grace = Duration::from_secs(1).mul_f64(t.backoff_scale);
+    own.in_place = part(vec![88]);
     let sidecar = Kubelet::start_http(own, None, http_get(ns, 8281, "/selfz"), sidecar);
     let startup = HttpStartup {
         period: t.period / 2,
         failure_threshold: 60,
         probe: http_get(ns, 8281, "/startupz"),
     };
-    let app = Spec::scaled(t.period, t.timeout, t.failure_threshold, t.backoff_scale);
+    let fallback = if in_place { 6 } else { t.failure_threshold };
+    let mut app = Spec::scaled(t.period, t.timeout, fallback, t.backoff_scale);
+    app.in_place = part(vec![]);
     let kubelet = Kubelet::start_http(app, Some(startup), http_get(ns, 8281, "/livez"), container);
     (kubelet, sidecar)
 }

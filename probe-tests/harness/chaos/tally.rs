@@ -125,7 +125,7 @@ impl Tally {
                     recovered_after: None,
                     bound: match w.checker {
                         Checker::Natsprobe => t.bound(f.fault, FLEET[pod].kind),
-                        Checker::Serve => t
+                        Checker::Serve | Checker::InPlace => t
                             .bound(f.fault, FLEET[pod].kind)
                             .map(|b| b + t.serve_staleness()),
                         _ => None,
