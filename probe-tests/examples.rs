@@ -55,7 +55,7 @@ fn python() -> Command {
 }
 
 /// A manifest's documents, read by PyYAML (a YAML parser the Kubernetes ecosystem uses).
-fn documents(file: &Path) -> Vec<Value> {
+pub(crate) fn documents(file: &Path) -> Vec<Value> {
     let out = python()
         .args([
             "-c",

@@ -4,6 +4,7 @@
 //! own tests (`promtool test rules`); the Prometheus Operator's manifests against its
 //! resource schemas.
 
+use crate::examples::documents;
 use crate::harness::pods::*;
 use crate::harness::*;
 use serde_json::Value;
@@ -234,22 +235,27 @@ fn prometheus_sees_the_verdict_flip_when_the_client_gives_up() {
     drop(sidecar);
 }
 
-/// `promtool check metrics` on a page: clean (nothing said, exit 0).
-fn promtool_check_metrics(page: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
+/// `command` run with `input` on its stdin, to its end (probe-tests/setup installs what the
+/// tests run so).
+fn fed(command: &mut Command, input: &str) -> std::process::Output {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("promtool (probe-tests/setup installs it)");
+        .unwrap_or_else(|e| panic!("{command:?} (probe-tests/setup installs it): {e}"));
     child
         .stdin
         .take()
         .unwrap()
-        .write_all(page.as_bytes())
+        .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `promtool check metrics` on a page: clean (nothing said, exit 0).
+fn promtool_check_metrics(page: &str) {
+    let out = fed(Command::new("promtool").args(["check", "metrics"]), page);
     assert!(
         out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
         "promtool check metrics:\n{}{}\n{page}",
@@ -295,26 +301,6 @@ fn the_alert_rules_pass_their_tests() {
     }
 }
 
-/// YAML documents as JSON, read by PyYAML (which probe-tests/setup installs with
-/// kubernetes-validate).
-fn yaml(file: &Path) -> Vec<Value> {
-    let out = Command::new("python3")
-        .env("PYTHONPATH", deps_dir().join("kubernetes-validate"))
-        .args([
-            "-c",
-            "import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))",
-        ])
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// The PodMonitor and the PrometheusRule validate against the Prometheus Operator's schemas;
 /// the PrometheusRule holds exactly the rule file's groups; the PodMonitor's selector and
 /// port are those of every example pod that runs `serve`.
@@ -337,24 +323,17 @@ for (const doc of JSON.parse(readFileSync(0, 'utf8'))) {
   console.log(`valid: ${doc.kind}/${doc.metadata.name}`);
 }
 "#;
-    let mut docs = yaml(&dir.join("pod-monitor.yaml"));
-    docs.extend(yaml(&dir.join("prometheus-rule.yaml")));
+    let mut docs = documents(&dir.join("pod-monitor.yaml"));
+    docs.extend(documents(&dir.join("prometheus-rule.yaml")));
     let script_path = models.join("validate-examples.mjs");
     std::fs::write(&script_path, script).unwrap();
-    let mut child = Command::new("node")
-        .arg(&script_path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node (probe-tests/setup installs it)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(&docs).unwrap().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let validate = |docs: &[Value]| {
+        fed(
+            Command::new("node").arg(&script_path),
+            &serde_json::to_string(docs).unwrap(),
+        )
+    };
+    let out = validate(&docs);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && said.matches("valid: ").count() == 2,
@@ -367,25 +346,12 @@ for (const doc of JSON.parse(readFileSync(0, 'utf8'))) {
         .as_object_mut()
         .unwrap()
         .remove("expr");
-    let mut child = Command::new("node")
-        .arg(&script_path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(&[broken]).unwrap().as_bytes())
-        .unwrap();
     assert!(
-        !child.wait().unwrap().success(),
+        !validate(&[broken]).status.success(),
         "a rule without expr passed"
     );
 
-    let rules = yaml(&dir.join("natsprobe-rules.yaml"));
+    let rules = documents(&dir.join("natsprobe-rules.yaml"));
     assert_eq!(
         docs[1]["spec"]["groups"], rules[0]["groups"],
         "prometheus-rule.yaml's groups are natsprobe-rules.yaml's"
@@ -401,7 +367,7 @@ for (const doc of JSON.parse(readFileSync(0, 'utf8'))) {
             .unwrap()
     {
         let file = entry.unwrap().path();
-        for doc in yaml(&file) {
+        for doc in documents(&file) {
             let template = &doc["spec"]["template"];
             let containers = template["spec"]["initContainers"]
                 .as_array()

@@ -92,15 +92,13 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
             "Each --consumer's state in the verdict /livez answers (the JSON's state): 1 for it, 0 for the others.",
         );
         for (stream, durable, part) in &consumers {
-            let now = part.map_or("not_judged", |p| p.state.as_str());
-            for state in consumer::STATES {
-                let labels = [
-                    ("stream", stream.as_str()),
-                    ("durable", durable),
-                    ("state", state),
-                ];
-                p.sample("natsprobe_consumer_state", &labels, flag(state == now));
-            }
+            let labels = [("stream", stream.as_str()), ("durable", durable)];
+            p.state_set(
+                "natsprobe_consumer_state",
+                &labels,
+                &consumer::STATES,
+                *part,
+            );
         }
         let waiting: Vec<_> = consumers
             .iter()
@@ -147,16 +145,17 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
             "Each subscription's state in the verdict /livez answers (the JSON's state), by --subscription's subject and queue, or --own-subscription's consumer: 1 for it, 0 for the others.",
         );
         for (subject, queue, consumer, part) in &subscriptions {
-            let now = part.map_or("not_judged", |p| p.state.as_str());
-            for state in subscription::STATES {
-                let labels = [
-                    ("subject", subject.as_str()),
-                    ("queue", queue),
-                    ("consumer", consumer),
-                    ("state", state),
-                ];
-                p.sample("natsprobe_subscription_state", &labels, flag(state == now));
-            }
+            let labels = [
+                ("subject", subject.as_str()),
+                ("queue", queue),
+                ("consumer", consumer),
+            ];
+            p.state_set(
+                "natsprobe_subscription_state",
+                &labels,
+                &subscription::STATES,
+                *part,
+            );
         }
     }
     let tally = &s.memory.tally;
@@ -213,6 +212,23 @@ impl Page {
         match self.open_metrics {
             true => self.family(name, "counter", help),
             false => self.family(&format!("{name}_total"), "counter", help),
+        }
+    }
+
+    /// A part's state as a state set: a sample for each of `states`, 1 for the part's (not
+    /// judged where no verdict names it), 0 for the others.
+    fn state_set(
+        &mut self,
+        name: &str,
+        labels: &[(&str, &str)],
+        states: &[&str],
+        part: Option<&Part>,
+    ) {
+        let now = part.map_or("not_judged", |p| p.state.as_str());
+        for state in states {
+            let mut all = labels.to_vec();
+            all.push(("state", state));
+            self.sample(name, &all, flag(*state == now));
         }
     }
 
