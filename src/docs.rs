@@ -587,7 +587,6 @@ mod tests {
             Duration::from_millis(5),
         );
         let memory = looks.memory();
-        let answer = memory.answer(crate::facts::ProbePath::Live, Duration::from_secs(1));
         let parts = [
             PartName::Consumer {
                 stream: "S".into(),
@@ -600,9 +599,8 @@ mod tests {
         ];
         let text = page(
             &Scrape {
-                answer: &answer,
                 memory: &memory,
-                beat: Duration::from_secs(1),
+                since_start: Duration::from_secs(1),
                 now_ms: 1_700_000_000_000,
                 parts: &parts,
                 version: "0",

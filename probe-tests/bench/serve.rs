@@ -534,27 +534,12 @@ fn nats_per_look(runs: usize) {
 /// time), interleaved on one serve, and the page's size in Prometheus's format and
 /// OpenMetrics', for serve judging one consumer and twenty (all of them real durables).
 fn metrics_per_scrape(runs: usize) {
-    let nats = Arc::new(NetNs::new());
-    let app = Arc::new(NetNs::new());
-    let (ip, _) = link(&nats, &app);
-    let server = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
-    let url = server.url();
-    let _client = Peer::conn(Some(&app), &url, -1, "100ms");
+    let pods = harness::pods::Pods::new(Version::Pinned);
+    let (app, url) = (&pods.app, &pods.url);
+    let _client = Peer::conn(Some(app), url, -1, "100ms");
     let durables: Vec<String> = (0..20).map(|d| format!("D{d}")).collect();
     for d in &durables {
-        Peer::setup(
-            Some(&nats),
-            &[
-                "-url",
-                &url,
-                "-stream",
-                "S",
-                "-subjects",
-                "s.>",
-                "-durable",
-                d,
-            ],
-        );
+        pods.setup(&["-stream", "S", "-subjects", "s.>", "-durable", d]);
     }
     let binary = harness::static_binary();
     let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
@@ -573,7 +558,7 @@ fn metrics_per_scrape(runs: usize) {
             "--every",
             "10s",
             "--server",
-            &url,
+            url,
             "--state-dir",
             state.path().to_str().unwrap(),
         ];
@@ -581,7 +566,7 @@ fn metrics_per_scrape(runs: usize) {
         for c in &consumers {
             args.extend(["--consumer", c.as_str()]);
         }
-        let mut serve = Peer::spawn_as(Some(&app), &binary, &args);
+        let mut serve = Peer::spawn_as(Some(app), &binary, &args);
         serve.wait_for("natsprobe serve: answering on", Duration::from_secs(5));
         let pid = serve.pid();
         let in_app = |path: &'static str, accept: &'static str| {

@@ -458,7 +458,7 @@ fn run(
             kill(shared, spec.grace_floor);
             exited = Some(Instant::now());
             sync(before, &mut waiting)
-        } else if let Some(code) = exit_code().filter(|_| now >= next_relist) {
+        } else if let Some(code) = (now >= next_relist).then(exit_code).flatten() {
             // The relist sees the container exited on its own, and the sync keys on that exit.
             match spec
                 .in_place

@@ -111,11 +111,9 @@ fn respond(
 ) -> Vec<u8> {
     let (response, head) = match request {
         Request::Metrics { open_metrics, head } => {
-            let answer = memory.answer(ProbePath::Live, now.since_start);
             let scrape = metrics::Scrape {
-                answer: &answer,
                 memory,
-                beat: memory.held(now.since_start).beat,
+                since_start: now.since_start,
                 now_ms: now.wall_ms,
                 parts,
                 version: crate::cli::VERSION,

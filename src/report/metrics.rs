@@ -3,7 +3,7 @@
 //! comes from the configuration (a stream, a durable, a subject and queue), so the series are
 //! as many as the operator wrote; each state is a state set (its state 1, the others 0).
 
-use crate::facts::{Part, PartName};
+use crate::facts::{Part, PartName, ProbePath};
 use crate::rules::serve::{Answer, Memory, CAUSES, VERDICTS};
 use crate::rules::{consumer, subscription};
 use std::fmt::Write;
@@ -16,11 +16,9 @@ pub const OPEN_METRICS: &str = "application/openmetrics-text; version=1.0.0; cha
 /// What a scrape reads.
 #[derive(Debug, Clone, Copy)]
 pub struct Scrape<'a> {
-    /// What `/livez` would be answered now.
-    pub answer: &'a Answer<'a>,
     pub memory: &'a Memory,
-    /// How long ago the looks last moved (a look ended, or `serve` started).
-    pub beat: Duration,
+    /// Now, since `serve` started (the memory's clock).
+    pub since_start: Duration,
     /// The wall clock now, in ms since the epoch.
     pub now_ms: i64,
     /// The consumers and subscriptions the configuration names.
@@ -34,7 +32,10 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
         out: String::with_capacity(2048 + 1024 * s.parts.len()),
         open_metrics,
     };
-    let word = s.answer.word();
+    // What `/livez` would be answered now, and how long ago the looks last moved.
+    let answer = s.memory.answer(ProbePath::Live, s.since_start);
+    let beat = s.memory.held(s.since_start).beat;
+    let word = answer.word();
     p.family(
         "natsprobe_verdict",
         "gauge",
@@ -48,7 +49,7 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
         "gauge",
         "When the last look ended (before the first, when serve started), in seconds since the epoch.",
     );
-    let beat_ms = s.now_ms - s.beat.as_millis() as i64;
+    let beat_ms = s.now_ms - beat.as_millis() as i64;
     p.sample(
         "natsprobe_last_look_timestamp_seconds",
         &[],
@@ -72,7 +73,7 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
         &[],
         seconds(s.memory.stale),
     );
-    let judged: &[Part] = match s.answer {
+    let judged: &[Part] = match answer {
         Answer::Verdict { judged, .. } => &judged.parts,
         _ => &[],
     };
@@ -268,7 +269,7 @@ fn escape(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::{Ended, Judged, ProbePath};
+    use crate::facts::{Ended, Judged};
     use crate::rules::serve::Looks;
 
     fn render(judged: Option<Judged>, parts: &[PartName], open_metrics: bool) -> String {
@@ -278,12 +279,10 @@ mod tests {
             looks.ended(Ended::Judged(j), Duration::ZERO, Duration::from_millis(250));
         }
         let memory = looks.memory();
-        let answer = memory.answer(ProbePath::Live, 2 * second);
         page(
             &Scrape {
-                answer: &answer,
                 memory: &memory,
-                beat: memory.held(2 * second).beat,
+                since_start: 2 * second,
                 now_ms: 1_700_000_002_000,
                 parts,
                 version: "0.1.0 (git x)",
