@@ -19,6 +19,7 @@ mod nats_trouble;
 mod operator_kit;
 mod outage_drill;
 mod permissions;
+mod pull_replicas;
 mod remembered;
 mod restart;
 mod runtime;

@@ -607,40 +607,9 @@ fn behind_nat_for_longer_than_the_window_is_a_configuration_error() {
     println!("subscription | behind NAT, persisting: {}", run.line());
 }
 
-/// A pull consumer has no subscription to match: a configuration error.
+/// `--own-subscription` judges a consumer's part: without `--consumer` it has none.
 #[test]
-fn own_subscription_on_a_pull_consumer_is_exit_2() {
-    let ns = Arc::new(NetNs::new());
-    let server = NatsServer::start(Some(&ns), Version::Pinned, "127.0.0.1", 4222);
-    let url = server.url();
-    Peer::setup(
-        Some(&ns),
-        &[
-            "-url",
-            &url,
-            "-stream",
-            "S",
-            "-subjects",
-            "s.>",
-            "-durable",
-            "P",
-        ],
-    );
-    let _client = Peer::conn(Some(&ns), &url, 60, "2s");
-    probe(&[
-        "check",
-        "--server",
-        &url,
-        "--consumer",
-        "S/P",
-        "--own-subscription",
-    ])
-    .ns(&ns)
-    .run()
-    .expect(2)
-    .says(&[
-        "natsprobe: --own-subscription: S/P is a pull consumer: it has no subscription to match",
-    ]);
+fn own_subscription_needs_a_consumer() {
     probe(&["check", "--own-subscription"])
         .run()
         .expect(2)

@@ -223,6 +223,10 @@ mod tests {
                     direct: false,
                 },
             ),
+            (
+                "a pull replica stopped pulling, its connection held (from its last pull request)",
+                Fault::NotPulling,
+            ),
         ];
         let settings = Settings::RECOMMENDED;
         let period = settings.cadence.period.as_millis();

@@ -16,9 +16,9 @@
 
 use crate::facts::{
     unmap, Connz, ConsumerName, ConsumerSeen, Holder, Identity, KnownSocket, Loaded, LookedUp,
-    Lookup, Observations, Observed, Pod, Process, Rechecked, Remembered, Route, Sampling,
-    ServerAnswer, ServerIdent, SocketScan, StateDirUsed, SubscriptionMemo, Unknown, Via, Walked,
-    Wanted,
+    Lookup, Observations, Observed, Pod, Process, Published, Rechecked, Remembered, Route,
+    Sampling, ServerAnswer, ServerIdent, SocketScan, StateDirUsed, SubscriptionMemo, Unknown, Via,
+    Walked, Wanted,
 };
 use crate::prelude::*;
 use crate::rules::cause::{self, Cause, Standing};
@@ -30,7 +30,7 @@ use crate::rules::remembered::{
     self, Asking, Carried, Confirmed, Found, LastLook, Of, Plan, Rematch, SeenFault, Socket,
     TrustSetting, Wrong,
 };
-use crate::rules::subscription::{self, Held};
+use crate::rules::subscription::{self, Held, Work};
 use crate::state::{Kept, State};
 use alloc::collections::BTreeMap;
 use core::net::SocketAddr;
@@ -117,10 +117,12 @@ pub enum Ask<'r> {
     Consumers(&'r [ConsumerName]),
     /// Remembered connections at their servers, by cid (`direct`: at the monitoring port).
     Lookups(&'r [Lookup1]),
-    /// The account's connection list, for these subscriptions and this pod's addresses.
+    /// The account's connection list, for these subscriptions and this pod's addresses;
+    /// `every`: the whole list, for what this pod's connections published.
     Connz {
         wanted: &'r [Wanted],
         ours: &'r [SocketAddr],
+        every: bool,
     },
     /// How long ago the youngest holder of the counted connections started.
     ClientAge(ClientOf<'r>),
@@ -174,8 +176,6 @@ pub enum Seen {
 pub enum Refusal {
     /// No place to keep samples: every place tried, with why.
     NoPlace(Vec<(String, String)>),
-    /// `--own-subscription` on a pull consumer.
-    PullConsumer(ConsumerName),
 }
 
 /// The run's end: what `check` reports and `diagnose` explains.
@@ -207,6 +207,8 @@ enum Step {
 struct Sub {
     wanted: Wanted,
     consumer: Option<ConsumerName>,
+    /// A pull consumer's part: what the consumer had done by this look.
+    pull: Option<Work>,
     memo: SubscriptionMemo,
     rematch: Rematch,
     result: Option<SubJudged>,
@@ -217,6 +219,8 @@ struct SubJudged {
     held: Held,
     found: Found,
     connection: Option<Remembered>,
+    /// A pull consumer's part: what to go on from.
+    published: Option<Published>,
     /// The ask reached the server.
     asked: bool,
 }
@@ -318,6 +322,10 @@ impl<'c> Run<'c> {
             Step::Connz => Ask::Connz {
                 wanted: &self.wanted,
                 ours: &self.ours,
+                every: self
+                    .subs
+                    .iter()
+                    .any(|s| s.result.is_none() && s.pull.is_some()),
             },
             Step::ClientAge => Ask::ClientAge(match &self.obs.pod.owned {
                 Some(owned) => ClientOf::Pids(
@@ -615,45 +623,60 @@ impl<'c> Run<'c> {
             })
             .collect();
         if check.own_subscription {
-            match self.deliver_subscriptions() {
-                Ok(subs) => self.subs = subs,
-                Err(refusal) => {
-                    self.refusal = Some(refusal);
-                    self.step = Step::Done;
-                    return;
-                }
-            }
+            self.subs = self.own_parts();
         }
         self.subscriptions_due();
     }
 
-    /// Each push consumer's deliver subject (and group); a pull consumer has none to match.
-    /// One NATS did not answer for keeps the one the last look found: the freshest evidence.
-    fn deliver_subscriptions(&self) -> Result<Vec<Sub>, Refusal> {
+    /// Each consumer's part this pod must hold: a push consumer's deliver subject (and
+    /// group), a pull consumer's pulls. One NATS did not answer for keeps the part the last
+    /// look found, not judged: the freshest evidence.
+    fn own_parts(&self) -> Vec<Sub> {
         let mut subs = Vec::new();
         for seen in &self.obs.consumers {
             let facts = match &seen.observed {
                 Observed::Found { facts, .. } => facts,
-                Observed::NotJudged(_) => {
+                Observed::NotJudged(why) => {
                     let kept = self.state.look.iter().flat_map(|l| &l.wanted);
                     subs.extend(
                         kept.filter(|(_, c)| *c == seen.name)
                             .map(|(w, c)| self.sub(w.clone(), Some(c.clone()))),
                     );
+                    let pulls = Wanted::pulls_of(&seen.name);
+                    if self.state.memo(&pulls).pull.is_some() {
+                        let mut sub = self.sub(pulls, Some(seen.name.clone()));
+                        sub.result = Some(SubJudged {
+                            held: Held::NotJudged(why.clone()),
+                            found: Found::Waited,
+                            connection: None,
+                            published: sub.memo.pull.clone(),
+                            asked: false,
+                        });
+                        subs.push(sub);
+                    }
                     continue;
                 }
                 _ => continue,
             };
-            let Some(subject) = &facts.deliver_subject else {
-                return Err(Refusal::PullConsumer(seen.name.clone()));
+            let sub = match &facts.deliver_subject {
+                Some(subject) => {
+                    let wanted = Wanted {
+                        subject: subject.clone(),
+                        queue: facts.deliver_group.clone(),
+                    };
+                    self.sub(wanted, Some(seen.name.clone()))
+                }
+                None => Sub {
+                    pull: Some(Work {
+                        created: facts.created.clone(),
+                        delivered: facts.delivered.consumer_seq,
+                    }),
+                    ..self.sub(Wanted::pulls_of(&seen.name), Some(seen.name.clone()))
+                },
             };
-            let wanted = Wanted {
-                subject: subject.clone(),
-                queue: facts.deliver_group.clone(),
-            };
-            subs.push(self.sub(wanted, Some(seen.name.clone())));
+            subs.push(sub);
         }
-        Ok(subs)
+        subs
     }
 
     fn sub(&self, wanted: Wanted, consumer: Option<ConsumerName>) -> Sub {
@@ -661,6 +684,7 @@ impl<'c> Run<'c> {
             memo: self.state.memo(&wanted),
             wanted,
             consumer,
+            pull: None,
             rematch: Rematch::FirstTime,
             result: None,
         }
@@ -680,7 +704,26 @@ impl<'c> Run<'c> {
         let (check, now) = (self.check, self.start.now_ms);
         let (_, live) = our_sockets(&self.connections);
         let looking = matches!(self.obs.sampling, Some(Sampling::Ask(_)));
-        for sub in &mut self.subs {
+        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+            if sub.pull.is_some() {
+                match remembered::plan_pull(sub.memo.pull.as_ref(), &live) {
+                    Ok(()) => {
+                        let pulls = sub.memo.pull.iter().flat_map(|p| &p.connections);
+                        for (m, _) in pulls {
+                            let lookup = Lookup1 {
+                                server: m.server.clone(),
+                                cid: m.cid,
+                                direct: is_direct(check, &m.server),
+                            };
+                            if !self.lookups.contains(&lookup) {
+                                self.lookups.push(lookup);
+                            }
+                        }
+                    }
+                    Err(why) => sub.rematch = why,
+                }
+                continue;
+            }
             let kept = sub.memo.connection.as_ref();
             let direct = kept.is_some_and(|m| is_direct(check, &m.server));
             let asking = Asking {
@@ -698,6 +741,7 @@ impl<'c> Run<'c> {
                         held: Held::Yes { by: m.local },
                         found: Found::Trusted { held_ago, trust },
                         connection: Some(m.clone()),
+                        published: None,
                         asked: false,
                     });
                 }
@@ -706,6 +750,7 @@ impl<'c> Run<'c> {
                         held: Held::NotJudged(Unknown::Waiting(next)),
                         found: Found::Waited,
                         connection: kept.cloned(),
+                        published: None,
                         asked: false,
                     });
                 }
@@ -733,7 +778,69 @@ impl<'c> Run<'c> {
     /// answered (not judged, asked again later), or another's (matched by address again).
     fn looked_up(&mut self, answers: Vec<(Result<Vec<LookedUp>, Unknown>, bool)>) {
         let now = self.start.now_ms;
-        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+        let windows: Vec<Duration> = self
+            .subs
+            .iter()
+            .map(|s| self.window_of_subscription(s.consumer.as_ref()))
+            .collect();
+        for (sub, window) in self.subs.iter_mut().zip(windows) {
+            if sub.result.is_some() {
+                continue;
+            }
+            if let (Some(work), Some(kept)) = (&sub.pull, &sub.memo.pull) {
+                let looked = kept.connections.iter().map(|(m, _)| {
+                    let i = self
+                        .lookups
+                        .iter()
+                        .position(|l| l.server == m.server && l.cid == m.cid)?;
+                    let (answer, reached) = &answers[i];
+                    Some((m, answer, *reached))
+                });
+                let mut readings = Vec::new();
+                let mut held = None;
+                let mut reached_all = true;
+                for one in looked {
+                    let Some((m, answer, reached)) = one else {
+                        sub.rematch = Rematch::FirstTime;
+                        break;
+                    };
+                    reached_all &= reached;
+                    match answer.as_ref().map(|a| remembered::confirm(m, a)) {
+                        Err(why) => held = Some(Held::NotJudged(why.clone())),
+                        Ok(Confirmed::Yes(c)) => readings.push((m.clone(), c.in_msgs)),
+                        Ok(Confirmed::Unanswered) => {
+                            let why = format!(
+                                "server {} did not answer the lookup of cid {} in time",
+                                m.server.name, m.cid
+                            );
+                            held = Some(Held::NotJudged(Unknown::NotListed(why)));
+                        }
+                        Ok(Confirmed::Changed(why)) => {
+                            sub.rematch = why;
+                            readings.clear();
+                            held = None;
+                            break;
+                        }
+                    }
+                }
+                if readings.len() != kept.connections.len() && held.is_none() {
+                    continue;
+                }
+                let (held, published) = match held {
+                    Some(held) => (held, kept.clone()),
+                    None => subscription::judge_pull(readings, Some(kept), work, window, now),
+                };
+                sub.result = Some(SubJudged {
+                    held,
+                    found: Found::LookedUp {
+                        cid: kept.connections.first().map_or(0, |(m, _)| m.cid),
+                    },
+                    connection: None,
+                    published: Some(published),
+                    asked: reached_all,
+                });
+                continue;
+            }
             let Some(m) = sub.memo.connection.clone() else {
                 continue;
             };
@@ -774,6 +881,7 @@ impl<'c> Run<'c> {
                 held,
                 found: Found::LookedUp { cid: m.cid },
                 connection: Some(connection),
+                published: None,
                 asked: *reached,
             });
         }
@@ -786,10 +894,10 @@ impl<'c> Run<'c> {
         self.wanted = self
             .subs
             .iter()
-            .filter(|s| s.result.is_none())
+            .filter(|s| s.result.is_none() && s.pull.is_none())
             .map(|s| s.wanted.clone())
             .collect();
-        match self.wanted.is_empty() {
+        match self.subs.iter().all(|s| s.result.is_some()) {
             true => self.subscriptions_done(),
             false => self.step = Step::Connz,
         }
@@ -799,7 +907,34 @@ impl<'c> Run<'c> {
     fn matched(&mut self, answer: Result<Connz, Unknown>, reached: bool) {
         let (sockets, _) = our_sockets(&self.connections);
         let now = self.start.now_ms;
-        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+        let windows: Vec<Duration> = self
+            .subs
+            .iter()
+            .map(|s| self.window_of_subscription(s.consumer.as_ref()))
+            .collect();
+        for (sub, window) in self.subs.iter_mut().zip(windows) {
+            if sub.result.is_some() {
+                continue;
+            }
+            if let Some(work) = &sub.pull {
+                let (held, published) = pulls_matched(
+                    &sub.wanted,
+                    &self.ours,
+                    &sockets,
+                    &answer,
+                    (sub.memo.pull.as_ref(), work),
+                    window,
+                    now,
+                );
+                sub.result = Some(SubJudged {
+                    held,
+                    found: Found::Matched(sub.rematch),
+                    connection: None,
+                    published,
+                    asked: reached,
+                });
+                continue;
+            }
             let held = subscription::judge(&sub.wanted, &self.ours, &answer);
             let connection = match held {
                 Held::NotJudged(_) => sub.memo.connection.clone(),
@@ -812,6 +947,7 @@ impl<'c> Run<'c> {
                 held,
                 found: Found::Matched(sub.rematch),
                 connection,
+                published: None,
                 asked: reached,
             });
         }
@@ -836,6 +972,15 @@ impl<'c> Run<'c> {
                 Held::NotByThisConnection { connection } => Some(Wrong::NotHeld {
                     connection: *connection,
                 }),
+                Held::NotPulling {
+                    connection,
+                    quiet,
+                    delivered,
+                } => Some(Wrong::NotPulling {
+                    connection: *connection,
+                    quiet_ms: quiet.as_millis() as i64,
+                    delivered: *delivered,
+                }),
                 _ => None,
             });
             let held = match (held, &carried) {
@@ -844,6 +989,21 @@ impl<'c> Run<'c> {
                         connection: *connection,
                     }
                 }
+                (
+                    Held::NotJudged(_),
+                    Some((
+                        Wrong::NotPulling {
+                            connection,
+                            quiet_ms,
+                            delivered,
+                        },
+                        _,
+                    )),
+                ) => Held::NotPulling {
+                    connection: *connection,
+                    quiet: ms(*quiet_ms),
+                    delivered: *delivered,
+                },
                 (held, _) => held,
             };
             self.state.set_memo(
@@ -851,16 +1011,19 @@ impl<'c> Run<'c> {
                 SubscriptionMemo {
                     connection: j.connection,
                     unanswered,
+                    pull: j.published,
                 },
             );
             self.subscriptions.push(JudgedSubscription {
+                pull: sub.pull.is_some()
+                    || matches!(held, Held::Pulls { .. } | Held::NotPulling { .. }),
                 held,
                 carried: carried.map(|(_, c)| c),
                 found: Some(j.found),
                 wanted: sub.wanted,
                 consumer: sub.consumer,
                 standing: None,
-                judged_before: sub.memo.connection.is_some(),
+                judged_before: sub.memo.connection.is_some() || sub.memo.pull.is_some(),
             });
         }
         let outcomes: Vec<&Outcome> = self.judgements.iter().map(|j| &j.outcome).collect();
@@ -972,6 +1135,12 @@ impl<'c> Run<'c> {
                 carried: carried.map(|(_, c)| c),
             });
         }
+        // A pull consumer's part is calm when this pod published since the last look.
+        calm &= self.subscriptions.iter().all(|s| match &s.held {
+            Held::Pulls { quiet, .. } => quiet.is_zero(),
+            Held::NotPulling { .. } => false,
+            _ => !s.pull,
+        });
         // A look NATS answered for no consumer is no evidence: it refreshes nothing of the
         // last (its time, its calm). Only a run that asked has a look to remember.
         if looked && !all_unanswered {
@@ -982,6 +1151,7 @@ impl<'c> Run<'c> {
                 wanted: self
                     .subscriptions
                     .iter()
+                    .filter(|s| !s.pull)
                     .filter_map(|s| Some((s.wanted.clone(), s.consumer.clone()?)))
                     .collect(),
                 window_ms: least_window
@@ -1127,6 +1297,60 @@ fn server_state(servers: &[ServerAnswer]) -> Option<ServerState> {
 /// This pod's counted connections as the server sees them (an IPv4-mapped address
 /// unmapped), and of them the live ones: only a live connection is trusted or looked up; a
 /// half-open one is matched again.
+/// A pull consumer's part from the server's connection list: this pod's connections listed
+/// (by address), each with what it published, judged against what the last look kept. A
+/// list that may lack one of them (a server that did not answer) judges nothing: the missing
+/// one may be the one that pulls.
+fn pulls_matched(
+    wanted: &Wanted,
+    ours: &[SocketAddr],
+    sockets: &[Socket],
+    answer: &Result<Connz, Unknown>,
+    (before, work): (Option<&Published>, &Work),
+    window: Duration,
+    now_ms: i64,
+) -> (Held, Option<Published>) {
+    let kept = before.cloned();
+    let connz = match answer {
+        Ok(c) => c,
+        Err(why) => return (Held::NotJudged(why.clone()), kept),
+    };
+    if let Some(why) = &connz.incomplete {
+        return (Held::NotJudged(Unknown::NotListed(why.clone())), kept);
+    }
+    let mut readings: Vec<(Remembered, u64)> = Vec::new();
+    for c in remembered::listed(connz) {
+        let server = c.server.clone().unwrap_or(ServerIdent {
+            name: String::new(),
+            id: String::new(),
+        });
+        let known = readings
+            .iter()
+            .any(|(r, _)| r.cid == c.cid && r.server == server);
+        if known || !ours.contains(&c.addr) {
+            continue;
+        }
+        let inode = sockets
+            .iter()
+            .find(|s| s.addr == c.addr)
+            .map_or(0, |s| s.inode);
+        let remembered = Remembered {
+            server,
+            cid: c.cid,
+            local: c.addr,
+            inode,
+            held_at_ms: None,
+            account_connections: c.account_connections,
+        };
+        readings.push((remembered, c.in_msgs));
+    }
+    if readings.is_empty() {
+        return (subscription::judge(wanted, ours, answer), kept);
+    }
+    let (held, published) = subscription::judge_pull(readings, before, work, window, now_ms);
+    (held, Some(published))
+}
+
 fn our_sockets(connections: &Connections) -> (Vec<Socket>, Vec<Socket>) {
     let sockets: Vec<Socket> = connections
         .established
@@ -1191,6 +1415,7 @@ mod tests {
             deaf_at: at,
             account_connections: 100,
             direct,
+            pull: false,
         });
     }
 
@@ -1537,22 +1762,32 @@ mod tests {
         assert!(run.end().is_ok());
     }
 
-    /// `--own-subscription` on a pull consumer can never be judged: refused at once.
-    #[test]
-    fn own_subscription_on_a_pull_consumer_is_refused() {
-        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
-        let check = Check {
-            own_subscription: true,
-            ..w.check(4000, 3000)
-        };
-        let mut run = Run::new(&check, start(Kept::Missing));
+    /// One run of `--own-subscription` on a pull consumer at `now`: the pod's one connection
+    /// listed as having published `in_msgs`, the consumer having delivered `delivered`. It
+    /// asks for the whole list the first time, and by cid after. Returns the part's verdict
+    /// and the state kept.
+    fn pull_run(
+        check: &Check,
+        kept: Kept,
+        now: i64,
+        in_msgs: u64,
+        delivered: u64,
+    ) -> (Held, crate::rules::check::Health, State) {
+        let mut run = Run::new(
+            check,
+            Start {
+                now_ms: now,
+                ..start(kept)
+            },
+        );
         run.feed(Seen::Walk(pod(vec![socket(
             "10.0.0.2:40000",
             "10.96.0.10:4222",
             1,
         )])));
-        let mut facts = crate::facts::ConsumerFacts::example(1, 1, 5, NOW * 1_000_000);
+        let mut facts = crate::facts::ConsumerFacts::example(3, 1, delivered - 1, now * 1_000_000);
         facts.deliver_subject = None;
+        facts.ack_wait = Some(core::time::Duration::from_secs(1));
         run.feed(Seen::Consumers {
             observed: vec![Observed::Found {
                 facts,
@@ -1561,11 +1796,113 @@ mod tests {
             server_domain: None,
             server_jetstream: true,
         });
-        assert_eq!(asks(&run), "done");
-        assert_eq!(
-            run.end().unwrap_err(),
-            Refusal::PullConsumer(world::name("S", "D"))
+        let n1 = ServerIdent {
+            name: "n1".into(),
+            id: "NID1".into(),
+        };
+        let listed = crate::facts::ServerConnection {
+            addr: "10.0.0.2:40000".parse().unwrap(),
+            name: None,
+            subscriptions: None,
+            cid: 7,
+            server: Some(n1.clone()),
+            account_connections: 3,
+            in_msgs,
+        };
+        match run.ask() {
+            Some(Ask::Connz { wanted, every, .. }) => {
+                assert!(wanted.is_empty() && every);
+                let connz = Connz {
+                    source: "test".into(),
+                    holding: Vec::new(),
+                    all: Some(vec![listed]),
+                    probe_seen_as: None,
+                    servers: 1,
+                    out_of_sight: None,
+                    incomplete: None,
+                };
+                run.feed(Seen::Connz(Ok(connz), true));
+            }
+            Some(Ask::Lookups(l)) => {
+                assert_eq!(l.len(), 1);
+                assert_eq!(l[0].cid, 7);
+                let answer = LookedUp {
+                    server: n1,
+                    connection: Some(listed),
+                };
+                run.feed(Seen::Lookups(vec![(Ok(vec![answer]), true)]));
+            }
+            other => panic!("asked {other:?}"),
+        }
+        if let Some(Ask::ClientAge(_)) = run.ask() {
+            run.feed(Seen::ClientAge(None));
+        }
+        let state = match run.ask() {
+            Some(Ask::Store(state)) => state.clone(),
+            other => panic!("asked {other:?}"),
+        };
+        run.feed(Seen::Stored(Ok(())));
+        let ended = run.end().unwrap();
+        assert!(
+            matches!(ended.consumers[0].outcome, Outcome::Healthy(_)),
+            "{:?}",
+            ended.consumers[0].outcome
         );
+        (
+            ended.subscriptions[0].held.clone(),
+            ended.verdict.health,
+            state,
+        )
+    }
+
+    /// `--own-subscription` on a pull consumer: this pod's part. Its connection publishing
+    /// (pulls, acks) is taking part; publishing nothing for the window while the consumer
+    /// delivers to others is not, and the next run that sees it publish passes again. An
+    /// idle consumer is never a fault, and a new connection starts over.
+    #[test]
+    fn a_pull_replica_that_stops_pulling() {
+        use crate::rules::check::Health;
+        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = Check {
+            own_subscription: true,
+            sample_every: core::time::Duration::ZERO,
+            ..w.check(4000, 0)
+        };
+        let (held, health, s1) = pull_run(&check, Kept::Missing, NOW, 10, 6);
+        assert!(
+            matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
+            "{held:?}"
+        );
+        assert_eq!(health, Health::Healthy);
+        // Quiet inside the window: still its part.
+        let (held, health, s2) = pull_run(&check, Kept::State(s1.clone()), NOW + 3000, 10, 20);
+        assert!(
+            matches!(held, Held::Pulls { quiet, .. } if quiet.as_millis() == 3000),
+            "{held:?}"
+        );
+        assert_eq!(health, Health::Healthy);
+        // Quiet for the window (4 s) while the consumer delivered 14 to the others.
+        let (held, health, s3) = pull_run(&check, Kept::State(s2), NOW + 4000, 10, 20);
+        assert_eq!(
+            held,
+            Held::NotPulling {
+                connection: "10.0.0.2:40000".parse().unwrap(),
+                quiet: core::time::Duration::from_secs(4),
+                delivered: 14
+            }
+        );
+        assert_eq!(health, Health::Unhealthy);
+        // It publishes again: healthy, nothing latched.
+        let (held, health, _) = pull_run(&check, Kept::State(s3.clone()), NOW + 5000, 11, 21);
+        assert!(
+            matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
+            "{held:?}"
+        );
+        assert_eq!(health, Health::Healthy);
+        // Idle: nothing delivered since it last published, however long.
+        let (held, health, _) = pull_run(&check, Kept::State(s1), NOW + 60_000, 10, 6);
+        assert!(matches!(held, Held::Pulls { .. }), "{held:?}");
+        assert_eq!(health, Health::Healthy);
     }
 
     /// A state that could not be kept: each consumer says why, and its cause counts from the

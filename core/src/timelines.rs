@@ -157,7 +157,9 @@ fn faults(ran: &Ran) -> Vec<(String, bool)> {
         _ => None,
     });
     let subscriptions = e.subscriptions.iter().filter_map(|s| match &s.held {
-        Held::NotByThisConnection { .. } => Some((format!("{}", s.wanted), s.carried.is_some())),
+        Held::NotByThisConnection { .. } | Held::NotPulling { .. } => {
+            Some((format!("{}", s.wanted), s.carried.is_some()))
+        }
         _ => None,
     });
     consumers.chain(subscriptions).collect()
@@ -242,6 +244,13 @@ fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
             .entry(key)
             .or_insert_with(|| restart::time_to_restart(fault, &settings).slowest)
     });
+    // A pull consumer's part is judged only by a run both its asks were answered in (the
+    // consumer's, then its connections', asked only after the consumer's answer): with up to
+    // `unanswered` in a row of each, up to (unanswered + 1)² - 1 runs in a row judge nothing.
+    let unanswered = match fault {
+        restart::Fault::NotPulling => (unanswered + 1).pow(2) - 1,
+        _ => unanswered,
+    };
     let jitter = t.jitter.iter().max().copied().unwrap_or(0);
     // A run's jitter may also move the look that sees the window out by one run.
     let moved = if jitter > 0 { t.period } else { 0 };
@@ -348,7 +357,9 @@ fn consumers(n: usize, behaviours: &[Behaviour], every: Ms, ack_wait: Ms) -> Vec
         .collect()
 }
 
-fn deliver_subscriptions(deaf_at: Option<Ms>, direct: bool) -> Subscription {
+/// The consumers' parts this pod must hold (`--own-subscription`): push consumers' deliver
+/// subscriptions, or pull consumers' pulls (`pull`), until `deaf_at`.
+fn deliver_subscriptions(deaf_at: Option<Ms>, direct: bool, pull: bool) -> Subscription {
     Subscription {
         wanted: Wanted {
             subject: "events.>".into(),
@@ -357,6 +368,7 @@ fn deliver_subscriptions(deaf_at: Option<Ms>, direct: bool) -> Subscription {
         deaf_at,
         account_connections: 100,
         direct,
+        pull,
     }
 }
 
@@ -370,11 +382,7 @@ fn healthy_timeline() -> impl Strategy<Value = Timeline> {
             prop::option::of((0..60usize, 1..=30i64)),
             prop::collection::vec(0..4u8, 1..=3),
             1..=100i64,
-            (
-                20..80usize,
-                any::<bool>(),
-                prop::collection::vec(0..80i64, 0..3),
-            ),
+            (20..80usize, 0..3u8, prop::collection::vec(0..80i64, 0..3)),
         )
             .prop_filter_map(
                 "a window longer than twice the ack_wait by a period",
@@ -408,8 +416,8 @@ fn healthy_timeline() -> impl Strategy<Value = Timeline> {
                         consumers(kinds.len(), &behaviours, every, ack_wait),
                         answers,
                     );
-                    if subs {
-                        world.subscription = Some(deliver_subscriptions(None, false));
+                    if subs > 0 {
+                        world.subscription = Some(deliver_subscriptions(None, false, subs == 2));
                     }
                     // Reconnects: the last one a restart of the client, which is young then.
                     world.client.reconnects = reconnects.iter().map(|r| r * period).collect();
@@ -444,7 +452,7 @@ fn faulty_timeline() -> impl Strategy<Value = (Timeline, restart::Fault, Ms, u32
         (
             window_of(period),
             prop::collection::vec(prop_oneof![Just(Answer::OnTime), late_or_refused()], 0..3),
-            0..5u8,
+            0..6u8,
             1..=10i64,
             5..40i64,
             1..=3usize,
@@ -465,6 +473,7 @@ fn faulty_timeline() -> impl Strategy<Value = (Timeline, restart::Fault, Ms, u32
                         1 => (Behaviour::Losing { at, rate: 10 }, restart::Fault::Losing),
                         2 => (Behaviour::Unbound { at }, restart::Fault::Unbound),
                         3 => (Behaviour::Absent { at }, restart::Fault::Absent),
+                        4 => (Behaviour::Acking, restart::Fault::NotPulling),
                         _ => (
                             Behaviour::Acking,
                             restart::Fault::Deaf {
@@ -476,8 +485,14 @@ fn faulty_timeline() -> impl Strategy<Value = (Timeline, restart::Fault, Ms, u32
                     let mut world =
                         World::new(consumers(n, &[behaviour], every, ack_wait), answers);
                     world.client.started = -1_000_000;
-                    if matches!(fault, restart::Fault::Deaf { .. }) {
-                        world.subscription = Some(deliver_subscriptions(Some(at), false));
+                    match fault {
+                        restart::Fault::Deaf { .. } => {
+                            world.subscription = Some(deliver_subscriptions(Some(at), false, false))
+                        }
+                        restart::Fault::NotPulling => {
+                            world.subscription = Some(deliver_subscriptions(Some(at), false, true))
+                        }
+                        _ => {}
                     }
                     let t = Timeline {
                         world,

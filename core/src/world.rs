@@ -100,6 +100,10 @@ pub struct Subscription {
     /// Its connection is listed at the monitoring port (`--monitor`), which finds a cid
     /// directly.
     pub direct: bool,
+    /// The consumers are pull consumers shared with other replicas: the pod's part is its
+    /// pulls, one each `every` until `deaf_at` (its connection's `in_msgs`), while the
+    /// others take the work on.
+    pub pull: bool,
 }
 
 /// The pod's client.
@@ -475,8 +479,24 @@ impl World {
                 cid: s.inode,
                 server: Some(self.ident()),
                 account_connections: sub.account_connections,
+                in_msgs: match sub.pull {
+                    true => self.pulls(now),
+                    false => 0,
+                },
             })
             .collect()
+    }
+
+    /// How many pull requests the pod's connection published by `now`: one each `every`
+    /// (the first consumer's pace) until it went deaf.
+    fn pulls(&self, now: Ms) -> u64 {
+        let every = self.consumers.first().map_or(1000, |c| c.every);
+        let until = self
+            .subscription
+            .as_ref()
+            .and_then(|s| s.deaf_at)
+            .map_or(now, |at| now.min(at));
+        (until.div_euclid(every) + (1 << 40)) as u64
     }
 
     /// A consumer as a 2.10 server describes it at `now`.
@@ -510,8 +530,15 @@ impl World {
         );
         facts.stream = name.stream.clone();
         facts.name = name.durable.clone();
-        facts.deliver_subject = Some(format!("deliver.{}", name.durable));
-        facts.deliver_group = Some(name.durable.clone());
+        if self.subscription.as_ref().is_some_and(|s| s.pull) {
+            facts.deliver_subject = None;
+            facts.deliver_group = None;
+            facts.push_bound = false;
+            facts.num_waiting = 1;
+        } else {
+            facts.deliver_subject = Some(format!("deliver.{}", name.durable));
+            facts.deliver_group = Some(name.durable.clone());
+        }
         facts.ack_wait = Some(ms(c.ack_wait));
         facts.ack_floor.last_active = seen(last_ack);
         facts.delivered.last_active = seen(last_ack.filter(|_| waiting > 0).map(|t| t + 1));

@@ -24,7 +24,7 @@ pub mod topology;
 pub use flood::Flood;
 pub use netns::{link, link_subnet, NetNs};
 pub use operator::OperatorMode;
-pub use peer::Peer;
+pub use peer::{async_nats, nats_js, Peer};
 pub use probe::probe;
 pub use server::{NatsServer, Version};
 

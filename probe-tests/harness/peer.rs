@@ -46,6 +46,47 @@ pub fn natspeer_named(name: &str) -> PathBuf {
     link
 }
 
+/// A nats.js v3 application (probe-tests/peers/nats-js/peer.mjs) in `ns`, run by Node.js
+/// beside the nats.js that probe-tests/setup installed (an ES module finds its packages
+/// only in a `node_modules` above it, so the script is copied there, once per test process).
+pub fn nats_js(ns: Option<&NetNs>, args: &[&str]) -> Peer {
+    static SCRIPT: OnceLock<PathBuf> = OnceLock::new();
+    let script = SCRIPT.get_or_init(|| {
+        let dir = deps_dir().join("nats-js");
+        assert!(
+            dir.join("node_modules/@nats-io/jetstream").exists(),
+            "nats.js is missing from {}: run probe-tests/setup",
+            dir.display()
+        );
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe-tests/peers/nats-js/peer.mjs");
+        let tmp = dir.join(format!(".peer-{}.mjs", std::process::id()));
+        std::fs::copy(&src, &tmp).unwrap();
+        let out = dir.join("peer.mjs");
+        std::fs::rename(&tmp, &out).unwrap();
+        out
+    });
+    let mut all = vec![script.to_str().unwrap()];
+    all.extend_from_slice(args);
+    Peer::spawn_as(ns, Path::new("/usr/bin/node"), &all)
+}
+
+/// An async-nats application (examples/pull_replica.rs: `messages()` of a pull consumer) in
+/// `ns`; built once per test process (`cargo test` has built it already).
+pub fn async_nats(ns: Option<&NetNs>, args: &[&str]) -> Peer {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let exe = BUILT.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--locked", "--example", "pull_replica"])
+            .current_dir(root)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run cargo ({e})"));
+        assert!(status.success(), "building examples/pull_replica.rs failed");
+        root.join("target/debug/examples/pull_replica")
+    });
+    Peer::spawn_as(ns, exe, args)
+}
+
 /// Event lines with their arrival times, and a condvar to wait for the next.
 type Lines = (Mutex<Vec<(Instant, String)>>, Condvar);
 

@@ -136,13 +136,6 @@ pub fn refused(config: &CheckConfig, refusal: Refusal) -> Error {
                 ),
             }
         }
-        Refusal::PullConsumer(name) => Error::Setting {
-            setting: Setting::OwnSubscription,
-            path: None,
-            problem: format!(
-                "{name} is a pull consumer: it has no subscription to match (drop --own-subscription, or name push consumers only)"
-            ),
-        },
     }
 }
 
@@ -246,18 +239,6 @@ mod tests {
             panic!("not a setting")
         };
         assert!(problem.contains("mount a writable volume (an emptyDir) and pass it as --state-dir, or set TMPDIR to one"));
-        let name = crate::facts::ConsumerName {
-            stream: "S".into(),
-            durable: "P".into(),
-        };
-        let Error::Setting {
-            setting, problem, ..
-        } = refused(&default, Refusal::PullConsumer(name))
-        else {
-            panic!("not a setting")
-        };
-        assert_eq!(setting, Setting::OwnSubscription);
-        assert!(problem.starts_with("S/P is a pull consumer"), "{problem}");
         assert_eq!(
             shown(&[(std::path::PathBuf::from("/a"), "why".into())]),
             [("/a".to_string(), "why".to_string())]

@@ -55,6 +55,7 @@ pub fn run(
             wanted: &s.wanted,
             consumer: s.consumer.as_ref(),
             held: &s.held,
+            pull: s.pull,
         })
         .collect();
     let advice = advice::advise(

@@ -79,11 +79,15 @@ impl<'a> Eyes<'a> {
                         .collect(),
                 )
             }
-            Ask::Connz { wanted, ours } => {
+            Ask::Connz {
+                wanted,
+                ours,
+                every,
+            } => {
                 let until = self.network();
                 let nats = self.nats()?;
                 let reached = monitor.is_some() || nats.reached();
-                Seen::Connz(nats.connz(wanted, ours, monitor, until), reached)
+                Seen::Connz(nats.connz(wanted, ours, every, monitor, until), reached)
             }
             Ask::ClientAge(of) => {
                 self.nats = None;

@@ -234,6 +234,7 @@ impl Nats {
         &self,
         wanted: &[crate::facts::Wanted],
         ours: &[std::net::SocketAddr],
+        every: bool,
         monitor: Option<&crate::config::MonitorUrl>,
         deadline: Instant,
     ) -> Result<crate::facts::Connz, crate::facts::Unknown> {
@@ -259,7 +260,7 @@ impl Nats {
         }
         let account = match &self.session {
             Ok(session) => self.runtime.block_on(connz::from_account(
-                session, wanted, ours, &self.name, deadline,
+                session, wanted, ours, every, &self.name, deadline,
             )),
             Err(why) => Err(why.clone()),
         };

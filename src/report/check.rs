@@ -99,6 +99,18 @@ pub struct SubscriptionSection {
     /// socket within --subscription-every), `looked_up` (by cid), `matched` (by address).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found: Option<&'static str>,
+    /// A pull consumer's part: how long this pod's connections have published nothing, and
+    /// how many messages the consumer delivered meanwhile (to the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull: Option<PullJson>,
+}
+
+/// A pull consumer's part, as `--own-subscription` judges it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PullJson {
+    pub quiet_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivered_meanwhile: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -457,7 +469,22 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         Held::NotByThisConnection { connection } => {
             ("not_by_this_connection", Some(connection.to_string()))
         }
+        Held::Pulls { by, .. } => ("pulls", Some(by.to_string())),
+        Held::NotPulling { connection, .. } => ("not_pulling", Some(connection.to_string())),
         Held::NotJudged(why) => (answers::meaning(why).word, None),
+    };
+    let pull = match &s.held {
+        Held::Pulls { quiet, .. } => Some(PullJson {
+            quiet_ms: millis(*quiet),
+            delivered_meanwhile: None,
+        }),
+        Held::NotPulling {
+            quiet, delivered, ..
+        } => Some(PullJson {
+            quiet_ms: millis(*quiet),
+            delivered_meanwhile: Some(*delivered),
+        }),
+        _ => None,
     };
     SubscriptionSection {
         subject: s.wanted.subject.clone(),
@@ -475,6 +502,7 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
             _ => None,
         },
         found: s.found.map(found_word),
+        pull,
     }
 }
 

@@ -410,6 +410,20 @@ pub struct Wanted {
     pub queue: Option<String>,
 }
 
+impl Wanted {
+    /// What a pull consumer's part is kept and shown by: the subject its pull requests go to
+    /// (in the default JetStream API).
+    pub fn pulls_of(consumer: &ConsumerName) -> Wanted {
+        Wanted {
+            subject: format!(
+                "$JS.API.CONSUMER.MSG.NEXT.{}.{}",
+                consumer.stream, consumer.durable
+            ),
+            queue: None,
+        }
+    }
+}
+
 impl fmt::Display for Wanted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.queue {
@@ -433,6 +447,8 @@ pub struct ServerConnection {
     /// How many connections that server listed for the account (its answer's `total`): what
     /// a lookup by cid through the account's report costs grows with it.
     pub account_connections: u64,
+    /// How many messages it has published (`in_msgs`): a pull request and an ack are each one.
+    pub in_msgs: u64,
 }
 
 /// A server as its connection report names it. The id is new at every start, so a restarted
@@ -476,6 +492,24 @@ pub struct Unanswered {
 pub struct SubscriptionMemo {
     pub connection: Option<Remembered>,
     pub unanswered: Option<Unanswered>,
+    /// A pull consumer's part: what this pod's connections had published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull: Option<Published>,
+}
+
+/// What a pull consumer's part goes on from: this pod's connections at the server and what
+/// each had published, when one of them last published more (or they were first seen), and
+/// what the consumer had delivered by then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Published {
+    /// Each connection, with its `in_msgs`.
+    pub connections: Vec<(Remembered, u64)>,
+    /// The consumer's creation time: a consumer made again starts over.
+    pub created: String,
+    /// Its `delivered.consumer_seq`.
+    pub delivered: u64,
+    /// Local clock, ms since the epoch.
+    pub moved_at_ms: i64,
 }
 
 /// One server's answer to a lookup by cid: the connection with that cid, if any.

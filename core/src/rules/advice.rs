@@ -45,6 +45,8 @@ pub enum Advice {
         wanted: Wanted,
         consumer: Option<ConsumerName>,
     },
+    /// This pod no longer pulls from a pull consumer the others take work from.
+    NotPulling(ConsumerName),
     /// Something could not be judged: what (a consumer, or a subscription), and why.
     NotJudged {
         what: String,
@@ -64,6 +66,8 @@ pub struct SubscriptionFinding<'a> {
     pub wanted: &'a Wanted,
     pub consumer: Option<&'a ConsumerName>,
     pub held: &'a Held,
+    /// A pull consumer's part.
+    pub pull: bool,
 }
 
 /// The advice for a check's verdict and findings, most pressing first.
@@ -120,13 +124,23 @@ pub fn advise(
     }
     for s in subscriptions {
         match s.held {
-            Held::Yes { .. } => {}
+            Held::Yes { .. } | Held::Pulls { .. } => {}
+            Held::NotPulling { .. } => {
+                let name = s.consumer.cloned().unwrap_or_else(|| ConsumerName {
+                    stream: String::new(),
+                    durable: s.wanted.subject.clone(),
+                });
+                advice.push(Advice::NotPulling(name));
+            }
             Held::NotByThisConnection { .. } => advice.push(Advice::Deaf {
                 wanted: s.wanted.clone(),
                 consumer: s.consumer.cloned(),
             }),
             Held::NotJudged(why) => advice.push(Advice::NotJudged {
-                what: format!("subscription {}", s.wanted),
+                what: match s.pull {
+                    true => format!("this pod's part of {}", s.wanted),
+                    false => format!("subscription {}", s.wanted),
+                },
                 consumer: false,
                 why: why.clone(),
             }),
@@ -310,6 +324,7 @@ mod tests {
             connection: "10.0.0.5:51828".parse().unwrap(),
         };
         let subs = [SubscriptionFinding {
+            pull: false,
             wanted: &wanted,
             consumer: Some(&b),
             held: &deaf,

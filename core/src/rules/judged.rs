@@ -48,6 +48,8 @@ fn never_judged(standing: Option<Standing>) -> bool {
 #[derive(Debug, Clone)]
 pub struct JudgedSubscription {
     pub wanted: Wanted,
+    /// A pull consumer's part (`--own-subscription`): the pulls of the consumer.
+    pub pull: bool,
     /// The consumer whose deliver subscription it is (`--own-subscription`).
     pub consumer: Option<ConsumerName>,
     pub held: Held,
@@ -65,7 +67,7 @@ pub struct JudgedSubscription {
 impl JudgedSubscription {
     pub fn health(&self) -> ConsumerHealth {
         match &self.held {
-            Held::Yes { .. } => ConsumerHealth::Healthy,
+            Held::Yes { .. } | Held::Pulls { .. } => ConsumerHealth::Healthy,
             Held::NotJudged(_) if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
             Held::NotJudged(_) if !self.judged_before => ConsumerHealth::NeverJudged,
             Held::NotJudged(_) => ConsumerHealth::NotJudged,

@@ -18,7 +18,9 @@ use crate::prelude::*;
 use super::answers;
 use super::consumer::{Fault, Healthy, Outcome};
 use super::subscription::{holds, Held};
-use crate::facts::{Connz, ConsumerName, LookedUp, Remembered, Sample, ServerConnection};
+use crate::facts::{
+    Connz, ConsumerName, LookedUp, Published, Remembered, Sample, ServerConnection,
+};
 pub use crate::facts::{Due, Sampling};
 use crate::facts::{Unanswered, Unknown, Wanted};
 use crate::timing::{
@@ -66,6 +68,13 @@ pub enum Wrong {
     Consumer(Fault),
     /// The pod's connection listed without the subscription.
     NotHeld { connection: SocketAddr },
+    /// A pull consumer's part: the pod's connections published nothing for `quiet_ms` while
+    /// the consumer delivered `delivered` messages.
+    NotPulling {
+        connection: SocketAddr,
+        quiet_ms: i64,
+        delivered: u64,
+    },
 }
 
 /// A fault a look saw, kept as the freshest evidence of what it is about until a look sees
@@ -320,6 +329,24 @@ pub fn plan(
     }
 }
 
+/// Whether the connections a pull consumer's part was judged by can be asked for again by
+/// cid: every one still this pod's same socket, named by its server, and no other of the
+/// pod's live connections (a new one may be the one that pulls). Else why to match again.
+pub fn plan_pull(kept: Option<&Published>, live: &[Socket]) -> Result<(), Rematch> {
+    let Some(kept) = kept else {
+        return Err(Rematch::FirstTime);
+    };
+    let same = |s: &Socket| {
+        kept.connections
+            .iter()
+            .any(|(m, _)| m.local == s.addr && m.inode == s.inode && !m.server.name.is_empty())
+    };
+    match live.len() == kept.connections.len() && live.iter().all(same) {
+        true => Ok(()),
+        false => Err(Rematch::SocketChanged),
+    }
+}
+
 /// How long after `count` unanswered asks in a row the next one comes: the trust time, then
 /// twice that, and so on, up to an hour. Never sooner than a healthy pod asks, so a fleet
 /// costs a slow server no more than a well one; a trust time of zero asks every run.
@@ -401,7 +428,7 @@ pub fn remember(
     let (addr, holding) = match held {
         Held::Yes { by } => (*by, true),
         Held::NotByThisConnection { connection } => (*connection, false),
-        Held::NotJudged(_) => return None,
+        Held::NotJudged(_) | Held::Pulls { .. } | Held::NotPulling { .. } => return None,
     };
     let socket = ours.iter().find(|s| s.addr == addr)?;
     let c = listed
@@ -460,6 +487,7 @@ mod tests {
             cid,
             server: Some(at.clone()),
             account_connections: 0,
+            in_msgs: 0,
         }
     }
 

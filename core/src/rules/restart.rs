@@ -53,6 +53,9 @@ pub enum Fault {
     /// This pod's connection lost the subscription (a deaf replica), in an account of this
     /// many connections; `direct`: `--monitor` finds the connection at the monitoring port.
     Deaf { connections: u64, direct: bool },
+    /// A replica of a pull consumer's group stopped pulling, its connection held, while the
+    /// others take the work: from its last pull request.
+    NotPulling,
 }
 
 /// The probe's settings that set the time.
@@ -90,6 +93,9 @@ pub fn time_to_restart(fault: Fault, settings: &Settings) -> Span {
         Fault::GaveUp | Fault::HalfOpen => period,
         Fault::Unbound | Fault::Absent | Fault::Stalled | Fault::Losing => {
             ms(settings.cadence.window) + period
+        }
+        Fault::NotPulling => {
+            ms(settings.cadence.window) + ms(settings.cadence.sample_every) + period
         }
         Fault::Deaf {
             connections,
@@ -161,6 +167,19 @@ fn world_with(fault: Fault) -> World {
                 deaf_at: Some(0),
                 account_connections: connections,
                 direct,
+                pull: false,
+            })
+        }
+        Fault::NotPulling => {
+            w.subscription = Some(Subscription {
+                wanted: Wanted {
+                    subject: "events.>".into(),
+                    queue: None,
+                },
+                deaf_at: Some(0),
+                account_connections: 100,
+                direct: false,
+                pull: true,
             })
         }
         _ => {}

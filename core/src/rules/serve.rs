@@ -9,7 +9,7 @@
 //! property tests below drive it with simulated ones.
 
 use crate::exit::Exit;
-use crate::facts::{Ended, Judged, Meaning, PartName};
+use crate::facts::{Ended, Judged, Meaning, Part, PartName};
 use crate::timing::{stale_after, LOOK_GRACE};
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -288,14 +288,21 @@ impl Looks {
     }
 
     /// A look's verdict as it is held: one that did not ask the consumers (`--sample-every`)
-    /// holds their states as the last look that asked saw them.
+    /// holds their states as the last look that asked saw them, and the consumers' parts it
+    /// did not judge (a pull consumer's, judged by the looks that ask) likewise.
     fn settled(&self, mut judged: Judged) -> Judged {
         if let (true, Some((last, _))) = (judged.consumers_skipped, &self.memory.judged) {
-            let asked = last
+            let asked: alloc::vec::Vec<Part> = last
                 .parts
                 .iter()
-                .filter(|p| matches!(p.name, PartName::Consumer { .. }));
-            judged.parts.extend(asked.cloned());
+                .filter(|p| match &p.name {
+                    PartName::Consumer { .. } => true,
+                    PartName::Own { .. } => judged.parts.iter().all(|q| q.name != p.name),
+                    PartName::Subscription { .. } => false,
+                })
+                .cloned()
+                .collect();
+            judged.parts.extend(asked);
         }
         judged
     }
@@ -683,9 +690,17 @@ mod tests {
             state: state.into(),
             no_progress_ms: Some(0),
         };
+        let pull = |state: &str| Part {
+            name: PartName::Own {
+                stream: "S".into(),
+                durable: "D".into(),
+            },
+            state: state.into(),
+            no_progress_ms: None,
+        };
         let mut looks = Looks::new(secs(10), Duration::from_millis(800), false, None, 0);
         let mut asked = judged(0);
-        asked.parts = vec![consumer("progressing")];
+        asked.parts = vec![consumer("progressing"), pull("held")];
         looks.ended(Ended::Judged(asked), secs(0), secs(1));
         let mut skipped = judged(0);
         skipped.consumers_skipped = true;
@@ -693,7 +708,8 @@ mod tests {
         let left = looks
             .to_keep(&Ended::Judged(skipped.clone()), 11_000)
             .unwrap();
-        assert_eq!(left.judged.parts, [consumer("progressing")]);
+        // A pull consumer's part, judged by the looks that ask, too.
+        assert_eq!(left.judged.parts, [consumer("progressing"), pull("held")]);
         assert_eq!((left.at_ms, left.startup_passed), (11_000, false));
         assert!(looks
             .to_keep(&Ended::Trouble("killed".into()), 11_000)
@@ -701,7 +717,7 @@ mod tests {
         looks.ended(Ended::Judged(skipped.clone()), secs(10), secs(11));
         looks.ended(Ended::Judged(skipped), secs(20), secs(21));
         let parts = |looks: &Looks| looks.memory().judged.unwrap().0.parts.clone();
-        assert_eq!(parts(&looks), [consumer("progressing")]);
+        assert_eq!(parts(&looks), [consumer("progressing"), pull("held")]);
         let mut asked = judged(1);
         asked.parts = vec![consumer("stalled")];
         looks.ended(Ended::Judged(asked), secs(30), secs(31));

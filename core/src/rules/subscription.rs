@@ -2,12 +2,14 @@
 //! app must hold? This pod's ESTABLISHED connections are matched by address and port to the
 //! server's connection list. The ADR's open gap: with several replicas in a deliver group the
 //! consumer stays bound while one replica is deaf; only the pod can tell which. Where
-//! addresses cannot match, it says so and never guesses. Pure.
+//! addresses cannot match, it says so and never guesses. A pull consumer has no subscription
+//! to hold: its part is what this pod's connections publish (`judge_pull`). Pure.
 
 use crate::prelude::*;
 
-use crate::facts::{Connz, ServerConnection, Unknown, Wanted};
+use crate::facts::{Connz, Published, Remembered, ServerConnection, Unknown, Wanted};
 use core::net::SocketAddr;
+use core::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Held {
@@ -18,6 +20,19 @@ pub enum Held {
     /// This pod's connection is in the server's list, without it.
     NotByThisConnection {
         connection: SocketAddr,
+    },
+    /// A pull consumer's part: one of this pod's connections published (a pull request or
+    /// an ack) `quiet` ago at most, or nothing was delivered since it last did.
+    Pulls {
+        by: SocketAddr,
+        quiet: Duration,
+    },
+    /// A pull consumer's part lost: none of this pod's connections published anything for
+    /// `quiet`, at least the window, while the consumer delivered `delivered` messages.
+    NotPulling {
+        connection: SocketAddr,
+        quiet: Duration,
+        delivered: u64,
     },
     NotJudged(Unknown),
 }
@@ -31,8 +46,8 @@ impl Held {
     pub fn state(&self, carried: bool) -> &'static str {
         match self {
             _ if carried => "carried",
-            Held::Yes { .. } => "held",
-            Held::NotByThisConnection { .. } => "not_by_this_connection",
+            Held::Yes { .. } | Held::Pulls { .. } => "held",
+            Held::NotByThisConnection { .. } | Held::NotPulling { .. } => "not_by_this_connection",
             Held::NotJudged(_) => "not_judged",
         }
     }
@@ -94,6 +109,85 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
     }
 }
 
+/// What a pull consumer had done by a look: its creation time and `delivered.consumer_seq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Work {
+    pub created: String,
+    pub delivered: u64,
+}
+
+/// A pull consumer's part: does this pod still take part? Its connections at the server
+/// (`now`, each with its `in_msgs`: pull requests and acks are publishes) against what the
+/// last look kept. A live pull loop publishes at least once per pull request's expiry, busy
+/// or idle, and a handler acks what it finishes; so none of the pod's connections publishing
+/// for a whole window while the consumer delivered to others is a pod that no longer takes
+/// part, and one the kubelet's restart helps. Other connections, or another client's, start
+/// over (a reconnect is never a fault), as does a consumer made again; nothing delivered since
+/// is an idle group, never judged deaf. Returns the part's verdict and what to keep.
+pub fn judge_pull(
+    now: Vec<(Remembered, u64)>,
+    before: Option<&Published>,
+    work: &Work,
+    window: Duration,
+    now_ms: i64,
+) -> (Held, Published) {
+    let by = now.first().map(|(c, _)| c.local);
+    let fresh = |now: Vec<(Remembered, u64)>| Published {
+        connections: now,
+        created: work.created.clone(),
+        delivered: work.delivered,
+        moved_at_ms: now_ms,
+    };
+    let Some(by) = by else {
+        return (
+            Held::NotJudged(Unknown::Failed(
+                "no connection of this pod is listed".into(),
+            )),
+            fresh(now),
+        );
+    };
+    let same = before.filter(|b| {
+        b.created == work.created
+            && b.moved_at_ms <= now_ms
+            && b.connections.len() == now.len()
+            && b.connections.iter().all(|(c, _)| {
+                now.iter()
+                    .any(|(n, _)| n.cid == c.cid && n.server == c.server && n.local == c.local)
+            })
+    });
+    let Some(before) = same else {
+        let held = Held::Pulls {
+            by,
+            quiet: Duration::ZERO,
+        };
+        return (held, fresh(now));
+    };
+    let moved = now.iter().find(|(n, published)| {
+        before
+            .connections
+            .iter()
+            .any(|(c, was)| c.cid == n.cid && c.server == n.server && was != published)
+    });
+    if let Some((c, _)) = moved {
+        let held = Held::Pulls {
+            by: c.local,
+            quiet: Duration::ZERO,
+        };
+        return (held, fresh(now));
+    }
+    let quiet = Duration::from_millis((now_ms - before.moved_at_ms) as u64);
+    let delivered = work.delivered.saturating_sub(before.delivered);
+    let held = match quiet >= window && delivered > 0 {
+        true => Held::NotPulling {
+            connection: by,
+            quiet,
+            delivered,
+        },
+        false => Held::Pulls { by, quiet },
+    };
+    (held, before.clone())
+}
+
 /// Whether a listed connection holds `w`: the same subject, in the same queue group.
 pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
     c.subscriptions
@@ -111,6 +205,7 @@ mod tests {
             name: None,
             cid: 0,
             account_connections: 0,
+            in_msgs: 0,
             server: None,
             subscriptions: subs.map(|s| {
                 s.iter()

@@ -55,11 +55,13 @@ const PING_STATZ: &str = "$SYS.REQ.ACCOUNT.PING.STATZ";
 use natsprobe_core::timing::{QUIET, STATZ_SHARE};
 
 /// The account's connections holding a subscription on each wanted subject; then, if this
-/// pod's (`ours`, as the server would see them) are not among them, the whole list.
+/// pod's (`ours`, as the server would see them) are not among them, or `every` (what this
+/// pod's connections published, for a pull consumer's part), the whole list.
 pub async fn from_account(
     session: &Session,
     wanted: &[Wanted],
     ours: &[SocketAddr],
+    every: bool,
     probe_name: &str,
     deadline: Instant,
 ) -> Result<Connz, Unknown> {
@@ -79,21 +81,22 @@ pub async fn from_account(
         out_of_sight: None,
         incomplete: None,
     };
-    if !shown {
+    if !shown || every {
         let (all, leaf_nodes) = every_connection(session, &mut heard, deadline).await?;
         connz.probe_seen_as = all
             .iter()
             .find(|c| c.name.as_deref() == Some(probe_name))
             .map(|c| c.addr);
         // This pod's connection listed by a server whose filtered answer was not heard: which
-        // subscriptions it holds is unknown.
-        let said = heard.said_subscriptions.clone().unwrap_or_default();
-        heard.silent.extend(
-            all.iter()
-                .filter(|c| ours.contains(&c.addr))
-                .filter_map(|c| c.server.as_ref().map(|s| s.name.clone()))
-                .filter(|name| !said.contains(name)),
-        );
+        // subscriptions it holds is unknown. (Asked for none, none was missed.)
+        if let Some(said) = &heard.said_subscriptions {
+            heard.silent.extend(
+                all.iter()
+                    .filter(|c| ours.contains(&c.addr))
+                    .filter_map(|c| c.server.as_ref().map(|s| s.name.clone()))
+                    .filter(|name| !said.contains(name)),
+            );
+        }
         let listed = all.iter().any(|c| ours.contains(&c.addr));
         connz.all = Some(all);
         connz.servers = heard.answered.len().max(1);

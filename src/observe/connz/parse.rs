@@ -40,6 +40,8 @@ struct RawConn {
     #[serde(default)]
     port: u16,
     name: Option<String>,
+    #[serde(default)]
+    in_msgs: u64,
     subscriptions_list_detail: Option<Vec<RawSub>>,
 }
 
@@ -97,6 +99,7 @@ fn connections(
                 cid: c.cid,
                 server: server.cloned(),
                 account_connections: total,
+                in_msgs: c.in_msgs,
                 name: c.name.filter(|n| !n.is_empty()),
                 subscriptions: details.then(|| {
                     c.subscriptions_list_detail

@@ -23,6 +23,7 @@ pub fn kind(a: &Advice) -> &'static str {
         Advice::Stalled { .. } => "stalled",
         Advice::Losing(_) => "losing_messages",
         Advice::Deaf { .. } => "deaf",
+        Advice::NotPulling(_) => "not_pulling",
         Advice::NotJudged { .. } => "not_judged",
     }
 }
@@ -85,6 +86,9 @@ pub fn words(a: &Advice, input: &CheckInput) -> String {
                 "This pod's connection does not hold {wanted}{of}: this replica is deaf while the server delivers to the others. Restart the pod."
             )
         }
+        Advice::NotPulling(name) => format!(
+            "This pod's connections have published no pull request and no ack to {name} for a whole window while the consumer delivered to others: this replica's pull loop stopped with its connection held. Restart the pod, and look in its logs for why the loop ended."
+        ),
         Advice::NotJudged { what, consumer, why } => {
             let checked = match consumer {
                 true => Checked::Consumer,
