@@ -10,6 +10,7 @@
 use crate::harness::pods::S10;
 use crate::harness::probe::Run;
 use crate::harness::*;
+use natsprobe::rules::restart::{time_to_restart, Cadence, Fault, Settings};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -223,7 +224,18 @@ fn the_deaf_replica_of_a_pull_group(version: Version, clients: [Client; 3]) {
     deaf.signal(libc::SIGUSR1);
     deaf.wait_for("stopped", S10);
     let stopped = Instant::now();
-    let bound = WINDOW + SAMPLE_EVERY + PERIOD * FAILURE_THRESHOLD as u32 + Duration::from_secs(3);
+    // The README's time to restart, at this cadence (the rules' own, every phase tried), and
+    // a second for the runs' own time.
+    let settings = Settings {
+        cadence: Cadence {
+            period: PERIOD,
+            sample_every: SAMPLE_EVERY,
+            window: WINDOW,
+        },
+        failure_threshold: FAILURE_THRESHOLD as u32,
+        ..Settings::RECOMMENDED
+    };
+    let bound = time_to_restart(Fault::NotPulling, &settings).slowest + Duration::from_secs(1);
     let after = g.cadence(bound + Duration::from_secs(5), true, |runs| {
         restarted_at(&runs[0]).is_some()
     });
@@ -392,4 +404,44 @@ fn a_single_replica_nats_js_fetch() {
 #[test]
 fn a_single_replica_async_nats_messages() {
     a_single_replica(Client::Messages);
+}
+
+/// The durable deleted under its client (`inactive_threshold` while the client was frozen,
+/// its connection held): the client's loop goes on with nothing to pull from, and its
+/// consumer check fails (the durable is gone) whether or not `--own-subscription` is given;
+/// the application started again makes its durable again and the next runs pass.
+#[test]
+fn the_consumer_deleted_while_its_client_was_away() {
+    let g = Group::new(1, Version::Pinned);
+    Peer::setup(
+        Some(&g.pods[0]),
+        &["-url", &g.urls[0], "-stream", "S", "-subjects", "s.>"],
+    );
+    let _producer = g.producer(4, 0);
+    let create = ["--create", "--inactive", "3000"];
+    let app = g.replica(0, Client::Consume, &create);
+    all_pass(
+        "before",
+        &g.cadence(Duration::from_secs(4), true, |_| false)[0],
+    );
+    app.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(6));
+    app.signal(libc::SIGCONT);
+    let since = Instant::now();
+    let runs = g.cadence(WINDOW * 2, true, |runs| restarted_at(&runs[0]).is_some());
+    let at = restarted_at(&runs[0])
+        .unwrap_or_else(|| panic!("never restarted\n{}", runs[0].last().unwrap().1));
+    let failed = &runs[0].iter().find(|(_, r)| r.code == Some(1)).unwrap().1;
+    failed.says(&["unhealthy: consumer S/P"]);
+    println!(
+        "pull replicas | the durable deleted while nats.js was frozen: restarted {:.1} s after it resumed | {}",
+        (at - since).as_secs_f64(),
+        failed.line()
+    );
+    drop(app);
+    let _again = g.replica(0, Client::Consume, &create);
+    all_pass(
+        "started again",
+        &g.cadence(Duration::from_secs(4), true, |_| false)[0],
+    );
 }

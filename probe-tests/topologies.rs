@@ -578,3 +578,81 @@ fn the_pods_subscription_seen_from_the_leaf_or_not_from_the_hub() {
         "subscription deliver.kv in queue group kv not judged: the pod's connection is not listed: leaf node leaf is connected and did not answer",
     ]);
 }
+
+/// A pull replica on a leaf node, its consumer in the hub's domain, another replica on the
+/// hub taking work: the leaf lists the pod's connection and what it published, so its part is
+/// judged there, held while it pulls and lost once its loop stops.
+#[test]
+fn a_pull_replica_on_a_leaf_node() {
+    let t = HubAndLeaf::start(Leaf::Domain, "");
+    let scene = Scene::new(&t.nats, &t.app, t.hub_url(), t.leaf_url(), Some("hub"));
+    Peer::setup(
+        Some(&t.nats),
+        &[
+            "-url",
+            &scene.home,
+            "-stream",
+            "TF_RAW",
+            "-subjects",
+            "tf_raw.>",
+            "-durable",
+            "pull",
+            "-ack-wait",
+            "1s",
+        ],
+    );
+    let hub = t.hub_url();
+    let mut producer = Peer::spawn(
+        Some(&t.nats),
+        &[
+            "publish", "-url", &hub, "-subject", "tf_raw.x", "-rate", "4", "-js",
+        ],
+    );
+    producer.wait_for("ready", S10);
+    let _other = nats_js(
+        Some(&t.nats),
+        &[&hub, "TF_RAW/pull", "consume", "--expires", "1000"],
+    );
+    let leaf = t.leaf_url();
+    let mut pod = nats_js(
+        Some(&t.app),
+        &[
+            &leaf,
+            "TF_RAW/pull",
+            "consume",
+            "--expires",
+            "1000",
+            "--domain",
+            "hub",
+        ],
+    );
+    pod.wait_for("ready", S10);
+    let part = || scene.check(&["--consumer", "TF_RAW/pull", "--own-subscription"]);
+    for _ in 0..4 {
+        part()
+            .expect(0)
+            .says(&["this pod's pulls of consumer TF_RAW/pull taking part (10.200.0.2:"]);
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    pod.signal(libc::SIGUSR1);
+    pod.wait_for("stopped", S10);
+    let stopped = std::time::Instant::now();
+    let failed = loop {
+        let run = part();
+        if run.code == Some(1) {
+            break run;
+        }
+        run.expect(0);
+        assert!(
+            stopped.elapsed() < Duration::from_secs(15),
+            "never failed\n{run}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    failed.says(&["none of this pod's connections (10.200.0.2:"]);
+    println!(
+        "topology | pull replica on the leaf, stopped: failed {:.1} s after | {}",
+        stopped.elapsed().as_secs_f64(),
+        failed.line()
+    );
+}

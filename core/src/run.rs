@@ -705,11 +705,24 @@ impl<'c> Run<'c> {
         let (_, live) = our_sockets(&self.connections);
         let looking = matches!(self.obs.sampling, Some(Sampling::Ask(_)));
         for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
-            if sub.pull.is_some() {
-                match remembered::plan_pull(sub.memo.pull.as_ref(), &live) {
-                    Ok(()) => {
-                        let pulls = sub.memo.pull.iter().flat_map(|p| &p.connections);
-                        for (m, _) in pulls {
+            if let Some(work) = &sub.pull {
+                let kept = sub.memo.pull.as_ref();
+                let plan = remembered::plan_pull(kept, &live);
+                let unread = kept
+                    .filter(|_| plan.is_ok())
+                    .and_then(|k| subscription::unread(k, work, now));
+                match (plan, unread) {
+                    (Ok(()), Some(held)) => {
+                        sub.result = Some(SubJudged {
+                            held,
+                            found: Found::NothingDelivered,
+                            connection: None,
+                            published: kept.cloned(),
+                            asked: false,
+                        });
+                    }
+                    (Ok(()), None) => {
+                        for (m, _) in kept.iter().flat_map(|p| &p.connections) {
                             let lookup = Lookup1 {
                                 server: m.server.clone(),
                                 cid: m.cid,
@@ -720,7 +733,7 @@ impl<'c> Run<'c> {
                             }
                         }
                     }
-                    Err(why) => sub.rematch = why,
+                    (Err(why), _) => sub.rematch = why,
                 }
                 continue;
             }
@@ -778,67 +791,16 @@ impl<'c> Run<'c> {
     /// answered (not judged, asked again later), or another's (matched by address again).
     fn looked_up(&mut self, answers: Vec<(Result<Vec<LookedUp>, Unknown>, bool)>) {
         let now = self.start.now_ms;
-        let windows: Vec<Duration> = self
-            .subs
-            .iter()
-            .map(|s| self.window_of_subscription(s.consumer.as_ref()))
-            .collect();
+        let windows = self.sub_windows();
         for (sub, window) in self.subs.iter_mut().zip(windows) {
             if sub.result.is_some() {
                 continue;
             }
             if let (Some(work), Some(kept)) = (&sub.pull, &sub.memo.pull) {
-                let looked = kept.connections.iter().map(|(m, _)| {
-                    let i = self
-                        .lookups
-                        .iter()
-                        .position(|l| l.server == m.server && l.cid == m.cid)?;
-                    let (answer, reached) = &answers[i];
-                    Some((m, answer, *reached))
-                });
-                let mut readings = Vec::new();
-                let mut held = None;
-                let mut reached_all = true;
-                for one in looked {
-                    let Some((m, answer, reached)) = one else {
-                        sub.rematch = Rematch::FirstTime;
-                        break;
-                    };
-                    reached_all &= reached;
-                    match answer.as_ref().map(|a| remembered::confirm(m, a)) {
-                        Err(why) => held = Some(Held::NotJudged(why.clone())),
-                        Ok(Confirmed::Yes(c)) => readings.push((m.clone(), c.in_msgs)),
-                        Ok(Confirmed::Unanswered) => {
-                            let why = format!(
-                                "server {} did not answer the lookup of cid {} in time",
-                                m.server.name, m.cid
-                            );
-                            held = Some(Held::NotJudged(Unknown::NotListed(why)));
-                        }
-                        Ok(Confirmed::Changed(why)) => {
-                            sub.rematch = why;
-                            readings.clear();
-                            held = None;
-                            break;
-                        }
-                    }
+                match pulls_looked_up(kept, &self.lookups, &answers, work, window, now) {
+                    Ok(judged) => sub.result = Some(judged),
+                    Err(why) => sub.rematch = why,
                 }
-                if readings.len() != kept.connections.len() && held.is_none() {
-                    continue;
-                }
-                let (held, published) = match held {
-                    Some(held) => (held, kept.clone()),
-                    None => subscription::judge_pull(readings, Some(kept), work, window, now),
-                };
-                sub.result = Some(SubJudged {
-                    held,
-                    found: Found::LookedUp {
-                        cid: kept.connections.first().map_or(0, |(m, _)| m.cid),
-                    },
-                    connection: None,
-                    published: Some(published),
-                    asked: reached_all,
-                });
                 continue;
             }
             let Some(m) = sub.memo.connection.clone() else {
@@ -864,13 +826,7 @@ impl<'c> Run<'c> {
                         };
                         (held, again)
                     }
-                    Confirmed::Unanswered => {
-                        let why = format!(
-                            "server {} did not answer the lookup of cid {} in time",
-                            m.server.name, m.cid
-                        );
-                        (Held::NotJudged(Unknown::NotListed(why)), m.clone())
-                    }
+                    Confirmed::Unanswered => (Held::NotJudged(unanswered_lookup(&m)), m.clone()),
                     Confirmed::Changed(why) => {
                         sub.rematch = why;
                         continue;
@@ -907,11 +863,7 @@ impl<'c> Run<'c> {
     fn matched(&mut self, answer: Result<Connz, Unknown>, reached: bool) {
         let (sockets, _) = our_sockets(&self.connections);
         let now = self.start.now_ms;
-        let windows: Vec<Duration> = self
-            .subs
-            .iter()
-            .map(|s| self.window_of_subscription(s.consumer.as_ref()))
-            .collect();
+        let windows = self.sub_windows();
         for (sub, window) in self.subs.iter_mut().zip(windows) {
             if sub.result.is_some() {
                 continue;
@@ -1033,6 +985,14 @@ impl<'c> Run<'c> {
         }
     }
 
+    /// Each subscription's window, in order.
+    fn sub_windows(&self) -> Vec<Duration> {
+        self.subs
+            .iter()
+            .map(|s| self.window_of_subscription(s.consumer.as_ref()))
+            .collect()
+    }
+
     /// A subscription's window: its consumer's, for a deliver subscription; else
     /// `--stall-after`.
     fn window_of_subscription(&self, consumer: Option<&ConsumerName>) -> Duration {
@@ -1135,8 +1095,10 @@ impl<'c> Run<'c> {
                 carried: carried.map(|(_, c)| c),
             });
         }
-        // A pull consumer's part is calm when this pod published since the last look.
+        // A pull consumer's part is calm when this pod published since the last look, or the
+        // consumer delivered nothing since its connections were last read.
         calm &= self.subscriptions.iter().all(|s| match &s.held {
+            Held::Pulls { .. } if s.found == Some(Found::NothingDelivered) => true,
             Held::Pulls { quiet, .. } => quiet.is_zero(),
             Held::NotPulling { .. } => false,
             _ => !s.pull,
@@ -1297,6 +1259,61 @@ fn server_state(servers: &[ServerAnswer]) -> Option<ServerState> {
 /// This pod's counted connections as the server sees them (an IPv4-mapped address
 /// unmapped), and of them the live ones: only a live connection is trusted or looked up; a
 /// half-open one is matched again.
+/// Why a remembered connection's lookup judged nothing: its server did not answer for it.
+fn unanswered_lookup(m: &Remembered) -> Unknown {
+    Unknown::NotListed(format!(
+        "server {} did not answer the lookup of cid {} in time",
+        m.server.name, m.cid
+    ))
+}
+
+/// A pull consumer's part from its connections asked for by cid (`lookups`, answered by
+/// `answers`): judged when each is still this pod's, not judged when one was not answered;
+/// matched by address again (`Err`) when one changed.
+fn pulls_looked_up(
+    kept: &Published,
+    lookups: &[Lookup1],
+    answers: &[(Result<Vec<LookedUp>, Unknown>, bool)],
+    work: &Work,
+    window: Duration,
+    now_ms: i64,
+) -> Result<SubJudged, Rematch> {
+    let mut readings = Vec::new();
+    let mut unjudged = None;
+    let mut reached_all = true;
+    for (m, _) in &kept.connections {
+        let i = lookups
+            .iter()
+            .position(|l| l.server == m.server && l.cid == m.cid)
+            .ok_or(Rematch::FirstTime)?;
+        let (answer, reached) = &answers[i];
+        reached_all &= reached;
+        match answer.as_ref().map(|a| remembered::confirm(m, a)) {
+            Ok(Confirmed::Changed(why)) => return Err(why),
+            Ok(Confirmed::Yes(c)) => readings.push((m.clone(), c.in_msgs)),
+            Ok(Confirmed::Unanswered) => {
+                unjudged.get_or_insert(unanswered_lookup(m));
+            }
+            Err(why) => {
+                unjudged.get_or_insert(why.clone());
+            }
+        }
+    }
+    let (held, published) = match unjudged {
+        Some(why) => (Held::NotJudged(why), kept.clone()),
+        None => subscription::judge_pull(readings, Some(kept), work, window, now_ms),
+    };
+    Ok(SubJudged {
+        held,
+        found: Found::LookedUp {
+            cid: kept.connections.first().map_or(0, |(m, _)| m.cid),
+        },
+        connection: None,
+        published: Some(published),
+        asked: reached_all,
+    })
+}
+
 /// A pull consumer's part from the server's connection list: this pod's connections listed
 /// (by address), each with what it published, judged against what the last look kept. A
 /// list that may lack one of them (a server that did not answer) judges nothing: the missing
@@ -1770,7 +1787,7 @@ mod tests {
         check: &Check,
         kept: Kept,
         now: i64,
-        in_msgs: u64,
+        (cid, in_msgs): (u64, u64),
         delivered: u64,
     ) -> (Held, crate::rules::check::Health, State) {
         let mut run = Run::new(
@@ -1804,42 +1821,38 @@ mod tests {
             addr: "10.0.0.2:40000".parse().unwrap(),
             name: None,
             subscriptions: None,
-            cid: 7,
+            cid,
             server: Some(n1.clone()),
             account_connections: 3,
             in_msgs,
         };
-        match run.ask() {
-            Some(Ask::Connz { wanted, every, .. }) => {
-                assert!(wanted.is_empty() && every);
-                let connz = Connz {
-                    source: "test".into(),
-                    holding: Vec::new(),
-                    all: Some(vec![listed]),
-                    probe_seen_as: None,
-                    servers: 1,
-                    out_of_sight: None,
-                    incomplete: None,
-                };
-                run.feed(Seen::Connz(Ok(connz), true));
+        let state = loop {
+            match run.ask() {
+                Some(Ask::Connz { wanted, every, .. }) => {
+                    assert!(wanted.is_empty() && every);
+                    let connz = Connz {
+                        source: "test".into(),
+                        holding: Vec::new(),
+                        all: Some(vec![listed.clone()]),
+                        probe_seen_as: None,
+                        servers: 1,
+                        out_of_sight: None,
+                        incomplete: None,
+                    };
+                    run.feed(Seen::Connz(Ok(connz), true));
+                }
+                Some(Ask::Lookups(l)) => {
+                    assert_eq!(l.len(), 1);
+                    let answer = LookedUp {
+                        server: n1.clone(),
+                        connection: Some(listed.clone()),
+                    };
+                    run.feed(Seen::Lookups(vec![(Ok(vec![answer]), true)]));
+                }
+                Some(Ask::ClientAge(_)) => run.feed(Seen::ClientAge(None)),
+                Some(Ask::Store(state)) => break state.clone(),
+                other => panic!("asked {other:?}"),
             }
-            Some(Ask::Lookups(l)) => {
-                assert_eq!(l.len(), 1);
-                assert_eq!(l[0].cid, 7);
-                let answer = LookedUp {
-                    server: n1,
-                    connection: Some(listed),
-                };
-                run.feed(Seen::Lookups(vec![(Ok(vec![answer]), true)]));
-            }
-            other => panic!("asked {other:?}"),
-        }
-        if let Some(Ask::ClientAge(_)) = run.ask() {
-            run.feed(Seen::ClientAge(None));
-        }
-        let state = match run.ask() {
-            Some(Ask::Store(state)) => state.clone(),
-            other => panic!("asked {other:?}"),
         };
         run.feed(Seen::Stored(Ok(())));
         let ended = run.end().unwrap();
@@ -1868,21 +1881,21 @@ mod tests {
             sample_every: core::time::Duration::ZERO,
             ..w.check(4000, 0)
         };
-        let (held, health, s1) = pull_run(&check, Kept::Missing, NOW, 10, 6);
+        let (held, health, s1) = pull_run(&check, Kept::Missing, NOW, (7, 10), 6);
         assert!(
             matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
             "{held:?}"
         );
         assert_eq!(health, Health::Healthy);
         // Quiet inside the window: still its part.
-        let (held, health, s2) = pull_run(&check, Kept::State(s1.clone()), NOW + 3000, 10, 20);
+        let (held, health, s2) = pull_run(&check, Kept::State(s1.clone()), NOW + 3000, (7, 10), 20);
         assert!(
             matches!(held, Held::Pulls { quiet, .. } if quiet.as_millis() == 3000),
             "{held:?}"
         );
         assert_eq!(health, Health::Healthy);
         // Quiet for the window (4 s) while the consumer delivered 14 to the others.
-        let (held, health, s3) = pull_run(&check, Kept::State(s2), NOW + 4000, 10, 20);
+        let (held, health, s3) = pull_run(&check, Kept::State(s2), NOW + 4000, (7, 10), 20);
         assert_eq!(
             held,
             Held::NotPulling {
@@ -1893,15 +1906,23 @@ mod tests {
         );
         assert_eq!(health, Health::Unhealthy);
         // It publishes again: healthy, nothing latched.
-        let (held, health, _) = pull_run(&check, Kept::State(s3.clone()), NOW + 5000, 11, 21);
+        let (held, health, _) = pull_run(&check, Kept::State(s3.clone()), NOW + 5000, (7, 11), 21);
         assert!(
             matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
             "{held:?}"
         );
         assert_eq!(health, Health::Healthy);
         // Idle: nothing delivered since it last published, however long.
-        let (held, health, _) = pull_run(&check, Kept::State(s1), NOW + 60_000, 10, 6);
+        let (held, health, _) = pull_run(&check, Kept::State(s1), NOW + 60_000, (7, 10), 6);
         assert!(matches!(held, Held::Pulls { .. }), "{held:?}");
+        assert_eq!(health, Health::Healthy);
+        // The client reconnected (another cid on the same socket's address): the count
+        // starts over, however quiet the old connection was.
+        let (held, health, _) = pull_run(&check, Kept::State(s3), NOW + 9000, (8, 10), 40);
+        assert!(
+            matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
+            "{held:?}"
+        );
         assert_eq!(health, Health::Healthy);
     }
 

@@ -225,7 +225,7 @@ fn setup_cell(
     let mut peer_tls: Vec<String> = Vec::new();
     let url = match setup {
         "single" => {
-            let s = NatsServer::start(Some(&nats), Version::Pinned, ip, 4222);
+            let s = NatsServer::start_with(Some(&nats), Version::Pinned, ip, 4222, &["-m", "8222"]);
             let url = s.url();
             single = Some(s);
             url
@@ -318,6 +318,36 @@ fn setup_cell(
     let conn: Vec<&str> = conn.iter().map(String::as_str).collect();
     let mut journal = Peer::spawn(Some(&app), &conn);
     journal.wait_for("ready", Duration::from_secs(30));
+    // A pull consumer of the same stream and its replica in the app pod, a process of its own
+    // (`--process pullpeer`: its part is judged by its own connection), fetching every 2 s.
+    let pull_setup = peer(&[
+        "-url",
+        &first,
+        "-stream",
+        "S",
+        "-subjects",
+        "s.>",
+        "-durable",
+        "P",
+    ]);
+    let pull_setup: Vec<&str> = pull_setup.iter().map(String::as_str).collect();
+    Peer::setup(Some(&nats), &pull_setup);
+    let pull = peer(&[
+        "consume",
+        "-url",
+        &first,
+        "-stream",
+        "S",
+        "-durable",
+        "P",
+        "-pull",
+        "-fetch-wait",
+        "2s",
+    ]);
+    let pull: Vec<&str> = pull.iter().map(String::as_str).collect();
+    let pullpeer = harness::peer::natspeer_named("pullpeer");
+    let mut puller = Peer::spawn_as(Some(&app), &pullpeer, &pull);
+    puller.wait_for("ready", Duration::from_secs(30));
     println!(
         "\n{setup}, {size} idle connections (ready in {:.0?}); {runs} runs a cell; idle server CPU {:.2} ms/s",
         started.elapsed(),
@@ -398,6 +428,31 @@ fn setup_cell(
         &[&own[..], &["--subscription-every", "0s"]].concat(),
         2,
     );
+    // A pull consumer's part: judged by each look, its connection asked for by cid (after the
+    // warm-up's match), at the account's report, or at the monitoring port.
+    let pulls = [
+        "--consumer",
+        "S/P",
+        "--own-subscription",
+        "--process",
+        "pullpeer",
+    ];
+    cell(
+        "pull part: a look, connection by cid",
+        bin,
+        &[&pulls[..], &["--sample-every", "0s"]].concat(),
+        2,
+    );
+    let monitor = format!("http://{ip}:8222");
+    if single.is_some() && tls.is_empty() {
+        cell(
+            "pull part: a look, by cid at --monitor",
+            bin,
+            &[&pulls[..], &["--sample-every", "0s", "--monitor", &monitor]].concat(),
+            2,
+        );
+    }
+    cell("pull part: between looks", bin, &pulls, 2);
     cell(
         "--subscription: connection by cid",
         bin,
@@ -416,6 +471,36 @@ fn setup_cell(
         cell("baseline: --own-subscription", b, &own, 1);
         cell("baseline: --subscription", b, &core, 1);
     }
+    if single.is_some() {
+        let flags: Vec<String> = pulls.iter().map(|s| s.to_string()).collect();
+        let mut with_monitor = flags.clone();
+        if tls.is_empty() {
+            with_monitor.extend(["--monitor".to_string(), monitor.clone()]);
+        }
+        let consumer_only: Vec<String> = ["--consumer", "S/P"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for (label, flags) in [
+            ("consumer alone", consumer_only),
+            ("account's report", flags),
+            ("--monitor", with_monitor),
+        ] {
+            if label == "--monitor" && !tls.is_empty() {
+                continue;
+            }
+            let cost = serve_looks(&servers, &app, bin, &url, &tls, &flags);
+            let what = match label {
+                "consumer alone" => "serve's looks, --consumer S/P alone".to_string(),
+                _ => format!("serve's looks, pull part by cid at the {label}"),
+            };
+            println!(
+                "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6} ",
+                what, cost.cpu_ms, cost.rx, cost.tx, "-"
+            );
+            rows.push((format!("serve: pull part, {label}"), cost));
+        }
+    }
     if setup == "single" && std::env::var("FLEET_SLOW").map_or(true, |v| v != "0") {
         let mut exes = vec![("natsprobe", bin)];
         exes.extend(baseline.map(|b| ("baseline", b)));
@@ -432,12 +517,86 @@ fn setup_cell(
             }
         }
     }
+    drop(puller);
     drop(journal);
     drop(consumer);
     drop(idle);
     drop(single);
     drop(cluster);
     rows
+}
+
+/// What one of `serve`'s looks costs the servers, its NATS connection held from look to look:
+/// `serve --every 100ms --sample-every 0s FLAGS` in the app pod (every look asks JetStream),
+/// the servers' CPU and bytes over 10 s (the idle rate subtracted) divided by the looks
+/// `/metrics` counted meanwhile.
+fn serve_looks(
+    servers: &Servers,
+    app: &Arc<NetNs>,
+    bin: &str,
+    url: &str,
+    tls: &[String],
+    flags: &[String],
+) -> Cost {
+    let state = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = vec![
+        "serve".into(),
+        "--listen".into(),
+        "127.0.0.1:18081".into(),
+        "--every".into(),
+        "100ms".into(),
+        "--sample-every".into(),
+        "0s".into(),
+        "--server".into(),
+        url.into(),
+        "--state-dir".into(),
+        state.path().to_string_lossy().to_string(),
+    ];
+    args.extend(tls.iter().cloned());
+    args.extend(flags.iter().cloned());
+    let mut cmd = app.command(bin);
+    cmd.args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut serve = cmd.spawn().expect("start serve");
+    let looks = || -> f64 {
+        app.run(|| {
+            use std::io::{Read, Write};
+            let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", 18081)) else {
+                return -1.0;
+            };
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut body = String::new();
+            let _ = s.read_to_string(&mut body);
+            body.lines()
+                .filter(|l| l.starts_with("natsprobe_looks_total{"))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum()
+        })
+    };
+    let started = Instant::now();
+    while looks() < 20.0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "serve made no looks"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (n0, c0, (r0, t0), at) = (looks(), servers.cpu(), servers.bytes(), Instant::now());
+    std::thread::sleep(Duration::from_secs(10));
+    let (n1, c1, (r1, t1)) = (looks(), servers.cpu(), servers.bytes());
+    let secs = at.elapsed().as_secs_f64();
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let (idle, idle_rx, idle_tx) = servers.idle();
+    let n = (n1 - n0).max(1.0);
+    Cost {
+        cpu_ms: ((c1 - c0) - idle * secs).max(0.0) / n,
+        rx: ((r1 - r0) as f64 - idle_rx * secs).max(0.0) / n,
+        tx: ((t1 - t0) as f64 - idle_tx * secs).max(0.0) / n,
+        wall_ms: 0.0,
+    }
 }
 
 /// The pod's server slowed (stopped for 900 ms of every second: it answers late or not at
@@ -589,6 +748,14 @@ fn averages(rows: &[(String, Cost)], size: usize) -> Vec<(&'static str, Cost, Op
             get("baseline: --own-subscription"),
         ),
         (
+            "--own-subscription, pull",
+            Cost::weigh(&[
+                (looks, must("pull part: a look, connection by cid")),
+                (quiet, must("pull part: between looks")),
+            ]),
+            None,
+        ),
+        (
             // No consumer, no looks: a lookup by cid whenever one is due.
             "--subscription",
             Cost::weigh(&[
@@ -636,6 +803,31 @@ fn print_summary(summary: &[Setup]) {
     for (setup, size, mode, cpu) in &by_size {
         if *mode != "sockets only" {
             println!("  {setup:<8} {size:>6}  {mode:<30} {:>6.1} %", cpu * 10.0);
+        }
+    }
+    // serve's looks hold their connection: a look that asks JetStream costs what was measured,
+    // one between looks asks the server nothing. At `--every 10s` with the defaults, the
+    // check's own schedule says how many looks ask.
+    let day = natsprobe::rules::restart::schedule(
+        8640,
+        natsprobe::rules::restart::Cadence::DEFAULT,
+        natsprobe::rules::remembered::TrustSetting::Auto,
+        103,
+        false,
+    );
+    let asking = f64::from(day.looks + day.looks_with_lookup + day.matches) / 8640.0;
+    println!(
+        "\n10,000 pods through serve (--every 10s, the defaults: {:.1} % of looks ask JetStream): share of one server core",
+        asking * 100.0
+    );
+    for (setup, size, rows) in summary {
+        for (name, c) in rows.iter().filter(|(n, _)| n.starts_with("serve: ")) {
+            let share = 1000.0 * asking * c.cpu_ms / 10.0;
+            println!(
+                "  {setup:<8} {size:>6}  {name:<44} {:>7.3} ms a look  {share:>6.1} % (goal <= 10 %): {}",
+                c.cpu_ms,
+                measure::verdict(share <= 10.0)
+            );
         }
     }
     println!("\ngoals");

@@ -47,6 +47,10 @@ pub fn found_phrase(f: Found) -> String {
         Found::LookedUp { cid } => format!("asked for this pod's connection alone (cid {cid})"),
         Found::Matched(why) => format!("matched by address ({})", rematch_phrase(why)),
         Found::Waited => "not asked: the last asks went unanswered, and the next is not due".into(),
+        Found::NothingDelivered => {
+            "not asked: the consumer delivered nothing since this pod's connections were last read"
+                .into()
+        }
     }
 }
 
@@ -57,6 +61,7 @@ pub fn found_word(f: Found) -> &'static str {
         Found::LookedUp { .. } => "looked_up",
         Found::Matched(_) => "matched",
         Found::Waited => "waited",
+        Found::NothingDelivered => "nothing_delivered",
     }
 }
 

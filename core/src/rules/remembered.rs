@@ -209,6 +209,9 @@ pub enum Found {
     Matched(Rematch),
     /// Not asked: earlier asks went unanswered, and the next is not due.
     Waited,
+    /// A pull consumer's part, not asked: the consumer delivered nothing since this pod's
+    /// connections were last read, so no reading could find it not taking part.
+    NothingDelivered,
 }
 
 /// What to do first, before any lookup.

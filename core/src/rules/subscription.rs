@@ -188,6 +188,19 @@ pub fn judge_pull(
     (held, before.clone())
 }
 
+/// Whether a pull consumer's part needs its connections read this look: not while the
+/// consumer (the same one) delivered nothing since the last reading, as then no reading can
+/// find the pod not taking part, and the count goes on from the kept one. Then what it is:
+/// taking part, quiet since the last move.
+pub fn unread(kept: &Published, work: &Work, now_ms: i64) -> Option<Held> {
+    let idle = kept.created == work.created && kept.delivered == work.delivered;
+    let by = kept.connections.first()?.0.local;
+    (idle && kept.moved_at_ms <= now_ms).then(|| Held::Pulls {
+        by,
+        quiet: Duration::from_millis((now_ms - kept.moved_at_ms) as u64),
+    })
+}
+
 /// Whether a listed connection holds `w`: the same subject, in the same queue group.
 pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
     c.subscriptions

@@ -2,12 +2,17 @@
 // `consume()` or a loop of `fetch()`. The tests run it in a pod's network namespace.
 //
 //   node peer.mjs URL STREAM/DURABLE consume|fetch [--expires MS] [--handle MS] [--name N]
+//                 [--domain D] [--create [--inactive MS]]
+//
+// --create makes the durable first when it is missing (ack_wait 2 s; with --inactive, the
+// server deletes it that long after its last pull: `inactive_threshold`), as an application
+// that creates its consumer at start does.
 //
 // It prints `ready` once pulling. Each message is handled for --handle ms, then acked.
 // SIGUSR1 stops the pull loop and keeps the connection (prints `stopped`); SIGUSR2 wedges the
 // handler: the message in hand is never finished (prints `wedged`). SIGTERM closes and exits.
 import { connect } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 
 const [url, name, mode, ...rest] = process.argv.slice(2);
 const opt = (flag, dflt) => {
@@ -24,7 +29,19 @@ const nc = await connect({
   maxReconnectAttempts: -1,
   reconnectTimeWait: 500,
 });
-const js = jetstream(nc);
+const domain = opt("--domain", undefined);
+const js = jetstream(nc, domain ? { domain } : {});
+if (rest.includes("--create")) {
+  const jsm = await jetstreamManager(nc, domain ? { domain } : {});
+  const inactive = Number(opt("--inactive", "0"));
+  const config = { durable_name: durable, ack_policy: "explicit", ack_wait: 2_000_000_000 };
+  if (inactive > 0) config.inactive_threshold = inactive * 1_000_000;
+  try {
+    await jsm.consumers.info(stream, durable);
+  } catch {
+    await jsm.consumers.add(stream, config);
+  }
+}
 const consumer = await js.consumers.get(stream, durable);
 let stopped = false;
 let wedged = false;
