@@ -1868,6 +1868,180 @@ mod tests {
         )
     }
 
+    fn listed_conn(addr: &str, cid: u64, in_msgs: u64) -> crate::facts::ServerConnection {
+        crate::facts::ServerConnection {
+            addr: addr.parse().unwrap(),
+            name: None,
+            subscriptions: None,
+            cid,
+            server: Some(ServerIdent {
+                name: "n1".into(),
+                id: "NID1".into(),
+            }),
+            account_connections: 3,
+            in_msgs,
+        }
+    }
+
+    /// The server's list read for a pull consumer's part: this pod's connections only, each
+    /// once (a connection may be in the subject-filtered list and the whole one), with its
+    /// socket's inode; an incomplete list, a failed one, or none of the pod's listed judge
+    /// nothing.
+    #[test]
+    fn a_pull_part_from_the_list() {
+        let work = Work {
+            created: "c".into(),
+            delivered: 5,
+        };
+        let window = core::time::Duration::from_secs(60);
+        let wanted = Wanted::pulls_of(&world::name("S", "P"));
+        let ours: Vec<SocketAddr> = vec!["10.0.0.2:40000".parse().unwrap()];
+        let sockets = [Socket {
+            addr: ours[0],
+            inode: 77,
+        }];
+        let mine = listed_conn("10.0.0.2:40000", 7, 10);
+        let connz = |incomplete: Option<&str>, all: Vec<crate::facts::ServerConnection>| {
+            Ok(Connz {
+                source: "test".into(),
+                holding: vec![mine.clone()],
+                all: Some(all),
+                probe_seen_as: Some("10.0.0.2:50000".parse().unwrap()),
+                servers: 1,
+                out_of_sight: None,
+                incomplete: incomplete.map(str::to_string),
+            })
+        };
+        let listed = vec![mine.clone(), listed_conn("10.0.0.3:40000", 9, 99)];
+        let judge = |answer| {
+            pulls_matched(
+                &wanted,
+                &ours,
+                &sockets,
+                &answer,
+                (None, &work),
+                window,
+                NOW,
+            )
+        };
+        let (held, published) = judge(connz(None, listed.clone()));
+        assert!(
+            matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
+            "{held:?}"
+        );
+        let published = published.unwrap();
+        assert_eq!(published.connections.len(), 1);
+        assert_eq!(
+            (published.connections[0].0.inode, published.connections[0].1),
+            (77, 10)
+        );
+        let (held, published) = judge(connz(Some("server n2 did not answer"), listed));
+        assert_eq!(
+            held,
+            Held::NotJudged(Unknown::NotListed("server n2 did not answer".into()))
+        );
+        assert_eq!(published, None);
+        let (held, _) = judge(Err(Unknown::Deadline));
+        assert_eq!(held, Held::NotJudged(Unknown::Deadline));
+        let others = Ok(Connz {
+            holding: Vec::new(),
+            ..connz(None, vec![listed_conn("10.0.0.3:40000", 9, 99)]).unwrap()
+        });
+        let (held, _) = judge(others);
+        assert!(matches!(held, Held::NotJudged(_)), "{held:?}");
+    }
+
+    /// A pull consumer's part from its connections asked for by cid: each one's answer, or
+    /// why it is matched by address again.
+    #[test]
+    fn a_pull_part_looked_up() {
+        let work = Work {
+            created: "c".into(),
+            delivered: 50,
+        };
+        let window = core::time::Duration::from_secs(60);
+        let n1 = ServerIdent {
+            name: "n1".into(),
+            id: "NID1".into(),
+        };
+        let remembered = |addr: &str, cid: u64| Remembered {
+            server: n1.clone(),
+            cid,
+            local: addr.parse().unwrap(),
+            inode: cid,
+            held_at_ms: None,
+            account_connections: 3,
+        };
+        let kept = Published {
+            connections: vec![
+                (remembered("10.0.0.2:40000", 7), 10),
+                (remembered("10.0.0.2:40001", 8), 20),
+            ],
+            created: "c".into(),
+            delivered: 5,
+            moved_at_ms: NOW - 61_000,
+        };
+        let lookups: Vec<Lookup1> = [7, 8]
+            .iter()
+            .map(|&cid| Lookup1 {
+                server: n1.clone(),
+                cid,
+                direct: false,
+            })
+            .collect();
+        let answer = |c: Option<crate::facts::ServerConnection>, reached: bool| {
+            let a = LookedUp {
+                server: n1.clone(),
+                connection: c,
+            };
+            (Ok(vec![a]), reached)
+        };
+        let first = listed_conn("10.0.0.2:40000", 7, 10);
+        let look = |second| {
+            pulls_looked_up(
+                &kept,
+                &lookups,
+                &[answer(Some(first.clone()), true), second],
+                &work,
+                window,
+                NOW,
+            )
+        };
+        // Both still this pod's, neither published for the window: not taking part.
+        let quiet = look(answer(Some(listed_conn("10.0.0.2:40001", 8, 20)), false)).unwrap();
+        assert!(
+            matches!(quiet.held, Held::NotPulling { delivered: 45, .. }),
+            "{:?}",
+            quiet.held
+        );
+        assert!(!quiet.asked, "one ask never reached its server");
+        // The second published: taking part.
+        let moved = look(answer(Some(listed_conn("10.0.0.2:40001", 8, 21)), true)).unwrap();
+        assert!(matches!(moved.held, Held::Pulls { .. }), "{:?}", moved.held);
+        assert!(moved.asked);
+        // Its server did not answer for it: not judged.
+        let unanswered = (Ok(Vec::new()), true);
+        let not = look(unanswered).unwrap();
+        assert_eq!(
+            not.held,
+            Held::NotJudged(Unknown::NotListed(
+                "server n1 did not answer the lookup of cid 8 in time".into()
+            ))
+        );
+        assert_eq!(not.published.as_ref(), Some(&kept));
+        // Closed, or not asked at all: matched again.
+        assert_eq!(look(answer(None, true)).unwrap_err(), Rematch::Closed);
+        let missing = pulls_looked_up(
+            &kept,
+            &lookups[..1],
+            &[answer(Some(first.clone()), true)],
+            &work,
+            window,
+            NOW,
+        );
+        assert_eq!(missing.unwrap_err(), Rematch::FirstTime);
+    }
+
     /// `--own-subscription` on a pull consumer: this pod's part. Its connection publishing
     /// (pulls, acks) is taking part; publishing nothing for the window while the consumer
     /// delivers to others is not, and the next run that sees it publish passes again. An

@@ -1065,4 +1065,54 @@ mod tests {
             assert!(!calm(&[(&Outcome::NotJudged(why), Some(&quiet))]));
         }
     }
+
+    /// A pull consumer's part is asked for by cid only while the pod holds exactly the
+    /// sockets it was read by, each named by its server; else it is matched again.
+    #[test]
+    fn a_pull_part_is_looked_up_only_on_the_same_sockets() {
+        let kept = |conns: &[(&str, u64, &str)]| Published {
+            connections: conns
+                .iter()
+                .map(|(addr, inode, server)| {
+                    let m = Remembered {
+                        server: ident(server, "NID1"),
+                        local: addr.parse().unwrap(),
+                        inode: *inode,
+                        ..memo(None)
+                    };
+                    (m, 10)
+                })
+                .collect(),
+            created: "c".into(),
+            delivered: 5,
+            moved_at_ms: NOW,
+        };
+        let one = kept(&[("10.200.0.2:51828", 4242, "n1")]);
+        let live = [socket("10.200.0.2:51828", 4242)];
+        assert_eq!(plan_pull(None, &live), Err(Rematch::FirstTime));
+        assert_eq!(plan_pull(Some(&one), &live), Ok(()));
+        // Another socket on the same port, another port, one more connection of the pod.
+        assert_eq!(
+            plan_pull(Some(&one), &[socket("10.200.0.2:51828", 4243)]),
+            Err(Rematch::SocketChanged)
+        );
+        assert_eq!(
+            plan_pull(Some(&one), &[socket("10.200.0.2:51829", 4242)]),
+            Err(Rematch::SocketChanged)
+        );
+        let more = [live[0], socket("10.200.0.2:51900", 5000)];
+        assert_eq!(plan_pull(Some(&one), &more), Err(Rematch::SocketChanged));
+        assert_eq!(plan_pull(Some(&one), &[]), Err(Rematch::SocketChanged));
+        // A server that did not name itself cannot be asked by cid.
+        let anonymous = kept(&[("10.200.0.2:51828", 4242, "")]);
+        assert_eq!(
+            plan_pull(Some(&anonymous), &live),
+            Err(Rematch::SocketChanged)
+        );
+        let two = kept(&[
+            ("10.200.0.2:51828", 4242, "n1"),
+            ("10.200.0.2:51900", 5000, "n1"),
+        ]);
+        assert_eq!(plan_pull(Some(&two), &more), Ok(()));
+    }
 }

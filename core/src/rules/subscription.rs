@@ -391,4 +391,148 @@ mod tests {
             Held::NotByThisConnection { .. }
         ));
     }
+
+    fn pulled(cid: u64, inode: u64, published: u64) -> (Remembered, u64) {
+        let remembered = Remembered {
+            server: crate::facts::ServerIdent {
+                name: "n1".into(),
+                id: "NID1".into(),
+            },
+            cid,
+            local: "10.200.0.2:51828".parse().unwrap(),
+            inode,
+            held_at_ms: None,
+            account_connections: 3,
+        };
+        (remembered, published)
+    }
+
+    fn work(created: &str, delivered: u64) -> Work {
+        Work {
+            created: created.into(),
+            delivered,
+        }
+    }
+
+    /// A pull consumer's part, look after look: a move is taking part; quiet inside the
+    /// window, or with nothing delivered since, is too; quiet for the window while the
+    /// consumer delivered is not; another connection, a consumer made again or a clock gone
+    /// back starts over.
+    #[test]
+    fn a_pull_consumers_part() {
+        const T: i64 = 1_800_000_000_000;
+        let window = Duration::from_secs(60);
+        let c = "2026-12-06T00:00:00Z";
+        let (held, first) = judge_pull(vec![pulled(7, 1, 10)], None, &work(c, 5), window, T);
+        assert!(matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()));
+        assert_eq!((first.moved_at_ms, first.delivered), (T, 5));
+        let at = |secs: i64, published: u64, delivered: u64| {
+            judge_pull(
+                vec![pulled(7, 1, published)],
+                Some(&first),
+                &work(c, delivered),
+                window,
+                T + secs * 1000,
+            )
+        };
+        // Published since: taking part, counted from now.
+        let (held, kept) = at(90, 11, 50);
+        assert!(matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()));
+        assert_eq!((kept.moved_at_ms, kept.delivered), (T + 90_000, 50));
+        // Quiet inside the window, work delivered: still its part; the count goes on.
+        let (held, kept) = at(59, 10, 50);
+        assert_eq!(
+            held,
+            Held::Pulls {
+                by: first.connections[0].0.local,
+                quiet: Duration::from_secs(59)
+            }
+        );
+        assert_eq!(kept, first);
+        // Quiet for the window while the consumer delivered 45 to the others.
+        let (held, _) = at(60, 10, 50);
+        assert_eq!(
+            held,
+            Held::NotPulling {
+                connection: first.connections[0].0.local,
+                quiet: window,
+                delivered: 45
+            }
+        );
+        // Idle: nothing delivered since, however long.
+        let (held, _) = at(600, 10, 5);
+        assert!(matches!(held, Held::Pulls { .. }), "{held:?}");
+        // Another connection (a reconnect), the consumer made again, the clock gone back:
+        // a new count.
+        for (now, created, cid) in [
+            (T + 600_000, c, 8),
+            (T + 600_000, "2026-12-06T01:00:00Z", 7),
+            (T - 1, c, 7),
+        ] {
+            let (held, kept) = judge_pull(
+                vec![pulled(cid, 1, 10)],
+                Some(&first),
+                &work(created, 50),
+                window,
+                now,
+            );
+            assert!(
+                matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
+                "{held:?}"
+            );
+            assert_eq!(kept.moved_at_ms, now);
+        }
+        // A second connection of the pod moved: taking part, by it.
+        let two = judge_pull(
+            vec![pulled(7, 1, 10), pulled(9, 2, 3)],
+            None,
+            &work(c, 5),
+            window,
+            T,
+        )
+        .1;
+        let (held, _) = judge_pull(
+            vec![pulled(7, 1, 10), pulled(9, 2, 4)],
+            Some(&two),
+            &work(c, 50),
+            window,
+            T + 120_000,
+        );
+        assert!(
+            matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
+            "{held:?}"
+        );
+        // No connection listed: nothing to judge.
+        let (held, _) = judge_pull(Vec::new(), Some(&first), &work(c, 50), window, T + 120_000);
+        assert!(matches!(held, Held::NotJudged(_)));
+    }
+
+    /// A look reads the connections only when the same consumer delivered since the last
+    /// reading (and the clock did not go back).
+    #[test]
+    fn a_reading_only_when_the_consumer_delivered() {
+        const T: i64 = 1_800_000_000_000;
+        let c = "2026-12-06T00:00:00Z";
+        let kept = judge_pull(
+            vec![pulled(7, 1, 10)],
+            None,
+            &work(c, 5),
+            Duration::from_secs(60),
+            T,
+        )
+        .1;
+        assert_eq!(
+            unread(&kept, &work(c, 5), T + 30_000),
+            Some(Held::Pulls {
+                by: kept.connections[0].0.local,
+                quiet: Duration::from_secs(30)
+            })
+        );
+        assert_eq!(unread(&kept, &work(c, 6), T + 30_000), None);
+        assert_eq!(
+            unread(&kept, &work("2026-12-06T01:00:00Z", 5), T + 30_000),
+            None
+        );
+        assert_eq!(unread(&kept, &work(c, 5), T - 1), None);
+    }
 }
