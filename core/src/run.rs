@@ -1943,6 +1943,26 @@ mod tests {
         assert_eq!(published, None);
         let (held, _) = judge(Err(Unknown::Deadline));
         assert_eq!(held, Held::NotJudged(Unknown::Deadline));
+        // Two of the pod's connections on one server: each read, whichever pulls.
+        let both: Vec<SocketAddr> = vec![ours[0], "10.0.0.2:40001".parse().unwrap()];
+        let second = listed_conn("10.0.0.2:40001", 8, 20);
+        let answer = connz(None, vec![mine.clone(), second]);
+        let (_, published) = pulls_matched(
+            &wanted,
+            &both,
+            &sockets,
+            &answer,
+            (None, &work),
+            window,
+            NOW,
+        );
+        let read: Vec<u64> = published
+            .unwrap()
+            .connections
+            .iter()
+            .map(|(m, _)| m.cid)
+            .collect();
+        assert_eq!(read, [7, 8]);
         let others = Ok(Connz {
             holding: Vec::new(),
             ..connz(None, vec![listed_conn("10.0.0.3:40000", 9, 99)]).unwrap()
