@@ -645,6 +645,11 @@ impl<'c> Run<'c> {
                     let pulls = Wanted::pulls_of(&seen.name);
                     if self.state.memo(&pulls).pull.is_some() {
                         let mut sub = self.sub(pulls, Some(seen.name.clone()));
+                        // Still a pull part: never kept, nor judged, as a deliver subject.
+                        sub.pull = sub.memo.pull.as_ref().map(|p| Work {
+                            created: p.created.clone(),
+                            delivered: p.delivered,
+                        });
                         sub.result = Some(SubJudged {
                             held: Held::NotJudged(why.clone()),
                             found: Found::Waited,
@@ -967,8 +972,7 @@ impl<'c> Run<'c> {
                 },
             );
             self.subscriptions.push(JudgedSubscription {
-                pull: sub.pull.is_some()
-                    || matches!(held, Held::Pulls { .. } | Held::NotPulling { .. }),
+                pull: sub.pull.is_some(),
                 held,
                 carried: carried.map(|(_, c)| c),
                 found: Some(j.found),
