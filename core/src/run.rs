@@ -2124,6 +2124,51 @@ mod tests {
         assert_eq!(health, Health::Healthy);
     }
 
+    /// A pull consumer's part NATS did not answer for, in a look that answered for another
+    /// consumer: kept as a pull part, not judged, and never recorded as a deliver
+    /// subscription the next unanswered look would judge missing.
+    #[test]
+    fn a_pull_part_unanswered_in_a_look_stays_a_pull_part() {
+        let mut w = World::new(
+            vec![
+                consumer(Behaviour::Acking),
+                Consumer {
+                    name: world::name("S", "P"),
+                    ..consumer(Behaviour::Unanswered {
+                        from: 1000,
+                        until: 3000,
+                    })
+                },
+            ],
+            vec![Answer::OnTime],
+        );
+        w.client.started = -1_000_000;
+        deaf_at(&mut w, None, false);
+        w.subscription.as_mut().unwrap().pull = true;
+        let check = w.check(4000, 3000);
+        assert_eq!(w.run(&check, 0).exit, 0);
+        let half = w.run(&check, 1000);
+        assert!(half.asked.consumers);
+        let e = half.ended.unwrap();
+        assert_eq!(half.exit, 0);
+        let part = e
+            .subscriptions
+            .iter()
+            .find(|s| s.consumer.as_ref() == Some(&world::name("S", "P")))
+            .unwrap();
+        assert!(part.pull, "{part:?}");
+        assert_eq!(part.held, Held::NotJudged(Unknown::Deadline));
+        let look = w.kept().unwrap().look.clone().unwrap();
+        assert!(look.wanted.is_empty(), "{:?}", look.wanted);
+        // Unanswered again: still not judged, nothing missing.
+        let again = w.run(&check, 2000);
+        assert!(again.asked.consumers);
+        assert_eq!(again.exit, 0, "{:?}", again.ended);
+        let e = again.ended.unwrap();
+        assert_eq!(e.subscriptions.len(), 2, "{:?}", e.subscriptions);
+        assert!(e.subscriptions.iter().all(|s| s.pull));
+    }
+
     /// A state that could not be kept: each consumer says why, and its cause counts from the
     /// last sample that could be kept.
     #[test]

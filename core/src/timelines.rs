@@ -1,9 +1,9 @@
 //! The principles over generated timelines, proven on the check's own run (`run::Run`),
 //! driven through a simulated pod and NATS (`world::World`): consumers (acking at a pace,
 //! serialized with a backlog, idle, paused, recreated, wedged for a while or for good, losing
-//! messages to retention, unbound, deleted), the pod's deliver subscriptions (held, or deaf),
-//! what NATS does to each run that asks it (on time, every kind of not-judged answer, a
-//! restarted server), the client's connections (replaced, the client restarted young), the
+//! messages to retention, unbound, deleted, left unanswered while the others are answered),
+//! the pod's deliver subscriptions and pull parts (held, or deaf), what NATS does to each run
+//! that asks it (on time, every kind of not-judged answer, a restarted server), the client's connections (replaced, the client restarted young), the
 //! runs' cadence (a period with jitter, a stalled node, runs further apart than the window,
 //! a second probe of the same check sharing its state file) and a kubelet counting
 //! `failureThreshold` failures in a row. Nothing of the run is rebuilt here.
@@ -380,7 +380,7 @@ fn healthy_timeline() -> impl Strategy<Value = Timeline> {
             window_of(period),
             prop::collection::vec(any_answer(), 1..12),
             prop::option::of((0..60usize, 1..=30i64)),
-            prop::collection::vec(0..4u8, 1..=3),
+            prop::collection::vec(0..5u8, 1..=3),
             1..=100i64,
             (20..80usize, 0..3u8, prop::collection::vec(0..80i64, 0..3)),
         )
@@ -409,7 +409,12 @@ fn healthy_timeline() -> impl Strategy<Value = Timeline> {
                             0 => Behaviour::Acking,
                             1 => Behaviour::Idle,
                             2 => Behaviour::Paused,
-                            _ => Behaviour::Recreated { at: recreate_at },
+                            3 => Behaviour::Recreated { at: recreate_at },
+                            // Unanswered for three windows while the others are answered.
+                            _ => Behaviour::Unanswered {
+                                from: recreate_at,
+                                until: recreate_at + 3 * window,
+                            },
                         })
                         .collect();
                     let mut world = World::new(

@@ -76,6 +76,9 @@ pub enum Behaviour {
     Unbound { at: Ms },
     /// Acking; the durable deleted at `at`.
     Absent { at: Ms },
+    /// Acking; NATS leaves the asks about it unanswered from `from` until `until` (its
+    /// stream's leader being elected), while it answers for the others.
+    Unanswered { from: Ms, until: Ms },
 }
 
 /// One consumer of the simulated server.
@@ -504,6 +507,11 @@ impl World {
         let Some(c) = self.consumers.iter().find(|c| c.name == *name) else {
             return Observed::ConsumerMissing;
         };
+        if let Behaviour::Unanswered { from, until } = c.behaviour {
+            if (from..until).contains(&now) {
+                return Observed::NotJudged(Unknown::Deadline);
+            }
+        }
         let until = match c.behaviour {
             Behaviour::Quiet { until } if now < until => Ms::MIN,
             Behaviour::Wedged { at, until } if now < until => now.min(at),
