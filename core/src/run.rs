@@ -712,6 +712,19 @@ impl<'c> Run<'c> {
         for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
             if let Some(work) = &sub.pull {
                 let kept = sub.memo.pull.as_ref();
+                // Its connections are read with each look: after reads that went unanswered,
+                // the next waits a look, then two, and so on (a slow server asked less).
+                let unanswered = sub.memo.unanswered.as_ref();
+                if let Some(next) = remembered::waiting(unanswered, check.sample_every, now) {
+                    sub.result = Some(SubJudged {
+                        held: Held::NotJudged(Unknown::Waiting(next)),
+                        found: Found::Waited,
+                        connection: None,
+                        published: kept.cloned(),
+                        asked: false,
+                    });
+                    continue;
+                }
                 let plan = remembered::plan_pull(kept, &live);
                 let unread = kept
                     .filter(|_| plan.is_ok())
@@ -1791,9 +1804,25 @@ mod tests {
         check: &Check,
         kept: Kept,
         now: i64,
-        (cid, in_msgs): (u64, u64),
+        connection: (u64, u64),
         delivered: u64,
     ) -> (Held, crate::rules::check::Health, State) {
+        let (held, health, state, _) =
+            pull_run_answered(check, kept, now, connection, delivered, true);
+        (held, health, state)
+    }
+
+    /// `pull_run`, with the reads of the connections answered or left unanswered (the
+    /// deadline); also whether the run read them.
+    fn pull_run_answered(
+        check: &Check,
+        kept: Kept,
+        now: i64,
+        (cid, in_msgs): (u64, u64),
+        delivered: u64,
+        answered: bool,
+    ) -> (Held, crate::rules::check::Health, State, bool) {
+        let mut read = false;
         let mut run = Run::new(
             check,
             Start {
@@ -1832,7 +1861,17 @@ mod tests {
         };
         let state = loop {
             match run.ask() {
+                Some(Ask::Connz { .. } | Ask::Lookups(_)) if !answered => {
+                    read = true;
+                    match run.ask() {
+                        Some(Ask::Connz { .. }) => {
+                            run.feed(Seen::Connz(Err(Unknown::Deadline), true))
+                        }
+                        _ => run.feed(Seen::Lookups(vec![(Err(Unknown::Deadline), true)])),
+                    }
+                }
                 Some(Ask::Connz { wanted, every, .. }) => {
+                    read = true;
                     assert!(wanted.is_empty() && every);
                     let connz = Connz {
                         source: "test".into(),
@@ -1846,6 +1885,7 @@ mod tests {
                     run.feed(Seen::Connz(Ok(connz), true));
                 }
                 Some(Ask::Lookups(l)) => {
+                    read = true;
                     assert_eq!(l.len(), 1);
                     let answer = LookedUp {
                         server: n1.clone(),
@@ -1869,6 +1909,7 @@ mod tests {
             ended.subscriptions[0].held.clone(),
             ended.verdict.health,
             state,
+            read,
         )
     }
 
@@ -2122,6 +2163,51 @@ mod tests {
             "{held:?}"
         );
         assert_eq!(health, Health::Healthy);
+    }
+
+    /// Reads of a pull consumer's part that went unanswered make the next wait: a look, then
+    /// two, doubling (a slow server asked less, never more); waiting is not judged, and an
+    /// answer ends the wait.
+    #[test]
+    fn unanswered_reads_of_a_pull_part_wait() {
+        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = Check {
+            own_subscription: true,
+            sample_every: core::time::Duration::from_secs(2),
+            ..w.check(4000, 0)
+        };
+        let run = |kept, at, answered| {
+            pull_run_answered(
+                &check,
+                kept,
+                NOW + at,
+                (7, 10 + at as u64),
+                6 + at as u64,
+                answered,
+            )
+        };
+        let (_, _, s, read) = run(Kept::Missing, 0, true);
+        assert!(read);
+        let (held, _, s, read) = run(Kept::State(s), 2000, false);
+        assert!(read);
+        assert_eq!(held, Held::NotJudged(Unknown::Deadline));
+        // One unanswered: the next look (a look's time later) reads again.
+        let (_, _, s, read) = run(Kept::State(s), 4000, false);
+        assert!(read);
+        // Two: it waits two looks' time.
+        let (held, health, s, read) = run(Kept::State(s), 6000, true);
+        assert!(!read);
+        assert_eq!(
+            held,
+            Held::NotJudged(Unknown::Waiting(core::time::Duration::from_secs(2)))
+        );
+        assert_eq!(health, crate::rules::check::Health::Healthy);
+        let (held, _, s, read) = run(Kept::State(s), 8000, true);
+        assert!(read);
+        assert!(matches!(held, Held::Pulls { .. }), "{held:?}");
+        // Answered: no wait.
+        let (_, _, _, read) = run(Kept::State(s), 10_000, true);
+        assert!(read);
     }
 
     /// A pull consumer's part NATS did not answer for, in a look that answered for another

@@ -255,8 +255,15 @@ fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
     // A run's jitter may also move the look that sees the window out by one run.
     let moved = if jitter > 0 { t.period } else { 0 };
     // A subscription's lookups NATS left unanswered make the next ones wait
-    // (`remembered::retry_after`): a slow server is asked less often, not more.
+    // (`remembered::retry_after`), and a pull consumer's part's reads, from one
+    // `--sample-every`: a slow server is asked less often, not more.
+    let waits = |trust: Duration| -> Ms {
+        (1..=unanswered)
+            .map(|n| remembered::retry_after(n, trust).as_millis() as Ms)
+            .sum()
+    };
     let waited: Ms = match fault {
+        restart::Fault::NotPulling => waits(settings.cadence.sample_every),
         restart::Fault::Deaf {
             connections,
             direct,
@@ -267,10 +274,7 @@ fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
                 direct,
                 looking: false,
             };
-            let trust = remembered::trust_time(asking, connections).length;
-            (1..=unanswered)
-                .map(|n| remembered::retry_after(n, trust).as_millis() as Ms)
-                .sum()
+            waits(remembered::trust_time(asking, connections).length)
         }
         _ => 0,
     };

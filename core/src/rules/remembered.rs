@@ -319,11 +319,8 @@ pub fn plan(
             _ => {}
         }
     }
-    if let Some(u) = unanswered {
-        let due = u.last_ms + retry_after(u.count, trust.length).as_millis() as i64;
-        if now_ms >= u.last_ms && now_ms < due {
-            return Plan::Wait(Duration::from_millis((due - now_ms) as u64));
-        }
+    if let Some(wait) = waiting(unanswered, trust.length, now_ms) {
+        return Plan::Wait(wait);
     }
     match (memo, same_socket) {
         (None, _) => Plan::Match(Rematch::FirstTime),
@@ -348,6 +345,14 @@ pub fn plan_pull(kept: Option<&Published>, live: &[Socket]) -> Result<(), Rematc
         true => Ok(()),
         false => Err(Rematch::SocketChanged),
     }
+}
+
+/// After asks that went unanswered in a row, how long the next one waits from now (`trust`
+/// the time a healthy pod's asks come apart); none when it is due.
+pub fn waiting(unanswered: Option<&Unanswered>, trust: Duration, now_ms: i64) -> Option<Duration> {
+    let u = unanswered?;
+    let due = u.last_ms + retry_after(u.count, trust).as_millis() as i64;
+    (now_ms >= u.last_ms && now_ms < due).then(|| Duration::from_millis((due - now_ms) as u64))
 }
 
 /// How long after `count` unanswered asks in a row the next one comes: the trust time, then
