@@ -349,6 +349,23 @@ mod tests {
             false,
         );
         assert_eq!((s.looks_with_lookup, s.lookups_alone), (1, 4));
+        // `--stall-after 2m` (docs/performance.md): 1 run in 9 asks; a trust time of its own
+        // sets the lookups.
+        let longer = Cadence {
+            period: Duration::from_secs(10),
+            sample_every: Duration::from_secs(90),
+            window: Duration::from_secs(120),
+        };
+        let s = schedule(720, longer, TrustSetting::Auto, 100, false);
+        assert_eq!(s.looks + s.looks_with_lookup + s.matches, 81);
+        let s = schedule(
+            720,
+            Cadence::DEFAULT,
+            TrustSetting::Fixed(Duration::ZERO),
+            100,
+            false,
+        );
+        assert_eq!(s.looks_with_lookup + s.lookups_alone, 719);
     }
 
     /// A window longer than the stall (2 × ack_wait) or a shorter period move the times as
