@@ -195,6 +195,16 @@ fn restarted_at(runs: &[(Instant, Run)]) -> Option<Instant> {
     None
 }
 
+/// Each run's end after `from`, its exit and its line: what a failed bound shows.
+fn timeline(from: Instant, runs: &[(Instant, Run)]) -> String {
+    runs.iter()
+        .map(|(at, run)| {
+            let (t, line) = ((*at - from).as_secs_f64(), run.line());
+            format!("  {t:>6.2} s  exit {:?}  {line}\n", run.code)
+        })
+        .collect()
+}
+
 /// Every run passed; else the first that did not.
 #[track_caller]
 fn all_pass(what: &str, runs: &[(Instant, Run)]) {
@@ -251,7 +261,8 @@ fn the_deaf_replica_of_a_pull_group(version: Version, clients: [Client; 3]) {
     ]);
     assert!(
         took <= bound,
-        "{version:?}: restarted {took:?} after the loop stopped, past {bound:?}"
+        "{version:?}: restarted {took:?} after the loop stopped, past {bound:?}; its runs:\n{}",
+        timeline(stopped, &after[0])
     );
     all_pass(&format!("{version:?}: pod 1 after"), &after[1]);
     all_pass(&format!("{version:?}: pod 2 after"), &after[2]);

@@ -315,6 +315,24 @@ mod tests {
             );
         }
         assert_eq!(said(&go_settings, deaf), said(&go_settings, Fault::Unbound));
+        // The README's section on the Go consumer says the same.
+        let readme = flat(include_str!("../README.md"));
+        let sentence = format!(
+            "A deaf replica is restarted {} after it went deaf, a stalled consumer {} after its last ack.",
+            said(&go_settings, deaf),
+            said(&go_settings, Fault::Stalled)
+        );
+        assert!(readme.contains(&sentence), "README.md: {sentence}");
+        // And the FAQ quotes the README's table.
+        let r = Settings::RECOMMENDED;
+        let faq = flat(include_str!("../docs/faq.md"));
+        let sentence = format!(
+            "table: {} for a client that gave up, {} for a stalled consumer, {} for a deaf replica",
+            said(&r, Fault::GaveUp),
+            said(&r, Fault::Stalled),
+            said(&r, deaf)
+        );
+        assert!(faq.contains(&sentence), "docs/faq.md: {sentence}");
         let bento = flat(include_str!("../examples/kubernetes/bento-deployment.yaml"));
         let r = Settings::RECOMMENDED;
         for sentence in [
