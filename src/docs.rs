@@ -266,6 +266,51 @@ mod tests {
         );
     }
 
+    /// Each way a run finds a subscription's connection is one of the JSON's `found` words
+    /// that docs/reference.md lists.
+    #[test]
+    fn the_reference_lists_every_found_word() {
+        use crate::report::remembered::found_word;
+        use crate::rules::remembered::{Found, Rematch, Trust};
+        let reference = include_str!("../docs/reference.md");
+        let row = reference
+            .lines()
+            .find(|l| l.starts_with("| `subscriptions[]` |"))
+            .expect("the subscriptions row");
+        let trust = Trust {
+            length: std::time::Duration::ZERO,
+            stretched_for: None,
+            at_look: false,
+        };
+        let every = [
+            Found::Trusted {
+                held_ago: std::time::Duration::ZERO,
+                trust,
+            },
+            Found::LookedUp { cid: 1 },
+            Found::Matched(Rematch::FirstTime),
+            Found::Waited,
+            Found::NothingDelivered,
+            Found::WithinWindow,
+        ];
+        for f in every {
+            // A new way must be added above: this match has no arm for it.
+            match f {
+                Found::Trusted { .. }
+                | Found::LookedUp { .. }
+                | Found::Matched(_)
+                | Found::Waited
+                | Found::NothingDelivered
+                | Found::WithinWindow => {}
+            }
+            let word = format!("`{}`", found_word(f));
+            assert!(
+                row.contains(&word),
+                "docs/reference.md lacks `found` {word}"
+            );
+        }
+    }
+
     /// The examples' comments give the times to restart that the rules compute for their
     /// own flags.
     #[test]

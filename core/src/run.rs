@@ -30,7 +30,7 @@ use crate::rules::remembered::{
     self, Asking, Carried, Confirmed, Found, LastLook, Of, Plan, Rematch, SeenFault, Socket,
     TrustSetting, Wrong,
 };
-use crate::rules::subscription::{self, Held, Work};
+use crate::rules::subscription::{self, Held, Unread, Work};
 use crate::state::{Kept, State};
 use alloc::collections::BTreeMap;
 use core::net::SocketAddr;
@@ -709,7 +709,9 @@ impl<'c> Run<'c> {
         let (check, now) = (self.check, self.start.now_ms);
         let (_, live) = our_sockets(&self.connections);
         let looking = matches!(self.obs.sampling, Some(Sampling::Ask(_)));
-        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+        let windows = self.sub_windows();
+        let subs = self.subs.iter_mut().zip(windows);
+        for (sub, window) in subs.filter(|(s, _)| s.result.is_none()) {
             if let Some(work) = &sub.pull {
                 let kept = sub.memo.pull.as_ref();
                 // Its connections are read with each look: after reads that went unanswered,
@@ -728,12 +730,15 @@ impl<'c> Run<'c> {
                 let plan = remembered::plan_pull(kept, &live);
                 let unread = kept
                     .filter(|_| plan.is_ok())
-                    .and_then(|k| subscription::unread(k, work, now));
+                    .and_then(|k| subscription::unread(k, work, window, now));
                 match (plan, unread) {
-                    (Ok(()), Some(held)) => {
+                    (Ok(()), Some((held, why))) => {
                         sub.result = Some(SubJudged {
                             held,
-                            found: Found::NothingDelivered,
+                            found: match why {
+                                Unread::NothingDelivered => Found::NothingDelivered,
+                                Unread::WithinWindow => Found::WithinWindow,
+                            },
                             connection: None,
                             published: kept.cloned(),
                             asked: false,
@@ -1112,10 +1117,14 @@ impl<'c> Run<'c> {
                 carried: carried.map(|(_, c)| c),
             });
         }
-        // A pull consumer's part is calm when this pod published since the last look, or the
-        // consumer delivered nothing since its connections were last read.
+        // A pull consumer's part is calm when this pod published since the last look, or its
+        // connections were not read (no reading could find it not taking part).
         calm &= self.subscriptions.iter().all(|s| match &s.held {
-            Held::Pulls { .. } if s.found == Some(Found::NothingDelivered) => true,
+            Held::Pulls { .. }
+                if matches!(s.found, Some(Found::NothingDelivered | Found::WithinWindow)) =>
+            {
+                true
+            }
             Held::Pulls { quiet, .. } => quiet.is_zero(),
             Held::NotPulling { .. } => false,
             _ => !s.pull,
@@ -2165,16 +2174,59 @@ mod tests {
         assert_eq!(health, Health::Healthy);
     }
 
+    /// A pull consumer's part is read only once a reading could find a fault: the last
+    /// publish seen a window old. A look before that reads nothing, is calm, and goes on from
+    /// the kept reading; the one after it judges the whole quiet time.
+    #[test]
+    fn a_pull_part_is_read_when_its_window_is_due() {
+        use crate::rules::check::Health;
+        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = Check {
+            own_subscription: true,
+            sample_every: core::time::Duration::ZERO,
+            ..w.check(4000, 0)
+        };
+        let run = |kept, at: i64, in_msgs, delivered| {
+            pull_run_answered(&check, kept, NOW + at, (7, in_msgs), delivered, true)
+        };
+        let (_, _, s, read) = run(Kept::Missing, 0, 10, 6);
+        assert!(read);
+        // Inside the window, work delivered and whatever the pod published: not read, calm.
+        let (held, health, s, read) = run(Kept::State(s), 3999, 10, 20);
+        assert!(!read);
+        assert_eq!(
+            held,
+            Held::Pulls {
+                by: "10.0.0.2:40000".parse().unwrap(),
+                quiet: core::time::Duration::from_millis(3999)
+            }
+        );
+        assert_eq!(health, Health::Healthy);
+        assert!(s.look.as_ref().is_some_and(|l| l.calm), "{:?}", s.look);
+        // A window after the last reading: read, and a publish since starts the count again.
+        let (held, _, s, read) = run(Kept::State(s), 4000, 11, 24);
+        assert!(read);
+        assert!(matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()));
+        let (_, _, s, read) = run(Kept::State(s), 7000, 11, 28);
+        assert!(!read);
+        // None since, for the window, while the consumer delivered: not taking part.
+        let (held, health, _, read) = run(Kept::State(s), 8000, 11, 32);
+        assert!(read);
+        assert!(matches!(held, Held::NotPulling { .. }), "{held:?}");
+        assert_eq!(health, Health::Unhealthy);
+    }
+
     /// Reads of a pull consumer's part that went unanswered make the next wait: a look, then
     /// two, doubling (a slow server asked less, never more); waiting is not judged, and an
     /// answer ends the wait.
     #[test]
     fn unanswered_reads_of_a_pull_part_wait() {
         let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        // A window shorter than a look's time: every look's read is due.
         let check = Check {
             own_subscription: true,
             sample_every: core::time::Duration::from_secs(2),
-            ..w.check(4000, 0)
+            ..w.check(1000, 0)
         };
         let run = |kept, at, answered| {
             pull_run_answered(

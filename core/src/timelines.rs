@@ -512,7 +512,9 @@ fn faulty_timeline() -> impl Strategy<Value = (Timeline, restart::Fault, Ms, u32
                         stall: None,
                         second_probe,
                         every_run,
-                        runs: (wedge_runs + 4 * window / period + 40) as usize,
+                        // Long enough for a pull part, read a window apart, through a NATS
+                        // that answers one ask in three.
+                        runs: (wedge_runs + 8 * window / period + 80) as usize,
                     };
                     (t, fault, at, unanswered as u32)
                 },

@@ -330,6 +330,9 @@ fn setup_cell(
         "s.>",
         "-durable",
         "P",
+        // Short enough for the busy serve cells' window (`BUSY_WINDOW`).
+        "-ack-wait",
+        "50ms",
     ]);
     let pull_setup: Vec<&str> = pull_setup.iter().map(String::as_str).collect();
     Peer::setup(Some(&nats), &pull_setup);
@@ -487,7 +490,7 @@ fn setup_cell(
         let fleet = (serve_asking(Cadence::DEFAULT) * 1000.0 / SERVE_LOOKS_EACH)
             .round()
             .max(1.0) as usize;
-        let lone = serve_looks(&servers, &app, bin, &url, &tls, &consumer_only, 1);
+        let (lone, _) = serve_looks(&servers, &app, bin, &url, &tls, &consumer_only, 1);
         println!(
             "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6} ",
             format!("serve's looks, --consumer S/P alone, one serve ({SERVE_LOOKS_EACH} looks/s)"),
@@ -517,28 +520,33 @@ fn setup_cell(
                 if label == "--monitor" && !tls.is_empty() {
                     continue;
                 }
-                if busy && label == "consumer alone" {
-                    continue;
+                // Busy, the fleet's reads: a window of two looks, as the defaults' 60 s is
+                // of looks 50 s apart, so a part publishing all along is read every other
+                // look.
+                let mut flags = flags.clone();
+                if busy {
+                    flags.extend(["--stall-after".to_string(), BUSY_WINDOW.to_string()]);
                 }
-                let cost = serve_looks(&servers, &app, bin, &url, &tls, flags, fleet);
+                let (cost, reads) = serve_looks(&servers, &app, bin, &url, &tls, &flags, fleet);
                 let load = match busy {
                     true => "busy",
                     false => "idle",
                 };
                 let what = match label {
-                    "consumer alone" => "serve's looks, --consumer S/P alone".to_string(),
+                    "consumer alone" => format!("serve's looks, --consumer S/P alone, {load}"),
                     _ => format!("serve's looks, pull part by cid at the {label}, {load}"),
                 };
                 println!(
-                    "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6} ",
+                    "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6} {}",
                     format!("{what} ({} looks/s)", fleet as f64 * SERVE_LOOKS_EACH),
                     cost.cpu_ms,
                     cost.rx,
                     cost.tx,
-                    "-"
+                    "-",
+                    said_reads(reads)
                 );
                 let row = match label {
-                    "consumer alone" => "serve: consumer alone".to_string(),
+                    "consumer alone" => format!("serve: consumer alone, {load}"),
                     _ => format!("serve: pull part, {label}, {load}"),
                 };
                 rows.push((row, cost));
@@ -548,9 +556,11 @@ fn setup_cell(
                 let k = (serve_asking(LONGER) * 1000.0 / SERVE_LOOKS_EACH)
                     .round()
                     .max(1.0) as usize;
-                let cost = serve_looks(&servers, &app, bin, &url, &tls, &with_monitor, k);
+                let mut flags = with_monitor.clone();
+                flags.extend(["--stall-after".to_string(), BUSY_WINDOW.to_string()]);
+                let (cost, reads) = serve_looks(&servers, &app, bin, &url, &tls, &flags, k);
                 println!(
-                    "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6} ",
+                    "  {:<58} {:>8.3} ms {:>10.0} {:>10.0} {:>6} {}",
                     format!(
                         "serve's looks, pull part by cid at the --monitor, busy ({} looks/s)",
                         k as f64 * SERVE_LOOKS_EACH
@@ -558,7 +568,8 @@ fn setup_cell(
                     cost.cpu_ms,
                     cost.rx,
                     cost.tx,
-                    "-"
+                    "-",
+                    said_reads(reads)
                 );
                 rows.push((
                     format!("serve: pull part, --monitor, busy, {LONGER_FLAG}"),
@@ -604,6 +615,17 @@ const LONGER_FLAG: &str = "--stall-after 2m";
 /// Looks a second each `serve` of the benchmark makes (`--every 100ms`).
 const SERVE_LOOKS_EACH: f64 = 10.0;
 
+/// The busy serve cells' `--stall-after`: between one and two of their looks (100 ms apart),
+/// as the defaults' window (60 s) is of looks 50 s apart and `--stall-after 2m`'s (120 s) of
+/// looks 90 s apart, so a pull part is read every other look. The pull consumer's `ack_wait`
+/// (50 ms) leaves the window this.
+const BUSY_WINDOW: &str = "150ms";
+
+/// How many of the pod's connections the server read a look (`/varz`), where it counts them.
+fn said_reads(reads: Option<f64>) -> String {
+    reads.map_or(String::new(), |r| format!("({r:.2} reads a look)"))
+}
+
 /// The share of `serve`'s looks at `--every 10s` that ask JetStream at `cadence`, from the
 /// check's own schedule: a look between them asks the server nothing.
 fn serve_asking(cadence: Cadence) -> f64 {
@@ -633,8 +655,29 @@ fn serve_looks(
     tls: &[String],
     flags: &[String],
     k: usize,
-) -> Cost {
+) -> (Cost, Option<f64>) {
     let states: Vec<tempfile::TempDir> = (0..k).map(|_| tempfile::tempdir().unwrap()).collect();
+    // With `--monitor`, the reads of the pod's connection the server served (its `/varz`
+    // counts each `/connz` request).
+    let monitor = flags
+        .iter()
+        .position(|f| f == "--monitor")
+        .and_then(|i| flags.get(i + 1))
+        .and_then(|u| u.strip_prefix("http://"))
+        .map(str::to_string);
+    let connz_served = || -> Option<f64> {
+        let addr = monitor.clone()?;
+        app.run(move || {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(addr.as_str()).ok()?;
+            let _ = s.write_all(b"GET /varz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut body = String::new();
+            let _ = s.read_to_string(&mut body);
+            let json = &body[body.find("\r\n\r\n")? + 4..];
+            let v: serde_json::Value = serde_json::from_str(json).ok()?;
+            v["http_req_stats"]["/connz"].as_f64()
+        })
+    };
     let port = |i: usize| 18081 + i as u16;
     let looks_of = |i: usize| -> f64 {
         let listen = port(i);
@@ -652,7 +695,7 @@ fn serve_looks(
                 .sum()
         })
     };
-    // The look's JSON finds its part by cid, or needs no connection (or has no part).
+    // The look's JSON finds its part by cid, or needs no reading of it (or has no part).
     let settled = |i: usize| -> bool {
         let listen = port(i);
         app.run(move || {
@@ -668,6 +711,7 @@ fn serve_looks(
             !body.contains("\"subscriptions\"")
                 || body.contains("\"looked_up\"")
                 || body.contains("\"nothing_delivered\"")
+                || body.contains("\"within_window\"")
         })
     };
     // Started one after another, each once its first looks are made: a pod's first look
@@ -718,8 +762,10 @@ fn serve_looks(
         std::thread::sleep(Duration::from_millis(200));
     }
     let (n0, c0, (r0, t0), at) = (looks(), servers.cpu(), servers.bytes(), Instant::now());
+    let read0 = connz_served();
     std::thread::sleep(Duration::from_secs(10));
     let (n1, c1, (r1, t1)) = (looks(), servers.cpu(), servers.bytes());
+    let read1 = connz_served();
     let secs = at.elapsed().as_secs_f64();
     for serve in &mut serves {
         let _ = serve.kill();
@@ -727,12 +773,14 @@ fn serve_looks(
     }
     let (idle, idle_rx, idle_tx) = servers.idle();
     let n = (n1 - n0).max(1.0);
-    Cost {
+    let cost = Cost {
         cpu_ms: ((c1 - c0) - idle * secs).max(0.0) / n,
         rx: ((r1 - r0) as f64 - idle_rx * secs).max(0.0) / n,
         tx: ((t1 - t0) as f64 - idle_tx * secs).max(0.0) / n,
         wall_ms: 0.0,
-    }
+    };
+    let reads = read0.zip(read1).map(|(a, b)| (b - a) / n);
+    (cost, reads)
 }
 
 /// The pod's server slowed (stopped for 900 ms of every second: it answers late or not at

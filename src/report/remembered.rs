@@ -51,6 +51,9 @@ pub fn found_phrase(f: Found) -> String {
             "not asked: the consumer delivered nothing since this pod's connections were last read"
                 .into()
         }
+        Found::WithinWindow => {
+            "not asked: this pod's connections last published less than the window ago".into()
+        }
     }
 }
 
@@ -62,6 +65,7 @@ pub fn found_word(f: Found) -> &'static str {
         Found::Matched(_) => "matched",
         Found::Waited => "waited",
         Found::NothingDelivered => "nothing_delivered",
+        Found::WithinWindow => "within_window",
     }
 }
 

@@ -212,6 +212,9 @@ pub enum Found {
     /// A pull consumer's part, not asked: the consumer delivered nothing since this pod's
     /// connections were last read, so no reading could find it not taking part.
     NothingDelivered,
+    /// A pull consumer's part, not asked: its connections last published (or were first read)
+    /// less than the window ago, so no reading could find it not taking part yet.
+    WithinWindow,
 }
 
 /// What to do first, before any lookup.

@@ -188,17 +188,35 @@ pub fn judge_pull(
     (held, before.clone())
 }
 
-/// Whether a pull consumer's part needs its connections read this look: not while the
-/// consumer (the same one) delivered nothing since the last reading, as then no reading can
-/// find the pod not taking part, and the count goes on from the kept one. Then what it is:
-/// taking part, quiet since the last move.
-pub fn unread(kept: &Published, work: &Work, now_ms: i64) -> Option<Held> {
-    let idle = kept.created == work.created && kept.delivered == work.delivered;
+/// Why a look does not read a pull consumer's part: no reading could find the pod not taking
+/// part, and the count goes on from the kept one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unread {
+    /// The consumer (the same one) delivered nothing since the last reading.
+    NothingDelivered,
+    /// Its connections last published (or were first read) less than the window ago.
+    WithinWindow,
+}
+
+/// Whether a pull consumer's part needs its connections read this look: only when a reading
+/// could find the pod not taking part, i.e. the consumer delivered since the last reading and
+/// the last move seen is a window old (and the clock did not go back). Else why not, and what
+/// the part is: taking part, quiet since the last move.
+pub fn unread(
+    kept: &Published,
+    work: &Work,
+    window: Duration,
+    now_ms: i64,
+) -> Option<(Held, Unread)> {
     let by = kept.connections.first()?.0.local;
-    (idle && kept.moved_at_ms <= now_ms).then(|| Held::Pulls {
-        by,
-        quiet: Duration::from_millis((now_ms - kept.moved_at_ms) as u64),
-    })
+    let quiet =
+        Duration::from_millis(now_ms.checked_sub(kept.moved_at_ms).filter(|q| *q >= 0)? as u64);
+    let why = match kept.created == work.created && kept.delivered == work.delivered {
+        true => Unread::NothingDelivered,
+        false if quiet < window => Unread::WithinWindow,
+        false => return None,
+    };
+    Some((Held::Pulls { by, quiet }, why))
 }
 
 /// Whether a listed connection holds `w`: the same subject, in the same queue group.
@@ -508,31 +526,34 @@ mod tests {
     }
 
     /// A look reads the connections only when the same consumer delivered since the last
-    /// reading (and the clock did not go back).
+    /// reading and the last move is a window old (and the clock did not go back).
     #[test]
-    fn a_reading_only_when_the_consumer_delivered() {
+    fn a_reading_only_when_the_consumer_delivered_and_the_window_passed() {
         const T: i64 = 1_800_000_000_000;
         let c = "2026-12-06T00:00:00Z";
-        let kept = judge_pull(
-            vec![pulled(7, 1, 10)],
-            None,
-            &work(c, 5),
-            Duration::from_secs(60),
-            T,
-        )
-        .1;
+        let window = Duration::from_secs(60);
+        let kept = judge_pull(vec![pulled(7, 1, 10)], None, &work(c, 5), window, T).1;
+        let pulls = |quiet| Held::Pulls {
+            by: kept.connections[0].0.local,
+            quiet: Duration::from_secs(quiet),
+        };
         assert_eq!(
-            unread(&kept, &work(c, 5), T + 30_000),
-            Some(Held::Pulls {
-                by: kept.connections[0].0.local,
-                quiet: Duration::from_secs(30)
-            })
+            unread(&kept, &work(c, 5), window, T + 90_000),
+            Some((pulls(90), Unread::NothingDelivered))
         );
-        assert_eq!(unread(&kept, &work(c, 6), T + 30_000), None);
         assert_eq!(
-            unread(&kept, &work("2026-12-06T01:00:00Z", 5), T + 30_000),
+            unread(&kept, &work(c, 6), window, T + 30_000),
+            Some((pulls(30), Unread::WithinWindow))
+        );
+        assert_eq!(
+            unread(&kept, &work(c, 6), window, T + 59_999).map(|(_, why)| why),
+            Some(Unread::WithinWindow)
+        );
+        assert_eq!(unread(&kept, &work(c, 6), window, T + 60_000), None);
+        assert_eq!(
+            unread(&kept, &work("2026-12-06T01:00:00Z", 5), window, T + 60_000),
             None
         );
-        assert_eq!(unread(&kept, &work(c, 5), T - 1), None);
+        assert_eq!(unread(&kept, &work(c, 5), window, T - 1), None);
     }
 }
