@@ -228,6 +228,13 @@ fn the_deaf_replica_of_a_pull_group(version: Version, clients: [Client; 3]) {
     let calm = g.cadence(Duration::from_secs(10), true, |_| false);
     for (i, runs) in calm.iter().enumerate() {
         all_pass(&format!("{version:?}: pod {i} before"), runs);
+        // A look inside the window reads nothing, and says so.
+        assert!(
+            runs.iter()
+                .any(|(_, r)| r.line().contains("last seen publishing")),
+            "{version:?}: pod {i} read its part with every look\n{}",
+            timeline(runs[0].0, runs)
+        );
     }
     let json = g.json(0);
     assert_eq!(json["subscriptions"][0]["state"], "held", "{json}");

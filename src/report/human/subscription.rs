@@ -4,6 +4,7 @@
 use super::consumer::carried_phrase;
 use super::standing::{standing_phrase, Checked};
 use crate::rules::judged::JudgedSubscription;
+use crate::rules::remembered::Found;
 use crate::rules::subscription::Held;
 
 /// `subscription deliver.D in queue group D (consumer S/D)`; `this pod's pulls of consumer
@@ -40,6 +41,15 @@ pub fn subscription_phrase(s: &JudgedSubscription) -> String {
             carried_phrase(s.carried.as_ref())
         ),
         Held::Pulls { by, quiet } if quiet.is_zero() => format!("taking part ({by} published since the last look)"),
+        // Not read this look: said as last seen.
+        Held::Pulls { by, quiet } if s.found == Some(Found::WithinWindow) => format!(
+            "taking part ({by} last seen publishing {} ago, less than the window)",
+            crate::report::words::display(*quiet)
+        ),
+        Held::Pulls { by, quiet } if s.found == Some(Found::NothingDelivered) => format!(
+            "taking part ({by} last seen publishing {} ago, and nothing delivered since)",
+            crate::report::words::display(*quiet)
+        ),
         Held::Pulls { by, quiet } => format!(
             "taking part ({by} published nothing for {}, less than the window, or nothing was delivered meanwhile)",
             crate::report::words::display(*quiet)
@@ -57,5 +67,51 @@ pub fn subscription_phrase(s: &JudgedSubscription) -> String {
             "not judged: {why}{}",
             standing_phrase(s.standing, Checked::Subscription)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::Wanted;
+    use std::time::Duration;
+
+    /// A pull consumer's part says what was read: published since the last look, quiet as
+    /// read, or (not read this look) as last seen, and why it was not read.
+    #[test]
+    fn a_pull_part_says_what_was_read() {
+        let part = |quiet: u64, found: Found| JudgedSubscription {
+            wanted: Wanted {
+                subject: "$JS.API.CONSUMER.MSG.NEXT.S.P".into(),
+                queue: None,
+            },
+            pull: true,
+            consumer: None,
+            held: Held::Pulls {
+                by: "10.0.0.5:51828".parse().unwrap(),
+                quiet: Duration::from_secs(quiet),
+            },
+            carried: None,
+            standing: None,
+            found: Some(found),
+            judged_before: true,
+        };
+        let read = Found::LookedUp { cid: 7 };
+        assert_eq!(
+            subscription_phrase(&part(0, read)),
+            "taking part (10.0.0.5:51828 published since the last look)"
+        );
+        assert_eq!(
+            subscription_phrase(&part(3, read)),
+            "taking part (10.0.0.5:51828 published nothing for 3s, less than the window, or nothing was delivered meanwhile)"
+        );
+        assert_eq!(
+            subscription_phrase(&part(50, Found::WithinWindow)),
+            "taking part (10.0.0.5:51828 last seen publishing 50s ago, less than the window)"
+        );
+        assert_eq!(
+            subscription_phrase(&part(90, Found::NothingDelivered)),
+            "taking part (10.0.0.5:51828 last seen publishing 1m30s ago, and nothing delivered since)"
+        );
     }
 }
