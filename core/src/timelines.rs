@@ -252,6 +252,18 @@ fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
         _ => unanswered,
     };
     let jitter = t.jitter.iter().max().copied().unwrap_or(0);
+    // A pull consumer's part is read with the first look a window after the last publish
+    // seen, so its fault comes at most twice a window plus two looks' spacing after the pod's
+    // last publish (docs/checks.md), whoever's runs make the looks: a second probe's make them
+    // off the kubelet's grid, where the table's runs never are.
+    let slowest = match fault {
+        restart::Fault::NotPulling => {
+            let spacing = t.sample_every() + t.period + jitter;
+            let runs = (FAILURE_THRESHOLD as Ms - 1) * (t.period + jitter);
+            (slowest.as_millis() as Ms).max(2 * (t.window() + spacing) + runs)
+        }
+        _ => slowest.as_millis() as Ms,
+    };
     // A run's jitter may also move the look that sees the window out by one run.
     let moved = if jitter > 0 { t.period } else { 0 };
     // A subscription's lookups NATS left unanswered make the next ones wait
@@ -278,7 +290,7 @@ fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
         }
         _ => 0,
     };
-    slowest.as_millis() as Ms + (2 * unanswered as Ms + 1) * (t.period + jitter) + moved + waited
+    slowest + (2 * unanswered as Ms + 1) * (t.period + jitter) + moved + waited
 }
 
 fn world_ms(ms: Ms) -> Duration {
