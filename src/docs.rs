@@ -368,6 +368,13 @@ mod tests {
             said(&go_settings, Fault::Stalled)
         );
         assert!(readme.contains(&sentence), "README.md: {sentence}");
+        // docs/checks.md quotes the README's row for a pull consumer's part.
+        let checks = flat(include_str!("../docs/checks.md"));
+        let sentence = format!(
+            "(the README's time to restart: {} at the defaults)",
+            said(&Settings::RECOMMENDED, Fault::NotPulling)
+        );
+        assert!(checks.contains(&sentence), "docs/checks.md: {sentence}");
         // And the FAQ quotes the README's table.
         let r = Settings::RECOMMENDED;
         let faq = flat(include_str!("../docs/faq.md"));
