@@ -30,7 +30,7 @@ use crate::rules::remembered::{
     self, Asking, Carried, Confirmed, Found, LastLook, Of, Plan, Rematch, SeenFault, Socket,
     TrustSetting, Wrong,
 };
-use crate::rules::subscription::{self, Held, Unread, Work};
+use crate::rules::subscription::{self, Held, Work};
 use crate::state::{Kept, State};
 use alloc::collections::BTreeMap;
 use core::net::SocketAddr;
@@ -714,8 +714,9 @@ impl<'c> Run<'c> {
         for (sub, window) in subs.filter(|(s, _)| s.result.is_none()) {
             if let Some(work) = &sub.pull {
                 let kept = sub.memo.pull.as_ref();
-                // Its connections are read with each look: after reads that went unanswered,
-                // the next waits a look, then two, and so on (a slow server asked less).
+                // Its connections are read at a look when due (below): after reads that went
+                // unanswered, the next waits a look, then two, and so on (a slow server asked
+                // less).
                 let unanswered = sub.memo.unanswered.as_ref();
                 if let Some(next) = remembered::waiting(unanswered, check.sample_every, now) {
                     sub.result = Some(SubJudged {
@@ -732,13 +733,10 @@ impl<'c> Run<'c> {
                     .filter(|_| plan.is_ok())
                     .and_then(|k| subscription::unread(k, work, window, now));
                 match (plan, unread) {
-                    (Ok(()), Some((held, why))) => {
+                    (Ok(()), Some((held, found))) => {
                         sub.result = Some(SubJudged {
                             held,
-                            found: match why {
-                                Unread::NothingDelivered => Found::NothingDelivered,
-                                Unread::WithinWindow => Found::WithinWindow,
-                            },
+                            found,
                             connection: None,
                             published: kept.cloned(),
                             asked: false,

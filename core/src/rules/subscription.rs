@@ -8,6 +8,7 @@
 use crate::prelude::*;
 
 use crate::facts::{Connz, Published, Remembered, ServerConnection, Unknown, Wanted};
+use crate::rules::remembered::Found;
 use core::net::SocketAddr;
 use core::time::Duration;
 
@@ -188,32 +189,23 @@ pub fn judge_pull(
     (held, before.clone())
 }
 
-/// Why a look does not read a pull consumer's part: no reading could find the pod not taking
-/// part, and the count goes on from the kept one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unread {
-    /// The consumer (the same one) delivered nothing since the last reading.
-    NothingDelivered,
-    /// Its connections last published (or were first read) less than the window ago.
-    WithinWindow,
-}
-
 /// Whether a pull consumer's part needs its connections read this look: only when a reading
 /// could find the pod not taking part, i.e. the consumer delivered since the last reading and
-/// the last move seen is a window old (and the clock did not go back). Else why not, and what
-/// the part is: taking part, quiet since the last move.
+/// the last move seen is a window old (and the clock did not go back). Else what the part is
+/// (taking part, quiet since the last move) and why it was not read (`Found::NothingDelivered`
+/// or `Found::WithinWindow`).
 pub fn unread(
     kept: &Published,
     work: &Work,
     window: Duration,
     now_ms: i64,
-) -> Option<(Held, Unread)> {
+) -> Option<(Held, Found)> {
     let by = kept.connections.first()?.0.local;
     let quiet =
         Duration::from_millis(now_ms.checked_sub(kept.moved_at_ms).filter(|q| *q >= 0)? as u64);
     let why = match kept.created == work.created && kept.delivered == work.delivered {
-        true => Unread::NothingDelivered,
-        false if quiet < window => Unread::WithinWindow,
+        true => Found::NothingDelivered,
+        false if quiet < window => Found::WithinWindow,
         false => return None,
     };
     Some((Held::Pulls { by, quiet }, why))
@@ -539,15 +531,15 @@ mod tests {
         };
         assert_eq!(
             unread(&kept, &work(c, 5), window, T + 90_000),
-            Some((pulls(90), Unread::NothingDelivered))
+            Some((pulls(90), Found::NothingDelivered))
         );
         assert_eq!(
             unread(&kept, &work(c, 6), window, T + 30_000),
-            Some((pulls(30), Unread::WithinWindow))
+            Some((pulls(30), Found::WithinWindow))
         );
         assert_eq!(
             unread(&kept, &work(c, 6), window, T + 59_999).map(|(_, why)| why),
-            Some(Unread::WithinWindow)
+            Some(Found::WithinWindow)
         );
         assert_eq!(unread(&kept, &work(c, 6), window, T + 60_000), None);
         assert_eq!(
