@@ -41,10 +41,7 @@ mod tests {
         }
         // Prose is wrapped: compared with its whitespace made single spaces.
         let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let help = {
-            use clap::CommandFactory;
-            flat(&crate::cli::Cli::command().render_long_help().to_string())
-        };
+        let help = flat(&crate::cli::command().render_long_help().to_string());
         let security = flat(include_str!("../SECURITY.md"));
         let said = [
             (
@@ -575,9 +572,8 @@ mod tests {
     /// Every flag `--help` shows, of every command, is in the reference's flag tables.
     #[test]
     fn every_flag_is_in_the_reference() {
-        use clap::CommandFactory;
         let reference = include_str!("../docs/reference.md");
-        let cli = crate::cli::Cli::command();
+        let cli = crate::cli::command();
         for sub in cli.get_subcommands() {
             for arg in sub.get_arguments() {
                 let Some(long) = arg.get_long() else { continue };

@@ -27,8 +27,6 @@ pub struct CheckArgs {
     #[arg(
         long = "port",
         value_name = "P",
-        env = "NATSPROBE_PORT",
-        hide_env_values = true,
         value_delimiter = ',',
         value_parser = clap::value_parser!(u16).range(1..)
     )]
@@ -38,20 +36,13 @@ pub struct CheckArgs {
     /// Service's ClusterIP or CIDR under kube-proxy, e.g. 10.96.0.0/12; under socket-level load
     /// balancing (Cilium, GKE Dataplane V2) the NATS pods' network, e.g. 10.244.0.0/16, unless
     /// --server is given (it learns where the kernel holds the connection)
-    #[arg(
-        long = "remote",
-        value_name = "ADDR[/LEN]",
-        env = "NATSPROBE_REMOTE",
-        hide_env_values = true,
-        value_delimiter = ','
-    )]
+    #[arg(long = "remote", value_name = "ADDR[/LEN]", value_delimiter = ',')]
     pub remotes: Vec<Cidr>,
 
     /// Fewest live connections (ESTABLISHED, not half-open) that count as healthy
     #[arg(
         long,
         value_name = "N",
-        env = "NATSPROBE_MIN_CONNECTIONS", hide_env_values = true,
         default_value_t = 1,
         value_parser = clap::value_parser!(u32).range(1..)
     )]
@@ -59,76 +50,34 @@ pub struct CheckArgs {
 
     /// Only count sockets held by this process (so a sidecar's connection cannot mask a
     /// dead client)
-    #[arg(
-        long,
-        value_name = "PID",
-        env = "NATSPROBE_PID", hide_env_values = true,
-        value_parser = clap::value_parser!(u32).range(1..)
-    )]
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub pid: Option<u32>,
 
     /// Only count sockets held by processes of this name (comm, or argv[0]'s base name)
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "NATSPROBE_PROCESS",
-        hide_env_values = true
-    )]
+    #[arg(long, value_name = "NAME")]
     pub process: Option<String>,
 
     /// Read the socket table of this process's network namespace instead of our own
-    #[arg(
-        long,
-        value_name = "PID",
-        env = "NATSPROBE_NETNS_OF", hide_env_values = true,
-        value_parser = clap::value_parser!(u32).range(1..)
-    )]
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub netns_of: Option<u32>,
 
     /// A connection with sent data unacknowledged this long (the retransmission timer fired)
     /// is half-open and does not count; `off` not to look
-    #[arg(
-        long,
-        value_name = "DUR|off",
-        env = "NATSPROBE_HALF_OPEN_AFTER",
-        hide_env_values = true,
-        default_value = "30s",
-        value_parser = half_open_after
-    )]
+    #[arg(long, value_name = "DUR|off", default_value = "30s", value_parser = half_open_after)]
     pub half_open_after: HalfOpenAfter,
 
     /// Socket reader: netlink sock_diag with /proc fallback, or one of them only
-    #[arg(
-        long,
-        value_enum,
-        value_name = "READER",
-        env = "NATSPROBE_READER",
-        hide_env_values = true,
-        default_value_t
-    )]
+    #[arg(long, value_enum, value_name = "READER", default_value_t)]
     pub reader: ReaderArg,
 
     /// NATS server URL(s), nats:// or tls://, comma-separated; asked only when the client
     /// holds no connection, to tell "the client gave up" from "NATS is down" (else NATS_URL)
-    #[arg(
-        long = "server",
-        value_name = "URL",
-        env = "NATSPROBE_SERVER",
-        hide_env_values = true,
-        help_heading = "Server"
-    )]
+    #[arg(long = "server", value_name = "URL", help_heading = "Server")]
     pub servers: Vec<String>,
 
     /// With --server: when the client holds no connection and no server answers either,
     /// pass (a restart would not help) or fail [default: pass]
-    #[arg(
-        long,
-        value_enum,
-        value_name = "WHAT",
-        env = "NATSPROBE_WHEN_SERVER_DOWN",
-        hide_env_values = true,
-        help_heading = "Server"
-    )]
+    #[arg(long, value_enum, value_name = "WHAT", help_heading = "Server")]
     pub when_server_down: Option<WhenDownArg>,
 
     /// This pod's JetStream consumer, STREAM/DURABLE (repeatable, or comma-separated): must be
@@ -136,8 +85,6 @@ pub struct CheckArgs {
     #[arg(
         long = "consumer",
         value_name = "STREAM/DURABLE",
-        env = "NATSPROBE_CONSUMER",
-        hide_env_values = true,
         value_delimiter = ',',
         help_heading = "Consumer"
     )]
@@ -145,13 +92,19 @@ pub struct CheckArgs {
 
     /// Work waiting and no progress this long is a stall (never less than 2 × the
     /// consumer's ack_wait)
-    #[arg(long, value_name = "DUR", env = "NATSPROBE_STALL_AFTER", hide_env_values = true, default_value = "60s", value_parser = duration::parse, help_heading = "Consumer")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "60s",
+        value_parser = duration::parse,
+        help_heading = "Consumer"
+    )]
     pub stall_after: Duration,
 
     /// Ask the server about the consumers at most this often while the last answer was calm
     /// (every one idle or progressing); between looks only the sockets are read. 0: every run
     /// [default: 3/4 of --stall-after, 45s]
-    #[arg(long, value_name = "DUR", env = "NATSPROBE_SAMPLE_EVERY", hide_env_values = true, value_parser = duration::parse, help_heading = "Consumer")]
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, help_heading = "Consumer")]
     pub sample_every: Option<Duration>,
 
     /// Trust this pod's connection, on the same socket since it was seen holding the
@@ -159,12 +112,18 @@ pub struct CheckArgs {
     /// each look at the consumers where a lookup is cheap (--monitor, or up to 1,000
     /// connections in the account); else 5m, longer past 2,500 connections (120ms per
     /// connection, at most 1h), where each lookup costs the server more
-    #[arg(long, value_name = "DUR|auto", env = "NATSPROBE_SUBSCRIPTION_EVERY", hide_env_values = true, default_value = "auto", value_parser = trust_setting, help_heading = "Subscriptions")]
+    #[arg(
+        long,
+        value_name = "DUR|auto",
+        default_value = "auto",
+        value_parser = trust_setting,
+        help_heading = "Subscriptions"
+    )]
     pub subscription_every: TrustSetting,
 
     /// With --consumer: one of this pod's connections must hold each push consumer's
     /// deliver subscription, matched by address in the server's connection list
-    #[arg(long, env = "NATSPROBE_OWN_SUBSCRIPTION", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Subscriptions")]
+    #[arg(long, value_parser = FalseyValueParser::new(), help_heading = "Subscriptions")]
     pub own_subscription: bool,
 
     /// A core NATS subscription one of this pod's connections must hold, SUBJECT[@QUEUE]
@@ -172,8 +131,6 @@ pub struct CheckArgs {
     #[arg(
         long = "subscription",
         value_name = "SUBJECT[@QUEUE]",
-        env = "NATSPROBE_SUBSCRIPTION",
-        hide_env_values = true,
         value_delimiter = ',',
         help_heading = "Subscriptions"
     )]
@@ -182,29 +139,17 @@ pub struct CheckArgs {
     /// The HTTP monitoring endpoint (http://host:8222) of the server the pod connects to: its
     /// connection is matched and then looked up there directly; else, or when it is not
     /// there, the account's own report ($SYS.REQ.ACCOUNT.PING.CONNZ)
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "NATSPROBE_MONITOR",
-        hide_env_values = true,
-        help_heading = "Subscriptions"
-    )]
+    #[arg(long, value_name = "URL", help_heading = "Subscriptions")]
     pub monitor: Option<String>,
 
     /// Where the previous sample of each consumer is kept [default: $TMPDIR/natsprobe-UID]
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "NATSPROBE_STATE_DIR",
-        hide_env_values = true,
-        help_heading = "Consumer"
-    )]
+    #[arg(long, value_name = "DIR", help_heading = "Consumer")]
     pub state_dir: Option<PathBuf>,
 
     /// For a startupProbe: fail while a consumer or subscription asked for has never been
     /// judged with this configuration (wrong credentials, domain or permissions show at the
     /// deploy); once judged, pass as the check does. Keep --state-dir on an emptyDir
-    #[arg(long, env = "NATSPROBE_STARTUP", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Consumer")]
+    #[arg(long, value_parser = FalseyValueParser::new(), help_heading = "Consumer")]
     pub startup: bool,
 
     #[command(flatten)]
@@ -217,7 +162,6 @@ pub struct CheckArgs {
     #[arg(
         long,
         value_name = "DUR",
-        env = "NATSPROBE_TIMEOUT", hide_env_values = true,
         default_value = "800ms",
         value_parser = duration::parse,
         help_heading = "Output and limits"
@@ -225,11 +169,11 @@ pub struct CheckArgs {
     pub timeout: Duration,
 
     /// Print one JSON object instead of a line
-    #[arg(long, env = "NATSPROBE_JSON", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
+    #[arg(long, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
     pub json: bool,
 
     /// Also print the reader used and the matching sockets
-    #[arg(short, long, env = "NATSPROBE_VERBOSE", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
+    #[arg(short, long, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
     pub verbose: bool,
 }
 
@@ -538,9 +482,8 @@ pub(super) fn consumer_name(text: &str) -> Result<ConsumerName, Error> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cli::{describe, with_default_subcommand, Cli, Command};
+    use crate::cli::{describe, with_default_subcommand, Command};
     use crate::rules::connection::WhenServerDown;
-    use clap::Parser;
     use std::ffi::OsString;
 
     pub(crate) fn parse(args: &[&str]) -> Result<CheckConfig, String> {
@@ -549,7 +492,7 @@ pub(crate) mod tests {
 
     pub(crate) fn parse_env(args: &[&str], env: &[(&str, &str)]) -> Result<CheckConfig, String> {
         let argv = with_default_subcommand(args.iter().map(OsString::from));
-        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        let cli = crate::cli::parse(&argv).map_err(|e| e.to_string())?;
         let Command::Check(check) = cli.command else {
             return Err("not a check".into());
         };

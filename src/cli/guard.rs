@@ -15,52 +15,41 @@ use std::time::Duration;
 #[command(next_help_heading = "Guard")]
 pub struct GuardArgs {
     /// NATS server URL(s), nats:// or tls://, comma-separated (else NATS_URL)
-    #[arg(
-        long = "server",
-        value_name = "URL",
-        env = "NATSPROBE_SERVER",
-        hide_env_values = true
-    )]
+    #[arg(long = "server", value_name = "URL")]
     pub servers: Vec<String>,
 
     /// A durable that must exist, STREAM/DURABLE, or STREAM/* for a stream that must
     /// (repeatable, or comma-separated)
-    #[arg(
-        long = "expect",
-        value_name = "STREAM/DURABLE",
-        env = "NATSPROBE_EXPECT",
-        hide_env_values = true,
-        value_delimiter = ','
-    )]
+    #[arg(long = "expect", value_name = "STREAM/DURABLE", value_delimiter = ',')]
     pub expect: Vec<String>,
 
     /// A durable, or STREAM/* for a whole stream, listed as ignored and never judged
     /// (repeatable, or comma-separated)
-    #[arg(
-        long = "ignore",
-        value_name = "STREAM/DURABLE",
-        env = "NATSPROBE_IGNORE",
-        hide_env_values = true,
-        value_delimiter = ','
-    )]
+    #[arg(long = "ignore", value_name = "STREAM/DURABLE", value_delimiter = ',')]
     pub ignore: Vec<String>,
 
     /// Time between the two looks; a fault must be seen in both. At least twice the longest
     /// ack_wait, so a redelivery falls between them (nats.go's default ack_wait 30s: 1m)
-    #[arg(long, value_name = "DUR", env = "NATSPROBE_INTERVAL", hide_env_values = true, default_value = "1m", value_parser = duration::parse)]
+    #[arg(long, value_name = "DUR", default_value = "1m", value_parser = duration::parse)]
     pub interval: Duration,
 
     /// Work waiting and no progress this long is a stall (never less than 2 × the
     /// consumer's ack_wait) [default: --interval]
-    #[arg(long, value_name = "DUR", env = "NATSPROBE_STALL_AFTER", hide_env_values = true, value_parser = duration::parse)]
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub stall_after: Option<Duration>,
 
     /// Deadline for each look (the listings and the infos)
-    #[arg(long, value_name = "DUR", env = "NATSPROBE_TIMEOUT", hide_env_values = true, default_value = "10s", value_parser = duration::parse, help_heading = "Output and limits")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "10s",
+        value_parser = duration::parse,
+        help_heading = "Output and limits"
+    )]
     pub timeout: Duration,
 
     /// Print one JSON document instead of the table
-    #[arg(long, env = "NATSPROBE_JSON", hide_env_values = true, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
+    #[arg(long, value_parser = FalseyValueParser::new(), help_heading = "Output and limits")]
     pub json: bool,
 
     #[command(flatten)]
@@ -144,11 +133,10 @@ fn bad_name(flag: &str, text: &str) -> Error {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cli::{describe, Cli, Command};
-    use clap::Parser;
+    use crate::cli::{describe, Command};
 
     pub(crate) fn guard(args: &[&str], env: &[(&str, &str)]) -> Result<GuardConfig, String> {
-        let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+        let cli = crate::cli::parse(&crate::cli::argv(args)).map_err(|e| e.to_string())?;
         let Command::Guard(guard) = cli.command else {
             return Err("not a guard".into());
         };

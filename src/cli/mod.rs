@@ -92,21 +92,48 @@ enum CheckCommand {
 /// way (`a_check_parses_and_errs_alike_alone`).
 pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("check") => CheckOnly::try_parse_from(args).map(|c| match c.command {
+        Some("check") => parsed(args).map(|c: CheckOnly| match c.command {
             CheckCommand::Check(args) => Cli {
                 command: Command::Check(args),
             },
         }),
         // serve's looks' process, as serve starts it (never typed by a person).
         Some("serve") if args.get(2).is_some_and(|a| a == "--look") => {
-            LookOnly::try_parse_from(args).map(|c| match c.command {
+            parsed(args).map(|c: LookOnly| match c.command {
                 LookCommand::Serve(args) => Cli {
                     command: Command::Serve(args),
                 },
             })
         }
-        _ => Cli::try_parse_from(args),
+        _ => parsed(args),
     }
+}
+
+/// The whole command line as it is parsed, with the environment twins.
+pub fn command() -> clap::Command {
+    with_twins(Cli::command())
+}
+
+/// Every flag a person may give has its environment twin: `NATSPROBE_` and the flag's name
+/// (`--stall-after` reads `NATSPROBE_STALL_AFTER`), whose value help never shows (it may hold a
+/// credential).
+fn with_twins(command: clap::Command) -> clap::Command {
+    command.mut_subcommands(|sub| {
+        sub.mut_args(|arg| match arg.get_long() {
+            Some(long) if !arg.is_hide_set() => {
+                let twin = format!("NATSPROBE_{}", long.to_uppercase().replace('-', "_"));
+                arg.env(twin).hide_env_values(true)
+            }
+            _ => arg,
+        })
+    })
+}
+
+/// A command line parsed by `P`'s definition with the environment twins.
+fn parsed<P: Parser>(args: &[OsString]) -> Result<P, clap::Error> {
+    let mut command = with_twins(P::command());
+    let mut matches = command.try_get_matches_from_mut(args)?;
+    P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
 }
 
 /// The command line of `serve`'s looks' process: `serve`'s arguments alone, as for `check`.
@@ -127,6 +154,12 @@ pub struct InstallArgs {
     /// Where to put the probe: a file path, or an existing directory
     #[arg(value_name = "DEST")]
     pub dest: PathBuf,
+}
+
+/// A command line's words, for tests.
+#[cfg(test)]
+pub(crate) fn argv(words: &[&str]) -> Vec<OsString> {
+    words.iter().map(OsString::from).collect()
 }
 
 /// An error in words: usage errors name their flag (or environment variable).
@@ -210,7 +243,7 @@ pub fn env_source(err: &clap::Error, argv: &[OsString]) -> Option<String> {
         return None;
     }
     let name = long.strip_prefix("--")?;
-    let command = Cli::command();
+    let command = command();
     let env = command
         .get_subcommands()
         .flat_map(|sub| sub.get_arguments())
@@ -229,7 +262,7 @@ mod tests {
 
     #[test]
     fn no_environment_value_is_ever_shown_in_help() {
-        let command = Cli::command();
+        let command = command();
         for sub in command.get_subcommands() {
             for arg in sub.get_arguments() {
                 if arg.get_env().is_some() {
@@ -245,9 +278,9 @@ mod tests {
 
     #[test]
     fn clap_definition_is_consistent() {
-        Cli::command().debug_assert();
-        CheckOnly::command().debug_assert();
-        LookOnly::command().debug_assert();
+        command().debug_assert();
+        with_twins(CheckOnly::command()).debug_assert();
+        with_twins(LookOnly::command()).debug_assert();
     }
 
     /// A look's command line parses alone as it does whole.
@@ -267,7 +300,7 @@ mod tests {
         .collect();
         assert_eq!(
             format!("{:?}", super::parse(&argv).unwrap()),
-            format!("{:?}", Cli::try_parse_from(&argv).unwrap())
+            format!("{:?}", parsed::<Cli>(&argv).unwrap())
         );
     }
 
@@ -275,8 +308,8 @@ mod tests {
     /// their usage lines and suggestions), and its values.
     #[test]
     fn a_check_parses_and_errs_alike_alone() {
-        let alone = CheckOnly::command();
-        let whole = Cli::command();
+        let alone = with_twins(CheckOnly::command());
+        let whole = command();
         let mut check_alone = alone.find_subcommand("check").unwrap().clone();
         let mut check_whole = whole.find_subcommand("check").unwrap().clone();
         assert_eq!(
@@ -307,7 +340,7 @@ mod tests {
             };
             assert_eq!(
                 words(super::parse(&argv)),
-                words(Cli::try_parse_from(&argv)),
+                words(parsed::<Cli>(&argv)),
                 "{argv:?}"
             );
         }
@@ -317,7 +350,7 @@ mod tests {
             .collect();
         assert_eq!(
             format!("{:?}", super::parse(&argv).unwrap()),
-            format!("{:?}", Cli::try_parse_from(&argv).unwrap())
+            format!("{:?}", parsed::<Cli>(&argv).unwrap())
         );
     }
 
@@ -325,7 +358,7 @@ mod tests {
     /// `NATSPROBE_MIN_CONNECTIONS`; a new flag without one fails here.
     #[test]
     fn every_flag_has_its_environment_twin() {
-        let command = Cli::command();
+        let command = command();
         for sub in command.get_subcommands() {
             for arg in sub.get_arguments() {
                 let Some(long) = arg.get_long() else { continue };
@@ -363,7 +396,7 @@ mod tests {
         assert_eq!(bare.sample_every, t::STALL_AFTER * n / d);
         let env = |_: &str| None;
         let guard =
-            Cli::try_parse_from(["natsprobe", "guard", "--server", "nats://n:4222"]).unwrap();
+            super::parse(&argv(&["natsprobe", "guard", "--server", "nats://n:4222"])).unwrap();
         let Command::Guard(guard) = guard.command else {
             panic!("not the guard")
         };
@@ -372,7 +405,7 @@ mod tests {
             (guard.interval, guard.timeout),
             (t::GUARD_INTERVAL, t::GUARD_TIMEOUT)
         );
-        let serve = Cli::try_parse_from(["natsprobe", "serve"]).unwrap();
+        let serve = super::parse(&argv(&["natsprobe", "serve"])).unwrap();
         let Command::Serve(serve) = serve.command else {
             panic!("not serve")
         };

@@ -30,23 +30,11 @@ pub(super) fn servers(
 pub struct JsArgs {
     /// The JetStream domain the streams live in, e.g. the hub's from a pod connected to a
     /// leaf node: requests go to $JS.<NAME>.API
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "NATSPROBE_JS_DOMAIN",
-        hide_env_values = true,
-        help_heading = "JetStream"
-    )]
+    #[arg(long, value_name = "NAME")]
     pub js_domain: Option<String>,
 
     /// The JetStream API prefix imported from another account (instead of $JS.API)
-    #[arg(
-        long,
-        value_name = "PREFIX",
-        env = "NATSPROBE_JS_API_PREFIX",
-        hide_env_values = true,
-        help_heading = "JetStream"
-    )]
+    #[arg(long, value_name = "PREFIX")]
     pub js_api_prefix: Option<String>,
 }
 
@@ -76,83 +64,35 @@ impl JsArgs {
 #[command(next_help_heading = "NATS authentication")]
 pub struct AuthArgs {
     /// Credentials file (JWT and nkey seed) (else NATS_CREDS)
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "NATSPROBE_CREDS",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "FILE")]
     pub creds: Option<PathBuf>,
 
     /// Nkey seed file (else NATS_NKEY)
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "NATSPROBE_NKEY",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "FILE")]
     pub nkey: Option<PathBuf>,
 
     /// User name (else NATS_USER)
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "NATSPROBE_USER",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
 
     /// Password, with --user (else NATS_PASSWORD)
-    #[arg(
-        long,
-        value_name = "SECRET",
-        env = "NATSPROBE_PASSWORD",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "SECRET")]
     pub password: Option<String>,
 
     /// Token (else NATS_TOKEN)
-    #[arg(
-        long,
-        value_name = "SECRET",
-        env = "NATSPROBE_TOKEN",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "SECRET")]
     pub token: Option<String>,
 
     /// CA certificate(s) to verify the server with (PEM) (else NATS_CA)
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "NATSPROBE_TLSCA",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "FILE")]
     pub tlsca: Option<PathBuf>,
 
     /// Client certificate (PEM), with --tlskey (else NATS_CERT)
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "NATSPROBE_TLSCERT",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "FILE")]
     pub tlscert: Option<PathBuf>,
 
     /// Client certificate's private key (PEM) (else NATS_KEY)
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "NATSPROBE_TLSKEY",
-        hide_env_values = true,
-        help_heading = "NATS authentication"
-    )]
+    #[arg(long, value_name = "FILE")]
     pub tlskey: Option<PathBuf>,
 }
 
@@ -203,8 +143,6 @@ mod tests {
     use super::*;
     use crate::cli::check::tests::{parse, parse_env};
     use crate::cli::guard::tests::guard;
-    use crate::cli::Cli;
-    use clap::CommandFactory;
 
     #[test]
     fn server_errors_never_show_credentials() {
@@ -340,7 +278,7 @@ mod tests {
     /// here: they are wired, and an empty one (an unset value in a manifest) is no domain.
     #[test]
     fn the_jetstream_flags_read_their_environment_twins() {
-        let command = Cli::command();
+        let command = crate::cli::command();
         let check = command
             .get_subcommands()
             .find(|s| s.get_name() == "check")

@@ -20,8 +20,6 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "ADDR:PORT",
-        env = "NATSPROBE_LISTEN",
-        hide_env_values = true,
         default_value = "[::]:8281",
         help_heading = "Serve"
     )]
@@ -33,8 +31,6 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "DUR",
-        env = "NATSPROBE_EVERY",
-        hide_env_values = true,
         default_value = "10s",
         value_parser = duration::parse,
         help_heading = "Serve"
@@ -45,24 +41,12 @@ pub struct ServeArgs {
     /// kubelet that restarts the pod's containers in place on that code (a native sidecar's
     /// restartPolicyRules, action RestartAllContainers). Only "unhealthy" counts, never "not
     /// judged", a configuration error or natsprobe's own trouble. 1 or 4 to 255
-    #[arg(
-        long,
-        value_name = "CODE",
-        env = "NATSPROBE_EXIT_UNHEALTHY",
-        hide_env_values = true,
-        help_heading = "Serve"
-    )]
+    #[arg(long, value_name = "CODE", help_heading = "Serve")]
     pub exit_unhealthy: Option<u8>,
 
     /// With --exit-unhealthy: how many looks in a row must judge the app unhealthy
     /// [default: 3]
-    #[arg(
-        long,
-        value_name = "N",
-        env = "NATSPROBE_FAILURE_THRESHOLD",
-        hide_env_values = true,
-        help_heading = "Serve"
-    )]
+    #[arg(long, value_name = "N", help_heading = "Serve")]
     pub failure_threshold: Option<u32>,
 
     /// The looks' own process, run by `serve` itself: a check each time `serve` asks, its

@@ -244,15 +244,15 @@ impl Judge<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
+    use crate::cli::Command;
     use crate::facts::Losses;
-    use clap::Parser;
     use std::collections::BTreeMap;
 
     fn config(extra: &[&str]) -> GuardConfig {
         let mut argv = vec!["natsprobe", "guard", "--server", "nats://n:4222"];
         argv.extend_from_slice(extra);
-        let Command::Guard(args) = Cli::try_parse_from(argv).unwrap().command else {
+        let Command::Guard(args) = crate::cli::parse(&crate::cli::argv(&argv)).unwrap().command
+        else {
             panic!("not the guard")
         };
         args.validate(&|_| None).unwrap()
