@@ -44,7 +44,9 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let mut text = e.render().to_string();
-            if let Some(note) = cli::env_source(&e, &args) {
+            if let Some(note) = cli::env_source(&e, &args, &|name| {
+                std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+            }) {
                 let first_line_end = text.find('\n').unwrap_or(text.len());
                 text.insert_str(first_line_end, &format!(" ({note})"));
             }

@@ -229,7 +229,11 @@ pub fn wants_json(argv: &[OsString], env: &dyn Fn(&str) -> Option<String>) -> bo
 
 /// clap's message names the flag. When the bad value came from the flag's environment twin
 /// (a pod spec's `env:`), that is said too, or the operator looks for a flag that is not there.
-pub fn env_source(err: &clap::Error, argv: &[OsString]) -> Option<String> {
+pub fn env_source(
+    err: &clap::Error,
+    argv: &[OsString],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     use clap::error::{ContextKind, ContextValue};
     let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
         return None;
@@ -244,14 +248,14 @@ pub fn env_source(err: &clap::Error, argv: &[OsString]) -> Option<String> {
     }
     let name = long.strip_prefix("--")?;
     let command = command();
-    let env = command
+    let twin = command
         .get_subcommands()
         .flat_map(|sub| sub.get_arguments())
         .find(|a| a.get_long() == Some(name))?
         .get_env()?
         .to_string_lossy()
         .to_string();
-    std::env::var_os(&env).map(|_| format!("the value came from the environment variable {env}"))
+    env(&twin).map(|_| format!("the value came from the environment variable {twin}"))
 }
 
 #[cfg(test)]
@@ -362,7 +366,12 @@ mod tests {
         for sub in command.get_subcommands() {
             for arg in sub.get_arguments() {
                 let Some(long) = arg.get_long() else { continue };
-                if matches!(long, "help" | "version") || arg.is_hide_set() {
+                if arg.is_hide_set() {
+                    // serve's own word to its looks' process: never from the environment.
+                    assert_eq!(arg.get_env(), None, "--{long} is hidden");
+                    continue;
+                }
+                if matches!(long, "help" | "version") {
                     continue;
                 }
                 let expected = format!("NATSPROBE_{}", long.to_uppercase().replace('-', "_"));
@@ -370,6 +379,64 @@ mod tests {
                 assert_eq!(env.as_deref(), Some(expected.as_str()), "--{long}");
             }
         }
+    }
+
+    /// A rejected command line asked for JSON by `--json` or a true `NATSPROBE_JSON`.
+    #[test]
+    fn json_is_wanted_by_the_flag_or_a_true_twin() {
+        let unset = |_: &str| None;
+        assert!(wants_json(&argv(&["natsprobe", "check", "--json"]), &unset));
+        assert!(!wants_json(
+            &argv(&["natsprobe", "check", "--port", "1"]),
+            &unset
+        ));
+        let twin = |v: &'static str| move |n: &str| (n == "NATSPROBE_JSON").then(|| v.into());
+        assert!(wants_json(&argv(&["natsprobe"]), &twin(" TRUE ")));
+        assert!(!wants_json(&argv(&["natsprobe"]), &twin("0")));
+    }
+
+    /// A bad value not on the command line came from the flag's twin, and the error says so.
+    #[test]
+    fn a_bad_value_from_the_environment_is_said_to_be() {
+        let err = super::parse(&argv(&["natsprobe", "check", "--port", "0"])).unwrap_err();
+        let twin = |name: &str| (name == "NATSPROBE_PORT").then(|| "0".to_string());
+        let none = |_: &str| None;
+        let given = argv(&["natsprobe", "check", "--port", "0"]);
+        assert_eq!(env_source(&err, &given, &twin), None);
+        let given = argv(&["natsprobe", "check", "--port=0"]);
+        assert_eq!(env_source(&err, &given, &twin), None);
+        let not_given = argv(&["natsprobe", "check"]);
+        assert_eq!(
+            env_source(&err, &not_given, &twin).as_deref(),
+            Some("the value came from the environment variable NATSPROBE_PORT")
+        );
+        assert_eq!(env_source(&err, &not_given, &none), None);
+        let other = super::parse(&argv(&["natsprobe", "check", "--prot", "1"])).unwrap_err();
+        assert_eq!(env_source(&other, &not_given, &twin), None);
+    }
+
+    /// An error's words name the flag (and the file) behind it.
+    #[test]
+    fn an_error_is_worded_with_its_flag() {
+        use std::path::Path;
+        assert_eq!(describe(&Error::Usage("bad".into())), "natsprobe: bad");
+        let setting = |path: Option<&str>| Error::Setting {
+            setting: Setting::StateDir,
+            path: path.map(|p| Path::new(p).to_path_buf()),
+            problem: "not a directory".into(),
+        };
+        assert_eq!(
+            describe(&setting(Some("/x"))),
+            "natsprobe: --state-dir /x: not a directory"
+        );
+        assert_eq!(
+            describe(&setting(None)),
+            "natsprobe: --state-dir: not a directory"
+        );
+        assert_eq!(
+            describe(&Error::CannotEvaluate("no /proc".into())),
+            "could not evaluate: no /proc"
+        );
     }
 
     #[test]

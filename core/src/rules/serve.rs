@@ -585,6 +585,21 @@ mod tests {
         assert_eq!(without.exit(), None);
     }
 
+    /// `serve` logs a look when what the looks say changed (the verdict, or the kind of look),
+    /// and natsprobe's own trouble every time.
+    #[test]
+    fn a_look_is_logged_when_it_says_something_new_and_trouble_always() {
+        let mut looks = Looks::new(secs(1), secs(1), false, None, 0);
+        let mut logged = |ended: Ended, at: u64| looks.ended(ended, secs(at - 1), secs(at));
+        assert!(logged(Ended::Judged(judged(0)), 1));
+        assert!(!logged(Ended::Judged(judged(0)), 2));
+        assert!(logged(Ended::Judged(judged(1)), 3));
+        assert!(!logged(Ended::Judged(judged(1)), 4));
+        assert!(logged(Ended::Trouble("killed".into()), 5));
+        assert!(logged(Ended::Trouble("killed".into()), 6));
+        assert!(logged(Ended::Judged(judged(1)), 7));
+    }
+
     #[test]
     fn the_bound_spans_one_lost_look() {
         assert_eq!(
