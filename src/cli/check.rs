@@ -204,16 +204,6 @@ pub enum ReaderArg {
     Proc,
 }
 
-impl std::fmt::Display for ReaderArg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(
-            self.to_possible_value()
-                .expect("no skipped values")
-                .get_name(),
-        )
-    }
-}
-
 /// `--when-server-down`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WhenDownArg {

@@ -168,18 +168,15 @@ pub fn describe(e: &Error) -> String {
         Error::Usage(m) => format!("natsprobe: {m}"),
         Error::Setting {
             setting,
-            path: Some(path),
+            path,
             problem,
-        } => format!(
-            "natsprobe: {} {}: {problem}",
-            flag(*setting),
-            path.display()
-        ),
-        Error::Setting {
-            setting,
-            path: None,
-            problem,
-        } => format!("natsprobe: {}: {problem}", flag(*setting)),
+        } => {
+            let path = path
+                .as_ref()
+                .map(|p| format!(" {}", p.display()))
+                .unwrap_or_default();
+            format!("natsprobe: {}{path}: {problem}", flag(*setting))
+        }
         Error::CannotEvaluate(m) => format!("could not evaluate: {m}"),
     }
 }

@@ -70,7 +70,6 @@ impl ServeArgs {
         }
         let exit_unhealthy = exit_unhealthy(self.exit_unhealthy, self.failure_threshold)?;
         let mut check = self.check.validate(env)?;
-        let startup = check.policy.startup;
         if self.look {
             // A look answers `serve`, which reads the JSON document and gives the line.
             check.json = true;
@@ -79,7 +78,6 @@ impl ServeArgs {
             check,
             listen: self.listen,
             every: self.every,
-            startup,
             look: self.look,
             exit_unhealthy,
         })

@@ -33,12 +33,13 @@ pub fn run(
     end: fn(u8) -> !,
 ) -> Result<std::convert::Infallible, Error> {
     let listener = bind(config.listen)?;
+    let startup = config.check.policy.startup;
     let shown = listener
         .local_addr()
         .map_or_else(|_| config.listen.to_string(), |a| a.to_string());
     log(&format!(
         "natsprobe serve: answering on {shown} (/livez{}, /selfz), a look every {}",
-        if config.startup { ", /startupz" } else { "" },
+        if startup { ", /startupz" } else { "" },
         crate::config::duration::display(config.every)
     ));
     let started = Instant::now();
@@ -48,7 +49,7 @@ pub fn run(
     let looks = Looks::new(
         config.every,
         config.check.timeout,
-        config.startup,
+        startup,
         left.clone(),
         now_ms,
     );
@@ -73,7 +74,6 @@ pub fn run(
             .spawn(move || look_forever(&config, &look_args, &looks, started, kept, (log, end)))
             .map_err(|e| Error::CannotEvaluate(format!("could not start the looks: {e}")))?;
     }
-    let startup = config.startup;
     let limits = observe::http::Limits {
         most_connections: MOST_CONNECTIONS,
         within: EXCHANGE_WITHIN,

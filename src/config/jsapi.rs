@@ -16,44 +16,32 @@ pub enum JsApi {
     Prefix(String),
 }
 
-/// Why a domain or prefix is not one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid(pub &'static str);
-
-impl fmt::Display for Invalid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
-}
-
 impl JsApi {
     /// A domain: one subject token (nats.go's `nats.Domain` rejects the same).
-    pub fn domain(text: &str) -> Result<JsApi, Invalid> {
+    pub fn domain(text: &str) -> Result<JsApi, &'static str> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(Invalid("empty"));
+            return Err("empty");
         }
         if text.contains(|c: char| c.is_whitespace() || ".*>".contains(c)) {
-            return Err(Invalid(
-                "a domain is one subject token: no whitespace, '.', '*' or '>'",
-            ));
+            return Err("a domain is one subject token: no whitespace, '.', '*' or '>'");
         }
         Ok(JsApi::Domain(text.to_string()))
     }
 
     /// A prefix: a literal subject (one trailing `.` is allowed and dropped).
-    pub fn prefix(text: &str) -> Result<JsApi, Invalid> {
+    pub fn prefix(text: &str) -> Result<JsApi, &'static str> {
         let text = text.trim();
         let text = text.strip_suffix('.').unwrap_or(text);
         if text.is_empty() {
-            return Err(Invalid("empty"));
+            return Err("empty");
         }
         let literal =
             |t: &str| !t.is_empty() && !t.contains(|c: char| c.is_whitespace() || "*>".contains(c));
         if !text.split('.').all(literal) {
-            return Err(Invalid(
+            return Err(
                 "a prefix is a literal subject: no whitespace, no empty token, no '*' or '>'",
-            ));
+            );
         }
         Ok(JsApi::Prefix(text.to_string()))
     }

@@ -8,7 +8,7 @@ mod jsapi;
 pub(crate) mod url;
 
 pub use auth::{Auth, Secret};
-pub use jsapi::{Invalid as InvalidJsApi, JsApi};
+pub use jsapi::JsApi;
 pub use url::{
     parse as parse_url, parse_list as parse_url_list, parse_monitor, MonitorUrl, Scheme, ServerUrl,
     DEFAULT_PORT,
@@ -143,8 +143,6 @@ pub struct ServeConfig {
     pub listen: std::net::SocketAddr,
     /// How often a look starts.
     pub every: Duration,
-    /// `--startup`: the startup path answers, and the looks carry its meaning until one passes.
-    pub startup: bool,
     /// Set in the looks' own process: look when `serve` asks (each a check, its JSON),
     /// holding the NATS connection from one look to the next.
     pub look: bool,
