@@ -8,6 +8,8 @@ use natsprobe::cli::{self, Command};
 use natsprobe::config::{duration, CheckConfig, GuardConfig};
 use natsprobe::error::Error;
 use natsprobe::exit::Exit;
+use natsprobe::rules::check::Health;
+use natsprobe::rules::connection::WhenServerDown;
 use natsprobe::{budget, commands, deadline, report};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -156,18 +158,11 @@ struct Memory {
     named: String,
 }
 
-/// How a check ends when its time runs out while it waits on NATS: not judged, as for a
-/// server that does not answer (`--when-server-down`).
-struct CutShort {
-    health: natsprobe::rules::check::Health,
-}
-
 impl Memory {
-    fn of_check() -> Memory {
-        Memory {
-            bytes: budget::CHECK,
-            named: format!("{} MiB", budget::CHECK >> 20),
-        }
+    /// `bytes`, named in MiB and then `more`.
+    fn mib(bytes: usize, more: &str) -> Memory {
+        let named = format!("{} MiB{more}", bytes >> 20);
+        Memory { bytes, named }
     }
 }
 
@@ -177,6 +172,11 @@ const MARK: &str = "<<phase>>";
 
 fn prepared(message: String, json: bool) -> (String, String) {
     let text = report::error(&cli::describe(&Error::CannotEvaluate(message)), json);
+    around_mark(&text)
+}
+
+/// What comes before the marker, and after it to the line's end.
+fn around_mark(text: &str) -> (String, String) {
     let (prefix, suffix) = text
         .split_once(MARK)
         .expect("the marker survives both formats");
@@ -197,28 +197,26 @@ fn budgeted(memory: Memory, json: bool) {
 }
 
 /// Runs `work` under the run's deadline (see `deadline`): it answers by `timeout` whatever
-/// the work is blocked on.
+/// the work is blocked on. With `cut_short`, a check whose time runs out while it waits on
+/// NATS ends with that health, not judged, as for a server that does not answer
+/// (`--when-server-down`).
 fn under_deadline<T>(
     timeout: Duration,
     named: &str,
     json: bool,
     started: Instant,
-    (memory, cut_short): (Memory, Option<CutShort>),
+    (memory, cut_short): (Memory, Option<Health>),
     work: impl FnOnce(Instant) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
     budgeted(memory, json);
-    if let Some(cut) = cut_short {
-        let text = report::cut_short(
+    if let Some(health) = cut_short {
+        let (prefix, suffix) = around_mark(&report::cut_short(
             &format!("not judged: {named} passed while {MARK} (NATS answered too late: a restart would not help)"),
-            cut.health,
+            health,
             json,
-        );
-        let (prefix, suffix) = text
-            .split_once(MARK)
-            .expect("the marker survives both formats");
-        let code = natsprobe::exit::Exit::from(cut.health).code();
-        deadline::prepare_not_judged(prefix.to_string(), format!("{suffix}\n"), code);
+        ));
+        deadline::prepare_not_judged(prefix, suffix, Exit::from(health).code());
     }
     let (prefix, suffix) = prepared(format!("{named} passed while {MARK}"), json);
     let armed = deadline::arm(
@@ -243,22 +241,16 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
     config.verbose |= diagnose.is_some();
     let (json, verbose) = (config.json, config.verbose);
     let named = format!("--timeout {}", duration::display(config.timeout));
-    let cut_short = CutShort {
-        health: match config.policy.when_server_down {
-            natsprobe::rules::connection::WhenServerDown::Pass => {
-                natsprobe::rules::check::Health::Healthy
-            }
-            natsprobe::rules::connection::WhenServerDown::Fail => {
-                natsprobe::rules::check::Health::Unhealthy
-            }
-        },
+    let cut_short = match config.policy.when_server_down {
+        WhenServerDown::Pass => Health::Healthy,
+        WhenServerDown::Fail => Health::Unhealthy,
     };
     let ran = under_deadline(
         config.timeout,
         &named,
         json,
         started,
-        (Memory::of_check(), Some(cut_short)),
+        (Memory::mib(budget::CHECK, ""), Some(cut_short)),
         |deadline| match diagnose {
             None => commands::check::run(&config, deadline).map(Report::Check),
             Some(colour) => commands::diagnose::run(&config, deadline, cli::VERSION)
@@ -318,13 +310,7 @@ fn run_serve(config: natsprobe::config::ServeConfig, look_args: &[std::ffi::OsSt
     }
     let json = config.check.json;
     commands::serve::end_on_signals();
-    budgeted(
-        Memory {
-            bytes: budget::SERVE,
-            named: format!("{} MiB", budget::SERVE >> 20),
-        },
-        json,
-    );
+    budgeted(Memory::mib(budget::SERVE, ""), json);
     deadline::set_phase(deadline::Phase::Serving);
     /// `--exit-unhealthy`: the code the pod's restart rules name.
     fn end(code: u8) -> ! {
@@ -344,14 +330,8 @@ fn run_guard(config: GuardConfig, started: Instant) -> Outcome {
         "the guard's deadline ({}: --interval, twice --timeout, and 1s)",
         duration::display(timeout)
     );
-    let memory = Memory {
-        bytes: budget::GUARD,
-        named: format!(
-            "{} MiB and {} KiB a durable",
-            budget::GUARD >> 20,
-            budget::GUARD_PER_DURABLE >> 10
-        ),
-    };
+    let per_durable = format!(" and {} KiB a durable", budget::GUARD_PER_DURABLE >> 10);
+    let memory = Memory::mib(budget::GUARD, &per_durable);
     match under_deadline(timeout, &named, json, started, (memory, None), |_| {
         commands::guard::run(&config)
     }) {
