@@ -2,7 +2,8 @@
 //! contradictions refused, also between the environment and the flags, before anything is
 //! read.
 
-use super::nats::{auth, servers, AuthArgs, JsArgs};
+use super::nats::{auth, no_server, servers, AuthArgs, JsArgs};
+use super::not_zero;
 use crate::config::{self, duration, CheckConfig, Owner, ReaderChoice, StateDirChoice};
 use crate::error::Error;
 use crate::facts::{ConsumerName, Wanted};
@@ -218,20 +219,15 @@ impl CheckArgs {
     /// builds the config. No I/O; `env` looks up the nats CLI's variables (NATS_URL).
     pub fn validate(self, env: &dyn Fn(&str) -> Option<String>) -> Result<CheckConfig, Error> {
         let owner = owner(self.pid, self.process)?;
-        if self.timeout.is_zero() {
-            return Err(Error::Usage("--timeout must be more than 0ms".into()));
-        }
+        not_zero("--timeout", self.timeout, "0ms")?;
         let servers = servers(&self.servers, env)?;
         if self.when_server_down.is_some() && servers.is_empty() {
-            return Err(Error::Usage(
-                "--when-server-down needs --server (or NATS_URL): without a server to ask there is no \"down\"".into(),
-            ));
+            let why = "without a server to ask there is no \"down\"";
+            return Err(no_server("--when-server-down", why));
         }
         let ports = ports(self.ports, &servers);
         let consumers = consumers(&self.consumers, &servers)?;
-        if self.stall_after.is_zero() {
-            return Err(Error::Usage("--stall-after must be more than 0s".into()));
-        }
+        not_zero("--stall-after", self.stall_after, "0s")?;
         let subscriptions = subscriptions(
             &self.subscriptions,
             self.own_subscription,
@@ -240,13 +236,12 @@ impl CheckArgs {
         )?;
         let monitor = monitor(self.monitor, self.own_subscription, &subscriptions)?;
         let js_api = self.js.validate()?;
-        let (sample_every, subscription_every) =
-            sampling(self.sample_every, self.subscription_every, self.stall_after)?;
+        let sample_every = sample_every(self.sample_every, self.stall_after)?;
         let auth = auth(self.auth, env)?;
         Ok(CheckConfig {
             js_api,
             sample_every,
-            subscription_every,
+            subscription_every: self.subscription_every,
             consumers,
             own_subscription: self.own_subscription,
             subscriptions,
@@ -319,8 +314,9 @@ fn consumers(given: &[String], servers: &[config::ServerUrl]) -> Result<Vec<Cons
         .map(|c| consumer_name(c))
         .collect::<Result<Vec<_>, _>>()?;
     if !consumers.is_empty() && servers.is_empty() {
-        return Err(Error::Usage(
-            "--consumer needs --server (or NATS_URL): the probe asks the server about it".into(),
+        return Err(no_server(
+            "--consumer",
+            "the probe asks the server about it",
         ));
     }
     Ok(consumers)
@@ -346,9 +342,7 @@ fn subscriptions(
         .map(|s| subscription(s))
         .collect::<Result<Vec<_>, _>>()?;
     if !subscriptions.is_empty() && servers.is_empty() {
-        return Err(Error::Usage(
-            "--subscription needs --server (or NATS_URL): the server lists who holds it".into(),
-        ));
+        return Err(no_server("--subscription", "the server lists who holds it"));
     }
     Ok(subscriptions)
 }
@@ -421,30 +415,21 @@ fn trust_setting(text: &str) -> Result<TrustSetting, String> {
     }
 }
 
-/// `--sample-every` and `--subscription-every`, checked against what they bound. Looks
-/// further apart than the stall window would never count towards it.
-/// Without consumers or subscriptions they bound nothing, as `--stall-after` does then (an
-/// environment set for a whole fleet need not be trimmed per pod).
-fn sampling(
-    sample_every: Option<Duration>,
-    subscription_every: TrustSetting,
-    stall_after: Duration,
-) -> Result<(Duration, TrustSetting), Error> {
-    let sample_every = match sample_every {
-        Some(every) if every >= stall_after => {
-            return Err(Error::Usage(format!(
-                "--sample-every {} must be shorter than --stall-after {}: looks further apart than the stall window never count towards it",
-                duration::display(every),
-                duration::display(stall_after)
-            )))
-        }
-        Some(every) => every,
+/// `--sample-every`, shorter than `--stall-after`: looks further apart than the stall window
+/// would never count towards it.
+fn sample_every(given: Option<Duration>, stall_after: Duration) -> Result<Duration, Error> {
+    match given {
+        Some(every) if every >= stall_after => Err(Error::Usage(format!(
+            "--sample-every {} must be shorter than --stall-after {}: looks further apart than the stall window never count towards it",
+            duration::display(every),
+            duration::display(stall_after)
+        ))),
+        Some(every) => Ok(every),
         None => {
             let (n, d) = natsprobe_core::timing::SAMPLE_EVERY_SHARE;
-            stall_after * n / d
+            Ok(stall_after * n / d)
         }
-    };
-    Ok((sample_every, subscription_every))
+    }
 }
 
 /// `STREAM/DURABLE`, with names JetStream accepts: no whitespace, `.`, `*`, `>`, `/` or `\\`.

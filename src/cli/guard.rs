@@ -1,7 +1,8 @@
 //! `guard`'s flags and their validation into a `GuardConfig`.
 
 use super::check::consumer_name;
-use super::nats::{auth, servers, AuthArgs, JsArgs};
+use super::nats::{auth, no_server, servers, AuthArgs, JsArgs};
+use super::not_zero;
 use crate::config::{duration, GuardConfig};
 use crate::error::Error;
 use crate::facts::ConsumerName;
@@ -64,20 +65,12 @@ impl GuardArgs {
     pub fn validate(self, env: &dyn Fn(&str) -> Option<String>) -> Result<GuardConfig, Error> {
         let servers = servers(&self.servers, env)?;
         if servers.is_empty() {
-            return Err(Error::Usage(
-                "guard needs --server (or NATS_URL): the server to ask about every durable".into(),
-            ));
+            return Err(no_server("guard", "the server to ask about every durable"));
         }
-        if self.interval.is_zero() {
-            return Err(Error::Usage("--interval must be more than 0s".into()));
-        }
-        if self.timeout.is_zero() {
-            return Err(Error::Usage("--timeout must be more than 0ms".into()));
-        }
+        not_zero("--interval", self.interval, "0s")?;
+        not_zero("--timeout", self.timeout, "0ms")?;
         let stall_after = self.stall_after.unwrap_or(self.interval);
-        if stall_after.is_zero() {
-            return Err(Error::Usage("--stall-after must be more than 0s".into()));
-        }
+        not_zero("--stall-after", stall_after, "0s")?;
         let selectors = |flag: &str, texts: &[String]| -> Result<Vec<ConsumerName>, Error> {
             texts
                 .iter()

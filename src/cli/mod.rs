@@ -156,6 +156,14 @@ pub struct InstallArgs {
     pub dest: PathBuf,
 }
 
+/// A duration flag that must not be 0 (`zero` as its error says it: `0s`, `0ms`).
+fn not_zero(flag: &str, value: std::time::Duration, zero: &str) -> Result<(), Error> {
+    if value.is_zero() {
+        return Err(Error::Usage(format!("{flag} must be more than {zero}")));
+    }
+    Ok(())
+}
+
 /// A command line's words, for tests.
 #[cfg(test)]
 pub(crate) fn argv(words: &[&str]) -> Vec<OsString> {

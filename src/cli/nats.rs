@@ -23,6 +23,11 @@ pub(super) fn servers(
     }
 }
 
+/// `what` given without a server: `why` it needs one.
+pub(super) fn no_server(what: &str, why: &str) -> Error {
+    Error::Usage(format!("{what} needs --server (or NATS_URL): {why}"))
+}
+
 /// Where the JetStream API is, shared by every command that asks JetStream (the nats CLI's
 /// names).
 #[derive(Debug, Args)]
