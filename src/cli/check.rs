@@ -69,7 +69,7 @@ pub struct CheckArgs {
 
     /// Socket reader: netlink sock_diag with /proc fallback, or one of them only
     #[arg(long, value_enum, value_name = "READER", default_value_t)]
-    pub reader: ReaderArg,
+    pub reader: ReaderChoice,
 
     /// NATS server URL(s), nats:// or tls://, comma-separated; asked only when the client
     /// holds no connection, to tell "the client gave up" from "NATS is down" (else NATS_URL)
@@ -193,18 +193,6 @@ fn half_open_after(text: &str) -> Result<HalfOpenAfter, String> {
     }
 }
 
-/// `--reader`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ReaderArg {
-    /// netlink sock_diag, falling back to /proc when netlink is refused
-    #[default]
-    Auto,
-    /// netlink sock_diag only
-    Netlink,
-    /// /proc/net/tcp{,6} only
-    Proc,
-}
-
 /// `--when-server-down`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WhenDownArg {
@@ -266,11 +254,7 @@ impl CheckArgs {
             servers,
             owner,
             netns_of: self.netns_of,
-            reader: match self.reader {
-                ReaderArg::Auto => ReaderChoice::Auto,
-                ReaderArg::Netlink => ReaderChoice::Netlink,
-                ReaderArg::Proc => ReaderChoice::Proc,
-            },
+            reader: self.reader,
             timeout: self.timeout,
             json: self.json,
             verbose: self.verbose,
@@ -565,6 +549,21 @@ pub(crate) mod tests {
             err.contains("--sample-every 1m must be shorter than --stall-after 1m"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_reader_as_named() {
+        assert_eq!(parse(&["natsprobe"]).unwrap().reader, ReaderChoice::Auto);
+        for (name, reader) in [
+            ("auto", ReaderChoice::Auto),
+            ("netlink", ReaderChoice::Netlink),
+            ("proc", ReaderChoice::Proc),
+        ] {
+            assert_eq!(
+                parse(&["natsprobe", "--reader", name]).unwrap().reader,
+                reader
+            );
+        }
     }
 
     #[test]

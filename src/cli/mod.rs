@@ -9,7 +9,7 @@ mod guard;
 mod nats;
 mod serve;
 
-pub use check::{CheckArgs, HalfOpenAfter, ReaderArg, WhenDownArg};
+pub use check::{CheckArgs, HalfOpenAfter, WhenDownArg};
 pub use guard::GuardArgs;
 pub use nats::{AuthArgs, JsArgs};
 pub use serve::ServeArgs;

@@ -28,13 +28,15 @@ pub enum Owner {
     Name(String),
 }
 
-/// Which socket reader to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which socket reader to use. Parsed by clap as it stands: its variants' docs are the help's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ReaderChoice {
-    /// netlink sock_diag, falling back to /proc when netlink is refused.
+    /// netlink sock_diag, falling back to /proc when netlink is refused
     #[default]
     Auto,
+    /// netlink sock_diag only
     Netlink,
+    /// /proc/net/tcp{,6} only
     Proc,
 }
 
