@@ -7,8 +7,9 @@ use crate::facts::{AckPolicy, ConsumerFacts, Sequence, ServerTime, StreamFacts};
 use serde::Deserialize;
 use std::time::Duration;
 
-/// An error the JetStream API answered with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An error the JetStream API answered with (the system account's has no `err_code`: 0).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default)]
 pub struct ApiError {
     pub code: u16,
     pub err_code: u32,
@@ -30,14 +31,24 @@ pub enum ParseError {
     Malformed(String),
 }
 
-#[derive(Deserialize)]
-struct RawError {
-    #[serde(default)]
-    code: u16,
-    #[serde(default)]
-    err_code: u32,
-    #[serde(default)]
-    description: String,
+impl ParseError {
+    /// JetStream's code for the error the server answered with, if it answered with one.
+    pub fn api_code(&self) -> Option<u32> {
+        match self {
+            ParseError::Api(e) => Some(e.err_code),
+            ParseError::Malformed(_) => None,
+        }
+    }
+}
+
+/// An answer decoded as `T`, or why it is not one.
+pub(super) fn json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ParseError> {
+    serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))
+}
+
+/// The error an answer carries, as an Err.
+pub(super) fn api_error(error: Option<ApiError>) -> Result<(), ParseError> {
+    error.map_or(Ok(()), |e| Err(ParseError::Api(e)))
 }
 
 #[derive(Deserialize)]
@@ -61,7 +72,7 @@ struct RawConsumerConfig {
 
 #[derive(Deserialize)]
 struct RawConsumer {
-    error: Option<RawError>,
+    error: Option<ApiError>,
     #[serde(default)]
     stream_name: String,
     #[serde(default)]
@@ -87,14 +98,6 @@ struct RawConsumer {
     ts: Option<String>,
 }
 
-fn api_error(e: RawError) -> ParseError {
-    ParseError::Api(ApiError {
-        code: e.code,
-        err_code: e.err_code,
-        description: e.description,
-    })
-}
-
 fn sequence(raw: Option<RawSequence>) -> Sequence {
     let raw = raw.unwrap_or(RawSequence {
         consumer_seq: 0,
@@ -109,15 +112,11 @@ fn sequence(raw: Option<RawSequence>) -> Sequence {
 }
 
 pub fn parse_consumer_info(body: &[u8]) -> Result<ConsumerFacts, ParseError> {
-    let raw: RawConsumer =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
-    consumer_facts(raw)
+    consumer_facts(json(body)?)
 }
 
 fn consumer_facts(raw: RawConsumer) -> Result<ConsumerFacts, ParseError> {
-    if let Some(e) = raw.error {
-        return Err(api_error(e));
-    }
+    api_error(raw.error)?;
     if raw.ack_floor.is_none() || raw.delivered.is_none() {
         return Err(ParseError::Malformed("no ack_floor or delivered".into()));
     }
@@ -154,8 +153,6 @@ fn consumer_facts(raw: RawConsumer) -> Result<ConsumerFacts, ParseError> {
 #[derive(Deserialize)]
 struct RawStreamConfig {
     #[serde(default)]
-    name: String,
-    #[serde(default)]
     retention: String,
     #[serde(default)]
     discard: String,
@@ -178,22 +175,14 @@ struct RawStreamState {
 
 #[derive(Deserialize)]
 struct RawStream {
-    error: Option<RawError>,
+    error: Option<ApiError>,
     config: Option<RawStreamConfig>,
     state: Option<RawStreamState>,
 }
 
 pub fn parse_stream_info(body: &[u8]) -> Result<StreamFacts, ParseError> {
-    let raw: RawStream =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
-    stream_facts(raw).map(|(_, facts)| facts)
-}
-
-/// The stream's name and facts.
-fn stream_facts(raw: RawStream) -> Result<(String, StreamFacts), ParseError> {
-    if let Some(e) = raw.error {
-        return Err(api_error(e));
-    }
+    let raw: RawStream = json(body)?;
+    api_error(raw.error)?;
     let (Some(config), Some(state)) = (raw.config, raw.state) else {
         return Err(ParseError::Malformed("no config or state".into()));
     };
@@ -203,20 +192,17 @@ fn stream_facts(raw: RawStream) -> Result<(String, StreamFacts), ParseError> {
         true => default.to_string(),
         false => text,
     };
-    Ok((
-        config.name,
-        StreamFacts {
-            retention: or(config.retention, "limits"),
-            discard: or(config.discard, "old"),
-            max_msgs: limit(config.max_msgs),
-            max_bytes: limit(config.max_bytes),
-            max_age: limit(config.max_age).map(Duration::from_nanos),
-            max_msgs_per_subject: limit(config.max_msgs_per_subject),
-            discard_new_per_subject: config.discard_new_per_subject,
-            first_seq: state.first_seq,
-            last_seq: state.last_seq,
-        },
-    ))
+    Ok(StreamFacts {
+        retention: or(config.retention, "limits"),
+        discard: or(config.discard, "old"),
+        max_msgs: limit(config.max_msgs),
+        max_bytes: limit(config.max_bytes),
+        max_age: limit(config.max_age).map(Duration::from_nanos),
+        max_msgs_per_subject: limit(config.max_msgs_per_subject),
+        discard_new_per_subject: config.discard_new_per_subject,
+        first_seq: state.first_seq,
+        last_seq: state.last_seq,
+    })
 }
 
 /// Whether an answer is JetStream's "temporarily unavailable" (10008: an election), which is
@@ -224,7 +210,7 @@ fn stream_facts(raw: RawStream) -> Result<(String, StreamFacts), ParseError> {
 pub fn is_temporarily_unavailable(body: &[u8]) -> bool {
     #[derive(Deserialize)]
     struct Only {
-        error: Option<RawError>,
+        error: Option<ApiError>,
     }
     serde_json::from_slice::<Only>(body)
         .ok()
@@ -248,7 +234,7 @@ pub struct Page<T> {
 /// answer without it is not a listing, and must not read as an empty account.
 #[derive(Deserialize)]
 struct RawPage<T> {
-    error: Option<RawError>,
+    error: Option<ApiError>,
     total: Option<u64>,
     offset: Option<u64>,
     limit: Option<u64>,
@@ -263,11 +249,8 @@ fn page<T, U>(body: &[u8], each: impl Fn(T) -> Result<U, ParseError>) -> Result<
 where
     T: for<'de> Deserialize<'de>,
 {
-    let raw: RawPage<T> =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
-    if let Some(e) = raw.error {
-        return Err(api_error(e));
-    }
+    let raw: RawPage<T> = json(body)?;
+    api_error(raw.error)?;
     let (Some(total), Some(offset), Some(limit)) = (raw.total, raw.offset, raw.limit) else {
         return Err(ParseError::Malformed(
             "not a listing: no total, offset, limit".into(),
@@ -436,17 +419,14 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 pub fn parse_account_domain(body: &[u8]) -> Result<Option<String>, ParseError> {
     #[derive(Deserialize)]
     struct Raw {
-        error: Option<RawError>,
+        error: Option<ApiError>,
         #[serde(rename = "type", default)]
         kind: String,
         #[serde(default)]
         domain: String,
     }
-    let raw: Raw =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
-    if let Some(e) = raw.error {
-        return Err(api_error(e));
-    }
+    let raw: Raw = json(body)?;
+    api_error(raw.error)?;
     if raw.kind != "io.nats.jetstream.api.v1.account_info_response" {
         return Err(ParseError::Malformed(format!(
             "not an account info: {}",

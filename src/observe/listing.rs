@@ -125,12 +125,9 @@ async fn one_stream(
     let mut offset = 0u64;
     loop {
         let body = ask_one(session, (subject.clone(), paged(offset)), deadline).await?;
-        let page = jetstream::parse_consumer_list(&body).map_err(|e| match e {
-            ParseError::Api(ApiError {
-                err_code: ApiError::STREAM_NOT_FOUND,
-                ..
-            }) => Unknown::Failed(STREAM_GONE.into()),
-            other => unknown(other),
+        let page = jetstream::parse_consumer_list(&body).map_err(|e| match e.api_code() {
+            Some(ApiError::STREAM_NOT_FOUND) => Unknown::Failed(STREAM_GONE.into()),
+            _ => unknown(e),
         })?;
         drop(body);
         let unreported = unreported(session, stream, &page.missing, deadline).await;
@@ -256,12 +253,9 @@ async fn pages(
 }
 
 fn unknown(e: ParseError) -> Unknown {
-    match e {
-        ParseError::Api(ApiError {
-            err_code: ApiError::TEMPORARILY_UNAVAILABLE,
-            ..
-        }) => Unknown::TemporarilyUnavailable,
-        other => Unknown::Failed(other.to_string()),
+    match e.api_code() {
+        Some(ApiError::TEMPORARILY_UNAVAILABLE) => Unknown::TemporarilyUnavailable,
+        _ => Unknown::Failed(e.to_string()),
     }
 }
 

@@ -463,24 +463,16 @@ fn percent_decode(text: &str) -> String {
 }
 
 pub(crate) fn classify(e: ParseError) -> Observed {
-    match e {
-        ParseError::Api(ApiError {
-            err_code: ApiError::STREAM_NOT_FOUND,
-            ..
-        }) => Observed::StreamMissing,
-        ParseError::Api(ApiError {
-            err_code: ApiError::CONSUMER_NOT_FOUND,
-            ..
-        }) => Observed::ConsumerMissing,
-        ParseError::Api(ApiError {
-            err_code: ApiError::TEMPORARILY_UNAVAILABLE,
-            ..
-        }) => Observed::NotJudged(Unknown::TemporarilyUnavailable),
-        ParseError::Api(ApiError {
-            err_code: ApiError::NOT_ENABLED_FOR_ACCOUNT,
-            ..
-        }) => Observed::NotJudged(Unknown::JetStreamNotEnabled),
-        other => Observed::NotJudged(Unknown::Failed(other.to_string())),
+    match e.api_code() {
+        Some(ApiError::STREAM_NOT_FOUND) => Observed::StreamMissing,
+        Some(ApiError::CONSUMER_NOT_FOUND) => Observed::ConsumerMissing,
+        Some(ApiError::TEMPORARILY_UNAVAILABLE) => {
+            Observed::NotJudged(Unknown::TemporarilyUnavailable)
+        }
+        Some(ApiError::NOT_ENABLED_FOR_ACCOUNT) => {
+            Observed::NotJudged(Unknown::JetStreamNotEnabled)
+        }
+        _ => Observed::NotJudged(Unknown::Failed(e.to_string())),
     }
 }
 

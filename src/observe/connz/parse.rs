@@ -2,7 +2,7 @@
 //! envelope), the monitoring port's `/connz` and `/leafz`, the account's STATZ. No I/O:
 //! every decoder here is fuzzed (`src/fuzz.rs`).
 
-use super::super::jetstream::{ApiError, ParseError};
+use super::super::jetstream::{api_error, json, ApiError, ParseError};
 use crate::facts::{LookedUp, ServerConnection, ServerIdent};
 use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
@@ -60,20 +60,12 @@ pub(super) struct RawServer {
     id: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct RawError {
-    #[serde(default)]
-    code: u16,
-    #[serde(default)]
-    description: String,
-}
-
 /// The system account's envelope: `{"server":{...},"data":{...},"error":{...}}`.
 #[derive(Deserialize)]
 struct RawEnvelope {
     server: Option<RawServer>,
     data: Option<RawConnz>,
-    error: Option<RawError>,
+    error: Option<ApiError>,
 }
 
 /// The clients (of the server `server`, when known), and the names of the leaf node
@@ -116,15 +108,8 @@ fn connections(
 
 /// One answer to `$SYS.REQ.ACCOUNT.PING.CONNZ`.
 pub fn parse_envelope(body: &[u8], details: bool) -> Result<Page, ParseError> {
-    let raw: RawEnvelope =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
-    if let Some(e) = raw.error {
-        return Err(ParseError::Api(ApiError {
-            code: e.code,
-            err_code: 0,
-            description: e.description,
-        }));
-    }
+    let raw: RawEnvelope = json(body)?;
+    api_error(raw.error)?;
     let data = raw
         .data
         .ok_or_else(|| ParseError::Malformed("no data".into()))?;
@@ -150,8 +135,7 @@ pub fn parse_envelope(body: &[u8], details: bool) -> Result<Page, ParseError> {
 /// One page of `/connz?subs=detail` from the monitoring port at `url` (the server's name
 /// there is the URL: the page names only the server's id).
 pub fn parse_connz(body: &[u8], url: &str) -> Result<Page, ParseError> {
-    let raw: RawConnz =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    let raw: RawConnz = json(body)?;
     let ident = (!raw.server_id.is_empty()).then(|| ServerIdent {
         name: url.to_string(),
         id: raw.server_id.clone(),
@@ -181,8 +165,7 @@ pub fn parse_leafz(body: &[u8]) -> Result<Vec<String>, ParseError> {
     struct Leafz {
         leafs: Option<Vec<Leaf>>,
     }
-    let raw: Leafz =
-        serde_json::from_slice(body).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    let raw: Leafz = json(body)?;
     Ok(raw
         .leafs
         .unwrap_or_default()
@@ -264,7 +247,12 @@ mod tests {
             "another queue group is another subscription"
         );
         let err = r#"{"server":{"name":"n1"},"error":{"code":500,"description":"filter by subject only valid with account filtering"}}"#;
-        assert!(parse_envelope(err.as_bytes(), true).is_err());
+        assert_eq!(
+            parse_envelope(err.as_bytes(), true)
+                .unwrap_err()
+                .to_string(),
+            "JetStream answered 500: filter by subject only valid with account filtering (0)"
+        );
     }
 
     /// Recorded from nats-server 2.10.26: `$SYS.REQ.ACCOUNT.PING.STATZ` with `{}`.
