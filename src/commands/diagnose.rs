@@ -37,7 +37,7 @@ pub fn run(
         .map(|s| s.inode)
         .filter(|&i| i != 0)
         .collect();
-    let holders = observe::owners(&inodes);
+    let holders = observe::sockets::owner::owners(&inodes);
     let consumers: Vec<ConsumerFinding> = checked
         .ended
         .consumers

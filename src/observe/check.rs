@@ -93,9 +93,9 @@ impl<'a> Eyes<'a> {
                 self.nats = None;
                 let pids = match of {
                     ClientOf::Pids(pids) => pids,
-                    ClientOf::Inodes(inodes) => {
-                        super::holders(&inodes.iter().copied().collect::<HashSet<u64>>())
-                    }
+                    ClientOf::Inodes(inodes) => super::sockets::owner::holders(
+                        &inodes.iter().copied().collect::<HashSet<u64>>(),
+                    ),
                 };
                 Seen::ClientAge(super::youngest(&pids))
             }

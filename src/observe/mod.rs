@@ -24,7 +24,6 @@ use crate::error::Error;
 use crate::facts::{ConsumerName, KnownSocket, Observed, Pod, Process, Rechecked, ServerAnswer};
 use natsprobe_core::timing::{LOOKUP_SHARE, MONITOR_SHARE};
 use sockets::owner::{self, OwnerError};
-use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Which sockets to read: whose, from which namespace, with which reader, to which ports.
@@ -270,9 +269,7 @@ impl Nats {
             (Err(why), _) => Err(why),
         }
     }
-}
 
-impl Nats {
     /// Whether the probe's login went through: an ask over a session that never opened (the
     /// login refused, or late) never reached the server.
     pub fn reached(&self) -> bool {
@@ -289,17 +286,15 @@ impl Nats {
         deadline: Instant,
     ) -> Result<Vec<crate::facts::LookedUp>, crate::facts::Unknown> {
         crate::deadline::set_phase(crate::deadline::Phase::AskingConnections);
-        if let Some(url) = monitor {
-            let until = Instant::now()
-                + LOOKUP_SHARE.of(deadline.saturating_duration_since(Instant::now()));
-            return self
-                .runtime
-                .block_on(connz::monitor::lookup_monitor(url, cid, until));
-        }
         // Its share of the time that is left: a server that does not answer by name leaves the
         // rest to matching by address.
         let until =
             Instant::now() + LOOKUP_SHARE.of(deadline.saturating_duration_since(Instant::now()));
+        if let Some(url) = monitor {
+            return self
+                .runtime
+                .block_on(connz::monitor::lookup_monitor(url, cid, until));
+        }
         match &self.session {
             Ok(session) => self
                 .runtime
@@ -333,17 +328,6 @@ impl Drop for Nats {
 /// How long ago the youngest of `pids` started; None when none can be read.
 pub fn youngest(pids: &[u32]) -> Option<Duration> {
     pids.iter().filter_map(|&pid| owner::age(pid)).min()
-}
-
-/// The processes (other than this one) holding any of `inodes`: a walk of /proc.
-pub fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
-    owner::holders(inodes)
-}
-
-/// Who holds each of `inodes` (PID and name), as far as this process may read: for
-/// `diagnose`.
-pub fn owners(inodes: &HashSet<u64>) -> HashMap<u64, Process> {
-    owner::owners(inodes)
 }
 
 /// The local clock, ms since the epoch: the one wall-clock reading a run makes.
