@@ -2,7 +2,7 @@
 //! page (it has no subject filter), `/leafz` when this pod's connection is not listed, and a
 //! connection by its cid (`/connz?cid=N`, found directly: no account filter).
 
-use super::parse::{looked_up, parse_connz, parse_leafz, PAGE};
+use super::parse::{looked_up, parse_connz, parse_leafz, Page, PAGE};
 use crate::config::MonitorUrl;
 use crate::facts::{Connz, LookedUp, Unknown, Wanted};
 use crate::rules::subscription::holds;
@@ -20,12 +20,7 @@ pub async fn lookup_monitor(
     cid: u64,
     deadline: Instant,
 ) -> Result<Vec<LookedUp>, Unknown> {
-    let path = format!("/connz?cid={cid}&subs=detail");
-    let body = tokio::time::timeout_at(deadline.into(), http_get(url, &path))
-        .await
-        .map_err(|_| Unknown::Deadline)??;
-    let page =
-        parse_connz(&body, &url.to_string()).map_err(|e| Unknown::Failed(format!("{url}: {e}")))?;
+    let page = connz_page(url, format!("/connz?cid={cid}&subs=detail"), deadline).await?;
     Ok(looked_up(page).into_iter().collect())
 }
 
@@ -39,12 +34,7 @@ pub async fn from_monitor(
 ) -> Result<Connz, Unknown> {
     let get = |offset: u64| {
         let path = format!("/connz?subs=detail&offset={offset}&limit={PAGE}");
-        async move {
-            let body = tokio::time::timeout_at(deadline.into(), http_get(url, &path))
-                .await
-                .map_err(|_| Unknown::Deadline)??;
-            parse_connz(&body, &url.to_string()).map_err(|e| Unknown::Failed(format!("{url}: {e}")))
-        }
+        connz_page(url, path, deadline)
     };
     let first = get(0).await?;
     let mut all = first.connections;
@@ -62,9 +52,7 @@ pub async fn from_monitor(
     // its /connz does not list. Asked only then (one more request).
     let mut out_of_sight = None;
     if !all.iter().any(|c| ours.contains(&c.addr)) {
-        let leafz = tokio::time::timeout_at(deadline.into(), http_get(url, "/leafz"))
-            .await
-            .map_err(|_| Unknown::Deadline)??;
+        let leafz = http_get(url, "/leafz", deadline).await?;
         let leafs = parse_leafz(&leafz).map_err(|e| Unknown::Failed(format!("{url}: {e}")))?;
         if !leafs.is_empty() {
             out_of_sight = Some(format!(
@@ -87,8 +75,21 @@ pub async fn from_monitor(
     })
 }
 
-/// A plain HTTP/1.0 GET (one request per connection, no chunking), body returned on 200.
-async fn http_get(url: &MonitorUrl, path: &str) -> Result<Vec<u8>, Unknown> {
+/// One page of `/connz` from the monitoring port.
+async fn connz_page(url: &MonitorUrl, path: String, deadline: Instant) -> Result<Page, Unknown> {
+    let body = http_get(url, &path, deadline).await?;
+    parse_connz(&body, &url.to_string()).map_err(|e| Unknown::Failed(format!("{url}: {e}")))
+}
+
+/// A plain HTTP/1.0 GET (one request per connection, no chunking) answered by `deadline`,
+/// body returned on 200.
+async fn http_get(url: &MonitorUrl, path: &str, deadline: Instant) -> Result<Vec<u8>, Unknown> {
+    tokio::time::timeout_at(deadline.into(), exchange(url, path))
+        .await
+        .map_err(|_| Unknown::Deadline)?
+}
+
+async fn exchange(url: &MonitorUrl, path: &str) -> Result<Vec<u8>, Unknown> {
     let fail = |why: String| Unknown::Unreachable(format!("{url}: {why}"));
     let mut stream = tokio::net::TcpStream::connect((url.host.as_str(), url.port))
         .await
