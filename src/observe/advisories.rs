@@ -179,11 +179,6 @@ impl Watch {
         let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         Advisories::Counted(judged_only(&counts, &domain))
     }
-
-    /// The JetStream domain whose advisories count, when they can be heard.
-    pub fn domain(&self) -> Option<&str> {
-        self.judged.as_ref().ok().and_then(|d| d.as_deref())
-    }
 }
 
 /// The judged domain's losses; another domain's consumers are not the judged ones, whatever

@@ -79,11 +79,6 @@ impl Looks {
         std::mem::take(&mut self.logins)
     }
 
-    /// The process id of the looks' process now running, if any.
-    pub fn pid(&self) -> Option<u32> {
-        self.running.as_ref().map(|r| r.child.id())
-    }
-
     /// One look with `meaning`, answered within `within`; past that the process is killed.
     pub fn look(&mut self, meaning: Meaning, within: Duration) -> Ended {
         let deadline = Instant::now() + within;
@@ -483,6 +478,13 @@ impl<T: Read + AsRawFd> ReadFd for T {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Looks {
+        /// The process id of the looks' process now running, if any.
+        fn pid(&self) -> Option<u32> {
+            self.running.as_ref().map(|r| r.child.id())
+        }
+    }
 
     #[test]
     fn a_checks_answer_is_read_from_its_json() {
