@@ -15,7 +15,7 @@
 //! election (10008) or a request that timed out is asked again inside the look's deadline.
 
 use super::jetstream::{self, ApiError, ParseError};
-use super::nats::{needs_stream, Session};
+use super::nats::{needs_stream, observed, Session};
 use crate::facts::{ConsumerName, Look, Observed, StreamFacts, Unknown};
 use natsprobe_core::timing::{LISTING_PAUSE, LISTING_TRY};
 use std::cell::{Cell, RefCell};
@@ -195,12 +195,7 @@ async fn unreported(
     }
     let requests = missing
         .iter()
-        .map(|d| {
-            (
-                session.api(&format!("CONSUMER.INFO.{stream}.{d}")),
-                String::new(),
-            )
-        })
+        .map(|d| (session.consumer_info(stream, d), String::new()))
         .collect();
     let answers = ask_again(session, requests, deadline).await;
     missing
@@ -208,16 +203,9 @@ async fn unreported(
         .cloned()
         .zip(answers)
         .map(|(durable, answer)| {
-            let observed = match answer.map(|body| jetstream::parse_consumer_info(&body)) {
-                Ok(Ok(facts)) => Observed::Found {
-                    facts,
-                    stream: None,
-                },
-                Ok(Err(e)) => match super::nats::classify(e) {
-                    Observed::NotJudged(_) => Observed::NotJudged(Unknown::NotReported),
-                    other => other,
-                },
-                Err(_) => Observed::NotJudged(Unknown::NotReported),
+            let observed = match observed(answer) {
+                Observed::NotJudged(_) => Observed::NotJudged(Unknown::NotReported),
+                other => other,
             };
             (durable, observed)
         })

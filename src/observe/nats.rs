@@ -123,6 +123,11 @@ impl Session {
         self.api.subject(call)
     }
 
+    /// The subject of one consumer's info.
+    pub fn consumer_info(&self, stream: &str, durable: &str) -> String {
+        self.api(&format!("CONSUMER.INFO.{stream}.{durable}"))
+    }
+
     /// The JetStream domain the connected server announced in its INFO (nats-server sends
     /// `domain` when its JetStream has one).
     pub fn server_domain(&self) -> Option<String> {
@@ -175,25 +180,13 @@ impl Session {
     pub async fn consumers(&self, consumers: &[ConsumerName], deadline: Instant) -> Vec<Observed> {
         let requests = consumers
             .iter()
-            .map(|n| {
-                let subject = self.api(&format!("CONSUMER.INFO.{}.{}", n.stream, n.durable));
-                (subject, String::new())
-            })
+            .map(|n| (self.consumer_info(&n.stream, &n.durable), String::new()))
             .collect();
         let mut observed: Vec<Observed> = self
             .ask_all(requests, deadline)
             .await
             .into_iter()
-            .map(|answer| match answer {
-                Err(why) => Observed::NotJudged(why),
-                Ok(body) => match jetstream::parse_consumer_info(&body) {
-                    Ok(facts) => Observed::Found {
-                        facts,
-                        stream: None,
-                    },
-                    Err(e) => classify(e),
-                },
-            })
+            .map(observed)
             .collect();
 
         // What a stream's retention can do to the work matters only where work waits, and
@@ -462,7 +455,19 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-pub(crate) fn classify(e: ParseError) -> Observed {
+/// A consumer's info answer (or why there is none), as observed.
+pub(super) fn observed(answer: Result<Vec<u8>, Unknown>) -> Observed {
+    match answer.map(|body| jetstream::parse_consumer_info(&body)) {
+        Ok(Ok(facts)) => Observed::Found {
+            facts,
+            stream: None,
+        },
+        Ok(Err(e)) => classify(e),
+        Err(why) => Observed::NotJudged(why),
+    }
+}
+
+fn classify(e: ParseError) -> Observed {
     match e.api_code() {
         Some(ApiError::STREAM_NOT_FOUND) => Observed::StreamMissing,
         Some(ApiError::CONSUMER_NOT_FOUND) => Observed::ConsumerMissing,
