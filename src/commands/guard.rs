@@ -29,11 +29,6 @@ fn look_deadline(config: &GuardConfig) -> Instant {
     Instant::now() + config.timeout
 }
 
-/// When the second look begins: the interval after the first began.
-fn second_look_at(first: Instant, config: &GuardConfig) -> Instant {
-    first + config.interval
-}
-
 pub fn run(config: &GuardConfig) -> Result<GuardReport, Error> {
     server::on_network_runtime(looks(config)).map_err(Error::CannotEvaluate)?
 }
@@ -52,7 +47,10 @@ type FirstLooks = HashMap<ConsumerName, Box<FirstLook>>;
 async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     set_phase(Phase::AskingJetStream);
     let first_deadline = look_deadline(config);
-    let account = connect(config, first_deadline).await?;
+    let (servers, auth, api) = (&config.servers, &config.auth, &config.js_api);
+    let account = Account::connect(servers, auth, api, first_deadline)
+        .await?
+        .map_err(unreachable)?;
     let jetstream = match config.js_api.is_local() {
         true => account
             .server_domain()
@@ -68,7 +66,7 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     let (first, first_look) = first_look(config, &account, first_ms, first_deadline).await?;
 
     set_phase(Phase::Waiting);
-    tokio::time::sleep_until(second_look_at(started, config).into()).await;
+    tokio::time::sleep_until((started + config.interval).into()).await;
     // The losses counted over the interval: what the second look's progress is weighed against.
     let advisories = account.finish(watch).await;
 
@@ -156,13 +154,6 @@ async fn second_look(
         rows.push(Box::new(judge.row(&name, Some(&was), second.as_ref())));
     }
     Ok((rows, second_look))
-}
-
-async fn connect(config: &GuardConfig, deadline: Instant) -> Result<Account, Error> {
-    let (servers, auth, api) = (&config.servers, &config.auth, &config.js_api);
-    Account::connect(servers, auth, api, deadline)
-        .await?
-        .map_err(unreachable)
 }
 
 fn unreachable(why: Unknown) -> Error {
@@ -266,8 +257,7 @@ mod tests {
     }
 
     /// The whole run's deadline covers both looks, the interval between and a second; each
-    /// look's is its `--timeout` from when it begins, and the second begins the interval after
-    /// the first began.
+    /// look's is its `--timeout` from when it begins.
     #[test]
     fn the_deadlines_cover_both_looks_and_the_interval() {
         let c = config(&["--interval", "30s", "--timeout", "4s"]);
@@ -277,7 +267,6 @@ mod tests {
         assert!(
             at >= before + Duration::from_secs(4) && at <= Instant::now() + Duration::from_secs(4)
         );
-        assert_eq!(second_look_at(before, &c), before + Duration::from_secs(30));
         let e = unreachable(Unknown::Credentials);
         assert!(format!("{e:?}").contains("cannot look at the account's JetStream"));
     }
