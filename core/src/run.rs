@@ -268,7 +268,8 @@ impl<'c> Run<'c> {
                 })
             })
             .collect();
-        let exact = check.exact && !check.diagnose && check.asked() == 0;
+        let exact =
+            check.exact && !check.diagnose && crate::rules::exact::may_decide(check.asked());
         let (step, walked) = match (exact, state.sockets.is_empty()) {
             (true, false) => (Step::Exact, Walked::NotTried),
             (true, true) => (Step::Walk, Walked::NothingRemembered),

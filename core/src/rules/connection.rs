@@ -284,19 +284,6 @@ pub fn half_open(info: &TcpInfo, after: Duration) -> Option<HalfOpen> {
 /// The least time `n` retransmission timeouts in a row take: each waits twice the one before,
 /// so the current timeout halved `n` times was the first; none waits over 120 s
 /// (`TCP_RTO_MAX`, where the doubling stops and this undercounts, which is safe).
-/// When the half-open rule first calls a connection whose peer is gone, counted from the send
-/// it never acknowledges: at the first retransmission timeout past `after`. The kernel
-/// retransmits at its timer, `first_rto` (200 ms, its minimum, on a LAN), doubling (up to two
-/// minutes): 0.2, 0.6, 1.4, ... 25.4, 51.0 s after the send. The rule sees the timer only when
-/// it fires: a `--half-open-after 30s` connection is called at 51 s.
-pub fn half_open_called(after: Duration, first_rto: Duration) -> Duration {
-    let first = first_rto.as_millis().min(u128::from(u32::MAX)) as u32;
-    (1..64)
-        .map(|n| retransmission_time(first.saturating_mul(1 << n.min(31)), n))
-        .find(|waited| *waited >= after)
-        .unwrap_or(Duration::MAX)
-}
-
 fn retransmission_time(rto_ms: u32, n: u32) -> Duration {
     let first = u64::from(rto_ms >> n.min(31));
     let total: u64 = (0..n.min(64))
@@ -613,6 +600,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// When the half-open rule first calls a connection whose peer is gone, counted from the
+    /// send it never acknowledges: at the first retransmission timeout past `after`. The kernel
+    /// retransmits at its timer, `first_rto` (200 ms, its minimum, on a LAN), doubling (up to
+    /// two minutes): 0.2, 0.6, 1.4, ... 25.4, 51.0 s after the send. The rule sees the timer
+    /// only when it fires: a `--half-open-after 30s` connection is called at 51 s.
+    fn half_open_called(after: Duration, first_rto: Duration) -> Duration {
+        let first = first_rto.as_millis().min(u128::from(u32::MAX)) as u32;
+        (1..64)
+            .map(|n| retransmission_time(first.saturating_mul(1 << n.min(31)), n))
+            .find(|waited| *waited >= after)
+            .unwrap_or(Duration::MAX)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! reported only if seen in both looks, so a rollout that leaves a deliver group briefly
 //! without a subscriber is not an alert; the guard alerts and never remediates. Pure.
 
-use super::consumer::{self, Fault, Healthy, Judgement, Outcome, Policy, Progress};
+use super::consumer::{self, Fault, Judgement, Outcome, Policy, Progress};
 use crate::facts::{ConsumerName, Losses, Observed, Sample, Unknown};
 use core::time::Duration;
 
@@ -188,17 +188,10 @@ fn fault(o: &Outcome) -> Fault {
     }
 }
 
-/// Whether a healthy verdict is healthy because the consumer works, for summaries.
-pub fn is_idle(v: &Verdict) -> bool {
-    matches!(
-        v,
-        Verdict::Healthy(Note::Judged(Outcome::Healthy(Healthy::Idle)))
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::consumer::Healthy;
 
     #[test]
     fn ignored_names_a_durable_or_its_whole_stream() {
@@ -314,7 +307,10 @@ mod tests {
         // Whole platform healthy: idle: OK.
         let a = found(info(0, 0, 500, T0));
         let b = found(info(0, 0, 500, T0 + INTERVAL_MS));
-        assert!(is_idle(&run(seen(Some(&a), Some(&b)))));
+        assert!(matches!(
+            run(seen(Some(&a), Some(&b))),
+            Verdict::Healthy(Note::Judged(Outcome::Healthy(Healthy::Idle)))
+        ));
     }
 
     /// A rollout leaves the deliver group without a subscriber in one look: no alert.
