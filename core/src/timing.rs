@@ -15,6 +15,14 @@ pub struct Share {
 }
 
 impl Share {
+    pub const fn new(numerator: u32, denominator: u32, at_least: Duration) -> Self {
+        Share {
+            numerator,
+            denominator,
+            at_least,
+        }
+    }
+
     /// This share of `left`, at least its floor, at most `left`.
     pub fn of(self, left: Duration) -> Duration {
         (left * self.numerator / self.denominator)
@@ -76,38 +84,22 @@ pub const TIMEOUT: Duration = Duration::from_millis(800);
 pub const PRINT_MARGIN: Duration = Duration::from_millis(5);
 
 /// What the network's asks leave of the time left, for keeping the state and answering.
-pub const AFTER_THE_NETWORK: Share = Share {
-    numerator: 1,
-    denominator: 8,
-    at_least: Duration::from_millis(15),
-};
+pub const AFTER_THE_NETWORK: Share = Share::new(1, 8, Duration::from_millis(15));
 
 /// The exact lookup's wait for the kernel's answers; the rest of the time is the walk's.
 pub const EXACT_PATIENCE: Duration = Duration::from_millis(100);
 
 /// The monitoring port's share of the time left for the connection list; the rest is the
 /// account's report's.
-pub const MONITOR_SHARE: Share = Share {
-    numerator: 1,
-    denominator: 2,
-    at_least: Duration::ZERO,
-};
+pub const MONITOR_SHARE: Share = Share::new(1, 2, Duration::ZERO);
 
 /// A lookup of one connection by cid: a server that does not answer by then leaves the rest
 /// to a match by address.
-pub const LOOKUP_SHARE: Share = Share {
-    numerator: 1,
-    denominator: 2,
-    at_least: Duration::ZERO,
-};
+pub const LOOKUP_SHARE: Share = Share::new(1, 2, Duration::ZERO);
 
 /// The account's STATZ, which says which servers must answer the connection report: each
 /// answers at once, walking nothing.
-pub const STATZ_SHARE: Share = Share {
-    numerator: 1,
-    denominator: 4,
-    at_least: Duration::ZERO,
-};
+pub const STATZ_SHARE: Share = Share::new(1, 4, Duration::ZERO);
 
 /// After the servers that must answer have, how long to wait for one more.
 pub const QUIET: Duration = Duration::from_millis(100);
@@ -123,20 +115,12 @@ pub const GUARD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the guard waits for the server's audit advisory of its own request (which proves
 /// the advisories arrive, behind a JetStream domain or prefix): at most this, and a quarter of
 /// the first look's time when that is less.
-pub const AUDIT_WAIT: Share = Share {
-    numerator: 1,
-    denominator: 4,
-    at_least: Duration::ZERO,
-};
+pub const AUDIT_WAIT: Share = Share::new(1, 4, Duration::ZERO);
 pub const AUDIT_WAIT_MOST: Duration = Duration::from_secs(1);
 
 /// One try of a listing's page: a quarter of the look's time left, at least a second; a leader
 /// that did not answer (an election) is asked again after `LISTING_PAUSE`.
-pub const LISTING_TRY: Share = Share {
-    numerator: 1,
-    denominator: 4,
-    at_least: Duration::from_secs(1),
-};
+pub const LISTING_TRY: Share = Share::new(1, 4, Duration::from_secs(1));
 pub const LISTING_PAUSE: Duration = Duration::from_millis(250);
 
 // Principle 8, behind `serve`: the freshest verdict while it stands.
