@@ -212,6 +212,24 @@ struct Sub {
     memo: SubscriptionMemo,
     rematch: Rematch,
     result: Option<SubJudged>,
+    /// `Run::window_of_subscription` when it was made: neither the judgements nor the
+    /// samples it reads change before the subscription is judged.
+    window: Duration,
+}
+
+impl Sub {
+    /// A judgement of it that did not reach the server, going on from what was remembered:
+    /// for a pull consumer's part, what it published; else its connection.
+    fn judged(&self, held: Held, found: Found) -> SubJudged {
+        let pull = self.pull.is_some();
+        SubJudged {
+            held,
+            found,
+            connection: self.memo.connection.clone().filter(|_| !pull),
+            published: self.memo.pull.clone().filter(|_| pull),
+            asked: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -651,13 +669,7 @@ impl<'c> Run<'c> {
                             created: p.created.clone(),
                             delivered: p.delivered,
                         });
-                        sub.result = Some(SubJudged {
-                            held: Held::NotJudged(why.clone()),
-                            found: Found::Waited,
-                            connection: None,
-                            published: sub.memo.pull.clone(),
-                            asked: false,
-                        });
+                        sub.result = Some(sub.judged(Held::NotJudged(why.clone()), Found::Waited));
                         subs.push(sub);
                     }
                     continue;
@@ -688,6 +700,7 @@ impl<'c> Run<'c> {
     fn sub(&self, wanted: Wanted, consumer: Option<ConsumerName>) -> Sub {
         Sub {
             memo: self.state.memo(&wanted),
+            window: self.window_of_subscription(consumer.as_ref()),
             wanted,
             consumer,
             pull: None,
@@ -710,9 +723,7 @@ impl<'c> Run<'c> {
         let (check, now) = (self.check, self.start.now_ms);
         let (_, live) = our_sockets(&self.connections);
         let looking = matches!(self.obs.sampling, Some(Sampling::Ask(_)));
-        let windows = self.sub_windows();
-        let subs = self.subs.iter_mut().zip(windows);
-        for (sub, window) in subs.filter(|(s, _)| s.result.is_none()) {
+        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
             if let Some(work) = &sub.pull {
                 let kept = sub.memo.pull.as_ref();
                 // Its connections are read at a look when due (below): after reads that went
@@ -720,39 +731,19 @@ impl<'c> Run<'c> {
                 // less).
                 let unanswered = sub.memo.unanswered.as_ref();
                 if let Some(next) = remembered::waiting(unanswered, check.sample_every, now) {
-                    sub.result = Some(SubJudged {
-                        held: Held::NotJudged(Unknown::Waiting(next)),
-                        found: Found::Waited,
-                        connection: None,
-                        published: kept.cloned(),
-                        asked: false,
-                    });
+                    let held = Held::NotJudged(Unknown::Waiting(next));
+                    sub.result = Some(sub.judged(held, Found::Waited));
                     continue;
                 }
                 let plan = remembered::plan_pull(kept, &live);
                 let unread = kept
                     .filter(|_| plan.is_ok())
-                    .and_then(|k| subscription::unread(k, work, window, now));
+                    .and_then(|k| subscription::unread(k, work, sub.window, now));
                 match (plan, unread) {
-                    (Ok(()), Some((held, found))) => {
-                        sub.result = Some(SubJudged {
-                            held,
-                            found,
-                            connection: None,
-                            published: kept.cloned(),
-                            asked: false,
-                        });
-                    }
+                    (Ok(()), Some((held, found))) => sub.result = Some(sub.judged(held, found)),
                     (Ok(()), None) => {
                         for (m, _) in kept.iter().flat_map(|p| &p.connections) {
-                            let lookup = Lookup1 {
-                                server: m.server.clone(),
-                                cid: m.cid,
-                                direct: is_direct(check, &m.server),
-                            };
-                            if !self.lookups.contains(&lookup) {
-                                self.lookups.push(lookup);
-                            }
+                            look_up(&mut self.lookups, check, m);
                         }
                     }
                     (Err(why), _) => sub.rematch = why,
@@ -772,33 +763,14 @@ impl<'c> Run<'c> {
                 kept,
             ) {
                 (Plan::Trust { held_ago, trust }, Some(m)) => {
-                    sub.result = Some(SubJudged {
-                        held: Held::Yes { by: m.local },
-                        found: Found::Trusted { held_ago, trust },
-                        connection: Some(m.clone()),
-                        published: None,
-                        asked: false,
-                    });
+                    let found = Found::Trusted { held_ago, trust };
+                    sub.result = Some(sub.judged(Held::Yes { by: m.local }, found));
                 }
                 (Plan::Wait(next), _) => {
-                    sub.result = Some(SubJudged {
-                        held: Held::NotJudged(Unknown::Waiting(next)),
-                        found: Found::Waited,
-                        connection: kept.cloned(),
-                        published: None,
-                        asked: false,
-                    });
+                    let held = Held::NotJudged(Unknown::Waiting(next));
+                    sub.result = Some(sub.judged(held, Found::Waited));
                 }
-                (Plan::LookUp, Some(m)) => {
-                    let lookup = Lookup1 {
-                        server: m.server.clone(),
-                        cid: m.cid,
-                        direct,
-                    };
-                    if !self.lookups.contains(&lookup) {
-                        self.lookups.push(lookup);
-                    }
-                }
+                (Plan::LookUp, Some(m)) => look_up(&mut self.lookups, check, m),
                 (Plan::Match(why), _) => sub.rematch = why,
                 (_, None) => {}
             }
@@ -813,13 +785,12 @@ impl<'c> Run<'c> {
     /// answered (not judged, asked again later), or another's (matched by address again).
     fn looked_up(&mut self, answers: Vec<(Result<Vec<LookedUp>, Unknown>, bool)>) {
         let now = self.start.now_ms;
-        let windows = self.sub_windows();
-        for (sub, window) in self.subs.iter_mut().zip(windows) {
+        for sub in self.subs.iter_mut() {
             if sub.result.is_some() {
                 continue;
             }
             if let (Some(work), Some(kept)) = (&sub.pull, &sub.memo.pull) {
-                match pulls_looked_up(kept, &self.lookups, &answers, work, window, now) {
+                match pulls_looked_up(kept, &self.lookups, &answers, work, sub.window, now) {
                     Ok(judged) => sub.result = Some(judged),
                     Err(why) => sub.rematch = why,
                 }
@@ -828,11 +799,7 @@ impl<'c> Run<'c> {
             let Some(m) = sub.memo.connection.clone() else {
                 continue;
             };
-            let Some(i) = self
-                .lookups
-                .iter()
-                .position(|l| l.server == m.server && l.cid == m.cid)
-            else {
+            let Some(i) = lookup_of(&self.lookups, &m) else {
                 continue;
             };
             let (answer, reached) = &answers[i];
@@ -856,11 +823,9 @@ impl<'c> Run<'c> {
                 },
             };
             sub.result = Some(SubJudged {
-                held,
-                found: Found::LookedUp { cid: m.cid },
                 connection: Some(connection),
-                published: None,
                 asked: *reached,
+                ..sub.judged(held, Found::LookedUp { cid: m.cid })
             });
         }
         self.match_rest();
@@ -885,8 +850,7 @@ impl<'c> Run<'c> {
     fn matched(&mut self, answer: Result<Connz, Unknown>, reached: bool) {
         let (sockets, _) = our_sockets(&self.connections);
         let now = self.start.now_ms;
-        let windows = self.sub_windows();
-        for (sub, window) in self.subs.iter_mut().zip(windows) {
+        for sub in self.subs.iter_mut() {
             if sub.result.is_some() {
                 continue;
             }
@@ -897,15 +861,13 @@ impl<'c> Run<'c> {
                     &sockets,
                     &answer,
                     (sub.memo.pull.as_ref(), work),
-                    window,
+                    sub.window,
                     now,
                 );
                 sub.result = Some(SubJudged {
-                    held,
-                    found: Found::Matched(sub.rematch),
-                    connection: None,
                     published,
                     asked: reached,
+                    ..sub.judged(held, Found::Matched(sub.rematch))
                 });
                 continue;
             }
@@ -918,11 +880,9 @@ impl<'c> Run<'c> {
                 }),
             };
             sub.result = Some(SubJudged {
-                held,
-                found: Found::Matched(sub.rematch),
                 connection,
-                published: None,
                 asked: reached,
+                ..sub.judged(held, Found::Matched(sub.rematch))
             });
         }
         self.obs.connz = Some(answer);
@@ -941,8 +901,11 @@ impl<'c> Run<'c> {
             let unanswered =
                 remembered::count_unanswered(sub.memo.unanswered.as_ref(), &j.held, j.asked, now);
             let of = Of::Subscription(sub.wanted.clone());
-            let window = self.window_of_subscription(sub.consumer.as_ref());
-            let (held, carried) = self.freshest(&of, j.held, &live, window, |h| match h {
+            debug_assert_eq!(
+                sub.window,
+                self.window_of_subscription(sub.consumer.as_ref())
+            );
+            let (held, carried) = self.freshest(&of, j.held, &live, sub.window, |h| match h {
                 Held::NotByThisConnection { connection } => Some(Wrong::NotHeld {
                     connection: *connection,
                 }),
@@ -1004,14 +967,6 @@ impl<'c> Run<'c> {
             true => self.step = Step::ClientAge,
             false => self.settle(),
         }
-    }
-
-    /// Each subscription's window, in order.
-    fn sub_windows(&self) -> Vec<Duration> {
-        self.subs
-            .iter()
-            .map(|s| self.window_of_subscription(s.consumer.as_ref()))
-            .collect()
     }
 
     /// A subscription's window: its consumer's, for a deliver subscription; else
@@ -1258,6 +1213,25 @@ impl NotJudged for Held {
     }
 }
 
+/// Asks for the remembered connection `m` by cid, once however many subscriptions it holds.
+fn look_up(lookups: &mut Vec<Lookup1>, check: &Check, m: &Remembered) {
+    let lookup = Lookup1 {
+        server: m.server.clone(),
+        cid: m.cid,
+        direct: is_direct(check, &m.server),
+    };
+    if !lookups.contains(&lookup) {
+        lookups.push(lookup);
+    }
+}
+
+/// Which of `lookups` asked for the remembered connection `m`.
+fn lookup_of(lookups: &[Lookup1], m: &Remembered) -> Option<usize> {
+    lookups
+        .iter()
+        .position(|l| l.server == m.server && l.cid == m.cid)
+}
+
 /// Whether a connection remembered at `at` is looked up at the monitoring port (it was
 /// matched there), which finds a cid directly, rather than through the account's report.
 pub fn is_direct(check: &Check, at: &ServerIdent) -> bool {
@@ -1281,9 +1255,6 @@ fn server_state(servers: &[ServerAnswer]) -> Option<ServerState> {
     })
 }
 
-/// This pod's counted connections as the server sees them (an IPv4-mapped address
-/// unmapped), and of them the live ones: only a live connection is trusted or looked up; a
-/// half-open one is matched again.
 /// Why a remembered connection's lookup judged nothing: its server did not answer for it.
 fn unanswered_lookup(m: &Remembered) -> Unknown {
     Unknown::NotListed(format!(
@@ -1307,10 +1278,7 @@ fn pulls_looked_up(
     let mut unjudged = None;
     let mut reached_all = true;
     for (m, _) in &kept.connections {
-        let i = lookups
-            .iter()
-            .position(|l| l.server == m.server && l.cid == m.cid)
-            .ok_or(Rematch::FirstTime)?;
+        let i = lookup_of(lookups, m).ok_or(Rematch::FirstTime)?;
         let (answer, reached) = &answers[i];
         reached_all &= reached;
         match answer.as_ref().map(|a| remembered::confirm(m, a)) {
@@ -1393,6 +1361,9 @@ fn pulls_matched(
     (held, Some(published))
 }
 
+/// This pod's counted connections as the server sees them (an IPv4-mapped address
+/// unmapped), and of them the live ones: only a live connection is trusted or looked up; a
+/// half-open one is matched again.
 fn our_sockets(connections: &Connections) -> (Vec<Socket>, Vec<Socket>) {
     let sockets: Vec<Socket> = connections
         .established
