@@ -160,31 +160,23 @@ fn world_with(fault: Fault) -> World {
     match fault {
         Fault::GaveUp => w.client.gave_up = Some(0),
         Fault::HalfOpen => w.client.half_open = Some(0),
-        Fault::Deaf {
-            connections,
-            direct,
-        } => {
+        Fault::Deaf { .. } | Fault::NotPulling => {
+            let (account_connections, direct, pull) = match fault {
+                Fault::Deaf {
+                    connections,
+                    direct,
+                } => (connections, direct, false),
+                _ => (100, false, true),
+            };
             w.subscription = Some(Subscription {
                 wanted: Wanted {
                     subject: "events.>".into(),
                     queue: None,
                 },
                 deaf_at: Some(0),
-                account_connections: connections,
+                account_connections,
                 direct,
-                pull: false,
-            })
-        }
-        Fault::NotPulling => {
-            w.subscription = Some(Subscription {
-                wanted: Wanted {
-                    subject: "events.>".into(),
-                    queue: None,
-                },
-                deaf_at: Some(0),
-                account_connections: 100,
-                direct: false,
-                pull: true,
+                pull,
             })
         }
         _ => {}
