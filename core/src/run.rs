@@ -24,8 +24,8 @@ use crate::prelude::*;
 use crate::rules::cause::{self, Cause, Standing};
 use crate::rules::check::{self as verdict, ServerState, Verdict};
 use crate::rules::connection::{self, Connections};
-use crate::rules::consumer::{self, Judgement, Outcome, Window};
-use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
+use crate::rules::consumer::{self, ms, Judgement, Outcome, Window};
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription, NotJudged};
 use crate::rules::remembered::{
     self, Asking, Carried, Confirmed, Found, LastLook, Of, Plan, Rematch, SeenFault, Socket,
     TrustSetting, Wrong,
@@ -1190,29 +1190,6 @@ impl<'c> Run<'c> {
     }
 }
 
-/// A judgement that may say the server could not be asked.
-trait NotJudged {
-    fn not_judged(&self) -> Option<&Unknown>;
-}
-
-impl NotJudged for Outcome {
-    fn not_judged(&self) -> Option<&Unknown> {
-        match self {
-            Outcome::NotJudged(why) => Some(why),
-            _ => None,
-        }
-    }
-}
-
-impl NotJudged for Held {
-    fn not_judged(&self) -> Option<&Unknown> {
-        match self {
-            Held::NotJudged(why) => Some(why),
-            _ => None,
-        }
-    }
-}
-
 /// Asks for the remembered connection `m` by cid, once however many subscriptions it holds.
 fn look_up(lookups: &mut Vec<Lookup1>, check: &Check, m: &Remembered) {
     let lookup = Lookup1 {
@@ -1385,11 +1362,6 @@ fn our_sockets(connections: &Connections) -> (Vec<Socket>, Vec<Socket>) {
         .collect();
     (sockets, live)
 }
-
-fn ms(millis: i64) -> Duration {
-    Duration::from_millis(millis.max(0) as u64)
-}
-
 #[cfg(test)]
 mod tests {
     //! The run's decisions, one by one: which asks it makes and when, what it keeps, and what

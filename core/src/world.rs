@@ -21,6 +21,7 @@ use crate::facts::{
     Socket, SocketScan, StateDirUsed, StreamFacts, TcpInfo, TcpState, Unknown, Wanted,
 };
 use crate::prelude::*;
+use crate::rules::consumer::ms;
 use crate::run::{Ask, Check, ClientOf, Ended, Refusal, Run, Seen, Start};
 use crate::state::{Kept, State};
 use alloc::vec;
@@ -616,10 +617,6 @@ fn half_open_info(since: Ms) -> TcpInfo {
         last_ack_recv_ms: Some(since as u32),
         ..TcpInfo::default()
     }
-}
-
-fn ms(ms: Ms) -> Duration {
-    Duration::from_millis(ms.max(0) as u64)
 }
 
 /// A consumer name.

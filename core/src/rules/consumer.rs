@@ -588,11 +588,13 @@ fn verdict(v: Verdict) -> Outcome {
     })
 }
 
-fn ms(millis: i64) -> Duration {
+/// Milliseconds as a duration, none below zero (a clock that stepped back).
+pub(crate) fn ms(millis: i64) -> Duration {
     Duration::from_millis(millis.max(0) as u64)
 }
 
-fn bare(outcome: Outcome, sample: Option<Sample>) -> Judgement {
+/// A judgement that is only its outcome (and the sample kept).
+pub(crate) fn bare(outcome: Outcome, sample: Option<Sample>) -> Judgement {
     Judgement {
         outcome,
         window: None,

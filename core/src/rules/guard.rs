@@ -84,18 +84,10 @@ pub fn judge(seen: Seen, policy: &Policy, first_ms: i64, second_ms: i64) -> (Ver
     let second = seen
         .second
         .map(|o| consumer::judge(o, previous, policy, second_ms));
-    let verdict = verdict(
-        &seen,
-        seen.first,
-        second.as_ref(),
-        Duration::from_millis((second_ms - first_ms).max(0) as u64),
-    );
-    let shown = second.or_else(|| seen.first.cloned()).unwrap_or(Judgement {
-        outcome: Outcome::Unhealthy(Fault::ConsumerMissing),
-        window: None,
-        progress: None,
-        sample: None,
-    });
+    let interval = interval(first_ms, second_ms);
+    let verdict = verdict(&seen, seen.first, second.as_ref(), interval);
+    let missing = consumer::bare(Outcome::Unhealthy(Fault::ConsumerMissing), None);
+    let shown = second.or_else(|| seen.first.cloned()).unwrap_or(missing);
     (verdict, shown)
 }
 

@@ -8,7 +8,30 @@ use super::check::{ConsumerHealth, Reason};
 use super::consumer::{Outcome, Progress, Window};
 use super::remembered::{Carried, Found};
 use super::subscription::Held;
-use crate::facts::{ConsumerName, ConsumerSeen, Wanted};
+use crate::facts::{ConsumerName, ConsumerSeen, Unknown, Wanted};
+
+/// A judgement that may say the server could not be asked.
+pub(crate) trait NotJudged {
+    fn not_judged(&self) -> Option<&Unknown>;
+}
+
+impl NotJudged for Outcome {
+    fn not_judged(&self) -> Option<&Unknown> {
+        match self {
+            Outcome::NotJudged(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+impl NotJudged for Held {
+    fn not_judged(&self) -> Option<&Unknown> {
+        match self {
+            Held::NotJudged(why) => Some(why),
+            _ => None,
+        }
+    }
+}
 
 /// One consumer: what was seen, and what the rules (with the pod's policy) made of it.
 #[derive(Debug, Clone)]
@@ -92,20 +115,78 @@ pub fn not_judged(
         Reason::ConsumerNotJudged => consumers
             .iter()
             .filter(|c| unjudged(c.health()))
-            .find_map(|c| match &c.outcome {
-                Outcome::NotJudged(why) => Some(answers::meaning(why).word),
-                _ => None,
-            })
+            .find_map(|c| c.outcome.not_judged())
             .or_else(|| {
                 subscriptions
                     .iter()
                     .filter(|s| unjudged(s.health()))
-                    .find_map(|s| match &s.held {
-                        Held::NotJudged(why) => Some(answers::meaning(why).word),
-                        _ => None,
-                    })
+                    .find_map(|s| s.held.not_judged())
             })
+            .map(|why| answers::meaning(why).word)
             .or(Some("failed")),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::Observed;
+    use crate::rules::consumer::Healthy;
+
+    fn consumer(why: Option<Unknown>) -> JudgedConsumer {
+        let outcome = why.map_or(Outcome::Healthy(Healthy::Idle), Outcome::NotJudged);
+        JudgedConsumer {
+            seen: ConsumerSeen {
+                name: crate::world::name("S", "D"),
+                observed: Observed::NotJudged(Unknown::Deadline),
+                previous: None,
+                state_problem: None,
+            },
+            outcome,
+            window: None,
+            progress: None,
+            standing: None,
+            carried: None,
+        }
+    }
+
+    fn subscription(held: Held) -> JudgedSubscription {
+        JudgedSubscription {
+            wanted: Wanted {
+                subject: "events.>".into(),
+                queue: None,
+            },
+            pull: false,
+            consumer: None,
+            held,
+            carried: None,
+            standing: None,
+            found: None,
+            judged_before: true,
+        }
+    }
+
+    /// The first consumer NATS could not answer for names the word, then the first
+    /// subscription; "failed" when neither says; nothing when the verdict judged.
+    #[test]
+    fn the_word_is_the_first_unjudged_consumers_then_subscriptions() {
+        let cannot_see = || Held::NotJudged(Unknown::NotListed("n1".into()));
+        let held = || Held::Yes {
+            by: "10.0.0.2:40000".parse().unwrap(),
+        };
+        let word = |c: &[JudgedConsumer], s: &[JudgedSubscription]| {
+            not_judged(Reason::ConsumerNotJudged, c, s)
+        };
+        let timeout = [consumer(None), consumer(Some(Unknown::Deadline))];
+        let subs = [subscription(held()), subscription(cannot_see())];
+        assert_eq!(word(&timeout, &subs), Some("timeout"));
+        assert_eq!(word(&timeout[..1], &subs), Some("cannot_see"));
+        assert_eq!(word(&timeout[..1], &subs[..1]), Some("failed"));
+        assert_eq!(
+            not_judged(Reason::ServerDown, &[], &[]),
+            Some("server_down")
+        );
+        assert_eq!(not_judged(Reason::Connected, &timeout, &subs), None);
     }
 }

@@ -8,7 +8,7 @@
 use crate::prelude::*;
 
 use crate::facts::{Connz, Published, Remembered, ServerConnection, Unknown, Wanted};
-use crate::rules::remembered::Found;
+use crate::rules::remembered::{self, Found};
 use core::net::SocketAddr;
 use core::time::Duration;
 
@@ -61,12 +61,7 @@ pub fn judge(wanted: &Wanted, ours: &[SocketAddr], connz: &Result<Connz, Unknown
         Ok(c) => c,
         Err(why) => return Held::NotJudged(why.clone()),
     };
-    let listed: Vec<&ServerConnection> = connz
-        .holding
-        .iter()
-        .chain(connz.all.iter().flatten())
-        .collect();
-    let mine: Vec<&ServerConnection> = listed
+    let mine: Vec<&ServerConnection> = remembered::listed(connz)
         .into_iter()
         .filter(|c| ours.contains(&c.addr))
         .collect();
