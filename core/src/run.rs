@@ -146,7 +146,7 @@ pub enum ClientOf<'r> {
     Inodes(&'r [u64]),
 }
 
-/// An answer.
+/// The answer to an `Ask`, of the same kind.
 #[derive(Debug, Clone)]
 pub enum Seen {
     /// For each remembered connection, what the kernel said; the named processes holding
@@ -243,7 +243,7 @@ struct SubJudged {
     asked: bool,
 }
 
-/// The machine.
+/// One run, between its asks: what it has seen so far and the step it is at.
 #[derive(Debug, Clone)]
 pub struct Run<'c> {
     check: &'c Check,
