@@ -175,7 +175,7 @@ pub struct ServerSection {
     pub urls: Vec<String>,
     pub asked: bool,
     pub answers: Vec<AnswerJson>,
-    pub when_server_down: &'static str,
+    pub when_server_down: WhenServerDown,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -337,10 +337,7 @@ fn server_section(input: &CheckInput) -> Option<ServerSection> {
                 routes: connection::routes(std::slice::from_ref(a)),
             })
             .collect(),
-        when_server_down: match input.policy.when_server_down {
-            WhenServerDown::Pass => "pass",
-            WhenServerDown::Fail => "fail",
-        },
+        when_server_down: input.policy.when_server_down,
     })
 }
 
@@ -538,6 +535,18 @@ mod tests {
                 "when_server_down": "pass",
             })
         );
+    }
+
+    #[test]
+    fn json_server_section_says_when_server_down_fail() {
+        let r = asked(
+            report(&[], &[4222], Owner::Anyone, false),
+            &["nats://10.96.14.2:4222"],
+            vec![Answer::Refused],
+            WhenServerDown::Fail,
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(v["server"]["when_server_down"], "fail");
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub struct GuardConsumer {
     pub num_ack_pending: [Option<u64>; 2],
     pub ack_floor: [Option<u64>; 2],
     /// Counted from the advisories over the interval; None when they could not be.
-    pub losses: Option<LossesJson>,
+    pub losses: Option<Losses>,
     /// Since the first look: `acked`, `delivered`, `unclear`, `without_ack`, `none`.
     pub progress: Option<&'static str>,
     pub window_ms: Option<u64>,
@@ -106,13 +106,6 @@ impl Serialize for GuardConsumer {
         s.serialize_field("reason", &self.reason)?;
         s.end()
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct LossesJson {
-    pub deleted_unacked: u64,
-    pub exhausted: u64,
-    pub terminated_by_client: u64,
 }
 
 /// Everything the guard knows of one durable once both looks are in.
@@ -146,11 +139,7 @@ pub fn row(j: Judged) -> GuardConsumer {
         num_pending: both(|g| g.num_pending),
         num_ack_pending: both(|g| g.num_ack_pending),
         ack_floor: both(|g| g.ack_floor),
-        losses: j.losses.map(|l| LossesJson {
-            deleted_unacked: l.deleted_unacked,
-            exhausted: l.exhausted,
-            terminated_by_client: l.terminated_by_client,
-        }),
+        losses: j.losses,
         progress: j.judgement.progress.map(Progress::as_str),
         window_ms: j.judgement.window.map(|w| w.duration.as_millis() as u64),
         verdict: match j.verdict {
@@ -387,4 +376,36 @@ fn table(consumers: &[Box<GuardConsumer>], out: &mut dyn Write) -> io::Result<()
         writeln!(out, "{}", line(&cells(c)))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_serializes_its_losses_under_schema_1s_words() {
+        let row = GuardConsumer {
+            stream: "ORDERS".into(),
+            durable: "worker".into(),
+            expected: true,
+            mode: Some("pull"),
+            push_bound: [None, None],
+            num_pending: [Some(1), Some(2)],
+            num_ack_pending: [Some(0), Some(0)],
+            ack_floor: [Some(5), Some(5)],
+            losses: Some(Losses {
+                deleted_unacked: 3,
+                exhausted: 2,
+                terminated_by_client: 1,
+            }),
+            progress: Some("none"),
+            window_ms: Some(60000),
+            verdict: "fault",
+            reason: "r".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&row).unwrap(),
+            r#"{"name":"ORDERS/worker","stream":"ORDERS","durable":"worker","expected":true,"mode":"pull","push_bound":[null,null],"num_pending":[1,2],"num_ack_pending":[0,0],"ack_floor":[5,5],"losses":{"deleted_unacked":3,"exhausted":2,"terminated_by_client":1},"progress":"none","window_ms":60000,"verdict":"fault","reason":"r"}"#
+        );
+    }
 }

@@ -384,7 +384,7 @@ pub struct Look {
 }
 
 /// What the server's consumer advisories said about one consumer during an interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Losses {
     /// Retention deleted them before they were acknowledged (`MSG_TERMINATED`, "Unacknowledged
     /// message was deleted" or "Message deleted by stream limits").

@@ -29,7 +29,8 @@ pub struct Policy {
 }
 
 /// `--when-server-down`: what a missing connection means while NATS itself is down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum WhenServerDown {
     /// Healthy: restarting every pod during an outage only adds a restart storm.
     #[default]
