@@ -233,11 +233,14 @@ pub struct CarriedJson {
 
 /// The check's report: each section from its part of the input, and the words.
 pub fn check(input: &CheckInput) -> CheckReport {
+    let verdict = input.verdict.health.as_str();
+    let summary = human::summary(input);
     CheckReport {
         schema_version: SCHEMA_VERSION,
         command: "check",
-        verdict: health_word(input.verdict.health),
-        summary: human::summary(input),
+        verdict,
+        line: human::line(verdict, &summary),
+        summary,
         not_judged: judged::not_judged(input.verdict.reason, input.consumers, input.subscriptions),
         connection: connection_section(input),
         server: server_section(input),
@@ -257,7 +260,6 @@ pub fn check(input: &CheckInput) -> CheckReport {
             },
         ),
         health: input.verdict.health,
-        line: human::line(input),
         details: human::details::details(input),
     }
 }
@@ -371,10 +373,6 @@ fn standing_json(s: Standing) -> StandingJson {
         window_ms: millis(s.window),
         error: s.is_configuration_error(),
     }
-}
-
-pub fn health_word(health: Health) -> &'static str {
-    health.as_str()
 }
 
 fn socket_json(s: &Socket) -> SocketJson {

@@ -24,30 +24,25 @@ struct ErrorReport<'a> {
 
 /// The text of a run that ended without a verdict: one line, or one JSON object.
 pub fn error(message: &str, json: bool) -> String {
-    if json {
-        serde_json::to_string(&ErrorReport {
-            schema_version: check::SCHEMA_VERSION,
-            verdict: "error",
-            summary: message,
-        })
-        .expect("a plain struct serializes")
-    } else {
-        human::error(message)
-    }
+    without_report("error", message, json)
 }
 
 /// The text of a check cut short while it waited on NATS: not judged, with the verdict
 /// that stands for a server that does not answer (`--when-server-down`).
 pub fn cut_short(message: &str, health: crate::rules::check::Health, json: bool) -> String {
-    if json {
-        serde_json::to_string(&ErrorReport {
+    without_report(health.as_str(), message, json)
+}
+
+/// A verdict word and its summary, with nothing more to report: the JSON object, or the line.
+fn without_report(verdict: &'static str, summary: &str, json: bool) -> String {
+    match json {
+        true => serde_json::to_string(&ErrorReport {
             schema_version: check::SCHEMA_VERSION,
-            verdict: health.as_str(),
-            summary: message,
+            verdict,
+            summary,
         })
-        .expect("a plain struct serializes")
-    } else {
-        human::error(&format!("{}: {message}", health.as_str()))
+        .expect("a plain struct serializes"),
+        false => human::line(verdict, summary),
     }
 }
 

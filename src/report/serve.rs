@@ -10,18 +10,9 @@ use crate::rules::serve::{Answer, NotJudged, Path};
 use serde::Serialize;
 use std::time::Duration;
 
-/// The line a check's JSON stands for: what the exec probe would have printed.
-pub fn line_of(verdict: &str, summary: &str) -> String {
-    match verdict {
-        "error" => human::error(summary),
-        "configuration_error" => clip(format!("configuration error: {summary}")),
-        word => clip(format!("{word}: {summary}")),
-    }
-}
-
 /// The line of a look as it ended, for `serve`'s log.
 pub fn look_line(judged: &Judged) -> String {
-    line_of(&judged.verdict, &judged.summary)
+    human::line(&judged.verdict, &judged.summary)
 }
 
 /// The line of a look that ended in natsprobe's own trouble, for `serve`'s log.
@@ -263,7 +254,7 @@ mod tests {
         for case in cases {
             let v: serde_json::Value = serde_json::from_str(&case.json()).unwrap();
             assert_eq!(
-                line_of(
+                human::line(
                     v["verdict"].as_str().unwrap(),
                     v["summary"].as_str().unwrap()
                 ),
@@ -273,7 +264,7 @@ mod tests {
         let e = crate::report::error("could not evaluate: --timeout 800ms passed", true);
         let v: serde_json::Value = serde_json::from_str(&e).unwrap();
         assert_eq!(
-            line_of(
+            human::line(
                 v["verdict"].as_str().unwrap(),
                 v["summary"].as_str().unwrap()
             ),
@@ -283,7 +274,7 @@ mod tests {
             crate::report::cut_short("not judged: x", crate::rules::check::Health::Healthy, true);
         let v: serde_json::Value = serde_json::from_str(&cut).unwrap();
         assert_eq!(
-            line_of(
+            human::line(
                 v["verdict"].as_str().unwrap(),
                 v["summary"].as_str().unwrap()
             ),

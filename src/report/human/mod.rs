@@ -21,13 +21,14 @@ use consumer::consumer_phrase;
 use std::fmt::Write;
 use subscription::{subscription_name, subscription_phrase};
 
-/// The verdict first, then the evidence.
-pub fn line(report: &CheckInput) -> String {
-    let verdict = match report.verdict.health {
-        Health::Misconfigured => "configuration error",
-        other => other.as_str(),
-    };
-    clip(format!("{verdict}: {}", summary(report)))
+/// The verdict first, then the evidence: the one line of a run, from its JSON `verdict` word
+/// and `summary` (so `serve` makes the same line of a check's JSON); `error` has no word.
+pub fn line(verdict: &str, summary: &str) -> String {
+    clip(match verdict {
+        "error" => summary.to_string(),
+        "configuration_error" => format!("configuration error: {summary}"),
+        word => format!("{word}: {summary}"),
+    })
 }
 
 /// The line without its verdict word: the evidence, by the verdict's reason.
@@ -222,11 +223,6 @@ pub fn where_asked(report: &CheckInput) -> Option<String> {
         ),
         (true, None) => None,
     }
-}
-
-/// A run that ended without a verdict, as one line or one JSON object.
-pub fn error(message: &str) -> String {
-    clip(message.to_string())
 }
 
 #[cfg(test)]
@@ -543,5 +539,15 @@ mod tests {
                 .count()
                 < 300
         );
+    }
+
+    #[test]
+    fn the_line_puts_the_verdict_in_words_first() {
+        assert_eq!(super::line("unhealthy", "x"), "unhealthy: x");
+        assert_eq!(
+            super::line("configuration_error", "x"),
+            "configuration error: x"
+        );
+        assert_eq!(super::line("error", "natsprobe: x"), "natsprobe: x");
     }
 }
