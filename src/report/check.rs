@@ -269,6 +269,14 @@ pub fn check(input: &CheckInput) -> CheckReport {
 fn connection_section(input: &CheckInput) -> ConnectionSection {
     let pod = &input.observations.pod;
     let c = input.connections;
+    let (lookup, remembered, unchanged) = match pod.scan.lookup {
+        Lookup::Exact { remembered } => ("exact", Some(remembered), Some(live(c))),
+        Lookup::Walk(Walked::Changed { remembered, live }) => {
+            ("walk", Some(remembered), Some(live))
+        }
+        Lookup::Walk(Walked::NothingRemembered) => ("walk", Some(0), None),
+        Lookup::Walk(Walked::LookupFailed | Walked::NotTried) => ("walk", None, None),
+    };
     let sockets = input.verbose.then(|| {
         c.established
             .iter()
@@ -304,22 +312,9 @@ fn connection_section(input: &CheckInput) -> ConnectionSection {
         reader: pod.scan.reader.name(),
         reader_fallback: pod.scan.fallback.clone(),
         skipped_lines: pod.scan.skipped_lines,
-        lookup: match pod.scan.lookup {
-            Lookup::Exact { .. } => "exact",
-            Lookup::Walk(_) => "walk",
-        },
-        remembered: match pod.scan.lookup {
-            Lookup::Exact { remembered } | Lookup::Walk(Walked::Changed { remembered, .. }) => {
-                Some(remembered)
-            }
-            Lookup::Walk(Walked::NothingRemembered) => Some(0),
-            Lookup::Walk(Walked::LookupFailed | Walked::NotTried) => None,
-        },
-        unchanged: match pod.scan.lookup {
-            Lookup::Exact { .. } => Some(live(c)),
-            Lookup::Walk(Walked::Changed { live, .. }) => Some(live),
-            Lookup::Walk(_) => None,
-        },
+        lookup,
+        remembered,
+        unchanged,
         sockets,
     }
 }
@@ -438,12 +433,9 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             Evidence::Samples => "samples",
         }),
         progress: r.progress.map(Progress::as_str),
-        retention_deletes_unacked: match &r.seen.observed {
-            Observed::Found {
-                stream: Some(s), ..
-            } => consumer::deletes_unacked(s).map(|d| retention(&d.settings)),
-            _ => None,
-        },
+        retention_deletes_unacked: (stream.as_ref())
+            .and_then(consumer::deletes_unacked)
+            .map(|d| retention(&d.settings)),
         facts,
         stream_facts: stream,
         previous_sample: r.seen.previous.as_ref().map(describe_previous),
@@ -459,27 +451,22 @@ fn carried_json(c: &Carried) -> CarriedJson {
 }
 
 fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> SubscriptionSection {
-    let (outcome, connection) = match &s.held {
-        Held::Yes { by } => ("held", Some(by.to_string())),
+    let (outcome, connection, pull) = match &s.held {
+        Held::Yes { by } => ("held", Some(by), None),
         Held::NotByThisConnection { connection } => {
-            ("not_by_this_connection", Some(connection.to_string()))
+            ("not_by_this_connection", Some(connection), None)
         }
-        Held::Pulls { by, .. } => ("pulls", Some(by.to_string())),
-        Held::NotPulling { connection, .. } => ("not_pulling", Some(connection.to_string())),
-        Held::NotJudged(why) => (answers::meaning(why).word, None),
-    };
-    let pull = match &s.held {
-        Held::Pulls { quiet, .. } => Some(PullJson {
-            quiet_ms: millis(*quiet),
-            delivered_meanwhile: None,
-        }),
+        Held::Pulls { by, quiet } => ("pulls", Some(by), Some((quiet, None))),
         Held::NotPulling {
-            quiet, delivered, ..
-        } => Some(PullJson {
-            quiet_ms: millis(*quiet),
-            delivered_meanwhile: Some(*delivered),
-        }),
-        _ => None,
+            connection,
+            quiet,
+            delivered,
+        } => (
+            "not_pulling",
+            Some(connection),
+            Some((quiet, Some(*delivered))),
+        ),
+        Held::NotJudged(why) => (answers::meaning(why).word, None, None),
     };
     SubscriptionSection {
         subject: s.wanted.subject.clone(),
@@ -490,14 +477,16 @@ fn subscription_section(s: &JudgedSubscription, input: &CheckInput) -> Subscript
         cannot_judge: s.standing.map(standing_json),
         carried: s.carried.as_ref().map(carried_json),
         outcome,
-        connection,
+        connection: connection.map(ToString::to_string),
         summary: subscription_phrase(s),
-        source: match &input.observations.connz {
-            Some(Ok(c)) => Some(c.source.clone()),
-            _ => None,
-        },
+        source: (input.observations.connz.as_ref())
+            .and_then(|c| c.as_ref().ok())
+            .map(|c| c.source.clone()),
         found: s.found.map(found_word),
-        pull,
+        pull: pull.map(|(quiet, delivered_meanwhile)| PullJson {
+            quiet_ms: millis(*quiet),
+            delivered_meanwhile,
+        }),
     }
 }
 
@@ -545,6 +534,133 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
         assert_eq!(v["server"]["when_server_down"], "fail");
+    }
+
+    /// A subscription's `outcome`, `connection` and `pull` by how it is held, and `source`
+    /// only from a connection list the servers gave.
+    #[test]
+    fn json_subscription_says_how_it_is_held() {
+        use crate::facts::{Connz, Unknown, Wanted};
+        use crate::rules::judged::JudgedSubscription;
+        use crate::rules::subscription::Held;
+        use std::time::Duration;
+        let at = "10.0.0.5:51828".parse().unwrap();
+        let quiet = Duration::from_secs(90);
+        let sub = |held| JudgedSubscription {
+            wanted: Wanted {
+                subject: "orders".into(),
+                queue: None,
+            },
+            pull: false,
+            consumer: None,
+            held,
+            carried: None,
+            standing: None,
+            found: None,
+            judged_before: true,
+        };
+        let mut r = report(&live(), &[4222], Owner::Anyone, false);
+        r.subscriptions = vec![
+            sub(Held::Yes { by: at }),
+            sub(Held::NotByThisConnection { connection: at }),
+            sub(Held::Pulls { by: at, quiet }),
+            sub(Held::NotPulling {
+                connection: at,
+                quiet,
+                delivered: 4,
+            }),
+            sub(Held::NotJudged(Unknown::Deadline)),
+        ];
+        let fields = |r: &Case| {
+            let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+            let subs = v["subscriptions"].as_array().unwrap().clone();
+            subs.iter()
+                .map(|s| ["outcome", "connection", "source", "pull"].map(|k| s[k].clone()))
+                .collect::<Vec<_>>()
+        };
+        let a = serde_json::json!("10.0.0.5:51828");
+        let null = serde_json::Value::Null;
+        assert_eq!(
+            fields(&r),
+            [
+                ["held".into(), a.clone(), null.clone(), null.clone()],
+                [
+                    "not_by_this_connection".into(),
+                    a.clone(),
+                    null.clone(),
+                    null.clone()
+                ],
+                [
+                    "pulls".into(),
+                    a.clone(),
+                    null.clone(),
+                    serde_json::json!({"quiet_ms": 90000})
+                ],
+                [
+                    "not_pulling".into(),
+                    a.clone(),
+                    null.clone(),
+                    serde_json::json!({"quiet_ms": 90000, "delivered_meanwhile": 4})
+                ],
+                ["timeout".into(), null.clone(), null.clone(), null.clone()],
+            ]
+        );
+        r.obs.connz = Some(Err(Unknown::Deadline));
+        assert!(fields(&r).iter().all(|f| f[2].is_null()));
+        r.obs.connz = Some(Ok(Connz {
+            source: "the account's connection report".into(),
+            holding: vec![],
+            all: None,
+            probe_seen_as: None,
+            servers: 1,
+            out_of_sight: None,
+            incomplete: None,
+        }));
+        assert!(fields(&r)
+            .iter()
+            .all(|f| f[2] == "the account's connection report"));
+    }
+
+    /// `retention_deletes_unacked` names the settings of a found stream that deletes
+    /// unacknowledged messages, and is null without its stream.
+    #[test]
+    fn json_consumer_names_retention_that_deletes_unacked() {
+        use crate::facts::{ConsumerFacts, Observed, StreamFacts};
+        use crate::rules::consumer::{Healthy, Outcome};
+        let stream = StreamFacts {
+            retention: "limits".into(),
+            discard: "old".into(),
+            max_msgs: Some(200),
+            max_bytes: None,
+            max_age: None,
+            max_msgs_per_subject: None,
+            discard_new_per_subject: false,
+            first_seq: 1,
+            last_seq: 200,
+        };
+        let found = |stream| Observed::Found {
+            facts: ConsumerFacts::example(0, 0, 0, 1),
+            stream,
+        };
+        let r = with_consumers(
+            report(&live(), &[4222], Owner::Anyone, false),
+            vec![
+                (
+                    "S/a",
+                    found(Some(stream)),
+                    Outcome::Healthy(Healthy::Idle),
+                    None,
+                ),
+                ("S/b", found(None), Outcome::Healthy(Healthy::Idle), None),
+            ],
+            WhenServerDown::Pass,
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(
+            v["consumers"][0]["retention_deletes_unacked"],
+            "max_msgs 200, discard old"
+        );
+        assert!(v["consumers"][1]["retention_deletes_unacked"].is_null());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::facts::{
 use crate::rules::check::{decide, ServerState, Verdict};
 use crate::rules::connection::{connections, Connections, Policy, WhenServerDown};
 use crate::rules::consumer::{Outcome, Window};
-use crate::rules::judged::JudgedConsumer;
+use crate::rules::judged::{JudgedConsumer, JudgedSubscription};
 
 /// Everything a report is made from, owned, so a test can change one thing.
 pub(crate) struct Case {
@@ -22,6 +22,7 @@ pub(crate) struct Case {
     pub(crate) obs: Observations,
     pub(crate) servers: Vec<String>,
     pub(crate) consumers: Vec<JudgedConsumer>,
+    pub(crate) subscriptions: Vec<JudgedSubscription>,
     pub(crate) verbose: bool,
     pub(crate) js_api: crate::config::JsApi,
 }
@@ -37,7 +38,7 @@ impl Case {
             consumers_configured: self.consumers.len(),
             js_api: &self.js_api,
             consumers: &self.consumers,
-            subscriptions: &[],
+            subscriptions: &self.subscriptions,
             verbose: self.verbose,
         })
     }
@@ -106,6 +107,7 @@ pub(crate) fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: b
         },
         servers: vec![],
         consumers: vec![],
+        subscriptions: vec![],
         verbose,
         js_api: crate::config::JsApi::Local,
     }
