@@ -9,7 +9,9 @@ mod style;
 pub use style::{Line, Style};
 
 use super::check::{check, CheckReport};
-use super::human::subscription::{subscription_name, subscription_phrase, subscription_subject};
+use super::human::subscription::{
+    listed_from, subscription_name, subscription_phrase, subscription_subject,
+};
 use super::human::{self, details::state_dir};
 use super::input::CheckInput;
 use super::remembered::found_phrase;
@@ -138,15 +140,7 @@ fn subscriptions(input: &CheckInput, lines: &mut Vec<Line>) {
             }
         }
         if let Some(Ok(connz)) = &input.observations.connz {
-            lines.push(vec![(
-                Style::Dim,
-                format!(
-                    "  from {} ({} server{})",
-                    connz.source,
-                    connz.servers,
-                    if connz.servers == 1 { "" } else { "s" }
-                ),
-            )]);
+            lines.push(vec![(Style::Dim, format!("  {}", listed_from(connz)))]);
         }
     }
 }

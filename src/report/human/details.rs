@@ -4,7 +4,7 @@
 
 use super::connection::traffic;
 use super::consumer::consumer_details;
-use super::subscription::{subscription_name, subscription_phrase};
+use super::subscription::{listed_from, subscription_name, subscription_phrase};
 use crate::facts::{Lookup, Socket, Walked};
 use crate::report::input::CheckInput;
 use crate::report::remembered::{found_phrase, sampling_phrase};
@@ -134,13 +134,7 @@ fn socket_lines(report: &CheckInput, out: &mut Vec<String>) {
 fn subscription_line(report: &CheckInput, s: &JudgedSubscription) -> String {
     let mut line = format!("  {}: {}", subscription_name(s), subscription_phrase(s));
     if let Some(Ok(connz)) = &report.observations.connz {
-        let _ = write!(
-            line,
-            "; from {} ({} server{})",
-            connz.source,
-            connz.servers,
-            if connz.servers == 1 { "" } else { "s" }
-        );
+        let _ = write!(line, "; {}", listed_from(connz));
     }
     if let Some(found) = s.found {
         let _ = write!(line, "; {}", found_phrase(found));

@@ -3,6 +3,7 @@
 
 use super::consumer::carried_phrase;
 use super::standing::{standing_phrase, Checked};
+use crate::facts::Connz;
 use crate::rules::judged::JudgedSubscription;
 use crate::rules::remembered::Found;
 use crate::rules::subscription::Held;
@@ -30,6 +31,13 @@ pub fn subscription_subject(s: &JudgedSubscription) -> String {
         Some(c) => format!("{} (consumer {c})", s.wanted),
         None => s.wanted.to_string(),
     }
+}
+
+/// `from $SYS.REQ.ACCOUNT.PING.CONNZ (2 servers)`: where the server's connection list came
+/// from, and how many servers gave it.
+pub fn listed_from(connz: &Connz) -> String {
+    let plural = if connz.servers == 1 { "" } else { "s" };
+    format!("from {} ({} server{plural})", connz.source, connz.servers)
 }
 
 /// What the own-subscription check says, without the subscription's name.
@@ -112,6 +120,27 @@ mod tests {
         assert_eq!(
             subscription_phrase(&part(90, Found::NothingDelivered)),
             "taking part (10.0.0.5:51828 last seen publishing 1m30s ago, and nothing delivered since)"
+        );
+    }
+
+    #[test]
+    fn the_list_says_where_it_came_from() {
+        let connz = |servers| Connz {
+            source: "$SYS.REQ.ACCOUNT.PING.CONNZ".into(),
+            holding: vec![],
+            all: None,
+            probe_seen_as: None,
+            servers,
+            out_of_sight: None,
+            incomplete: None,
+        };
+        assert_eq!(
+            listed_from(&connz(1)),
+            "from $SYS.REQ.ACCOUNT.PING.CONNZ (1 server)"
+        );
+        assert_eq!(
+            listed_from(&connz(3)),
+            "from $SYS.REQ.ACCOUNT.PING.CONNZ (3 servers)"
         );
     }
 }
