@@ -111,7 +111,7 @@ fn main() -> ExitCode {
         (_, Text::Guard { report, json }) => {
             // Written as it is rendered: a report over 100,000 durables is never one string.
             let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
-            report::write_guard(&report, json, &mut out).and_then(|()| out.flush())
+            report.write(json, &mut out).and_then(|()| out.flush())
         }
     };
     ExitCode::from(outcome.exit.code())
@@ -259,7 +259,9 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
     );
     let (text, health) = match ran {
         Ok(Report::Check(r)) => (report::render_check(&r, json, verbose), r.health),
-        Ok(Report::Diagnose(r, colour)) => (report::render_diagnose(&r, json, colour), r.health()),
+        Ok(Report::Diagnose(r, colour)) => {
+            (report::render_diagnose(&r, json, colour), r.check.health)
+        }
         Err(e) => return failure(e, json),
     };
     Outcome {

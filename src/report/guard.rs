@@ -229,19 +229,18 @@ pub fn guard(
 }
 
 impl GuardReport {
-    /// The table, the advisories' note and the summary line, written as they are rendered.
-    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+    /// The JSON document, or the table, the advisories' note and the summary line: written to
+    /// `out` as it is rendered (the one report too large to make as a string first).
+    pub fn write(&self, json: bool, out: &mut dyn Write) -> io::Result<()> {
+        if json {
+            serde_json::to_writer(&mut *out, self).map_err(io::Error::from)?;
+            return writeln!(out);
+        }
         table(&self.consumers, out)?;
         if let Some(why) = &self.advisories_unavailable {
             writeln!(out, "advisories not counted: {why}")?;
         }
         writeln!(out, "{}: {}", self.verdict, self.summary)
-    }
-
-    /// The JSON document, written as it is serialized.
-    pub fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer(&mut *out, self).map_err(io::Error::from)?;
-        writeln!(out)
     }
 }
 
@@ -406,6 +405,33 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&row).unwrap(),
             r#"{"name":"ORDERS/worker","stream":"ORDERS","durable":"worker","expected":true,"mode":"pull","push_bound":[null,null],"num_pending":[1,2],"num_ack_pending":[0,0],"ack_floor":[5,5],"losses":{"deleted_unacked":3,"exhausted":2,"terminated_by_client":1},"progress":"none","window_ms":60000,"verdict":"fault","reason":"r"}"#
+        );
+    }
+
+    /// Text: the table, the advisories' note, the summary line; JSON: the document and a
+    /// newline.
+    #[test]
+    fn a_report_is_written_as_text_or_json() {
+        let report = guard(
+            vec![],
+            Duration::from_secs(5),
+            &Advisories::Unavailable("no permission".into()),
+            None,
+        );
+        let written = |json| {
+            let mut out = Vec::new();
+            report.write(json, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let text = written(false);
+        let end = format!(
+            "advisories not counted: no permission\n{}: {}\n",
+            report.verdict, report.summary
+        );
+        assert!(text.ends_with(&end), "{text}");
+        assert_eq!(
+            written(true),
+            format!("{}\n", serde_json::to_string(&report).unwrap())
         );
     }
 }

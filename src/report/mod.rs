@@ -46,19 +46,6 @@ fn without_report(verdict: &'static str, summary: &str, json: bool) -> String {
     }
 }
 
-/// A `guard`'s answer, the JSON document or the table and its summary line, written to `out`
-/// as it is rendered (the one report too large to make as a string first).
-pub fn write_guard(
-    report: &guard::GuardReport,
-    json: bool,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    match json {
-        true => report.write_json(out),
-        false => report.write_text(out),
-    }
-}
-
 /// The text of a `diagnose`: the JSON document, or the terminal report (ANSI styles with
 /// `colour`).
 pub fn render_diagnose(report: &diagnose::DiagnoseReport, json: bool, colour: bool) -> String {

@@ -46,10 +46,6 @@ pub struct AdviceJson {
 }
 
 impl DiagnoseReport {
-    pub fn health(&self) -> Health {
-        self.check.health
-    }
-
     /// The terminal text; with `colour`, ANSI styles (only for a terminal, never with
     /// `NO_COLOR`: `main` decides).
     pub fn render(&self, colour: bool) -> String {
