@@ -88,15 +88,15 @@ pub struct SubscriptionSection {
     /// This run could not look, and the outcome is what the last look saw (as for a
     /// consumer); null when this run looked.
     pub carried: Option<CarriedJson>,
-    /// `held`, `not_by_this_connection`, or the not-judged kind.
+    /// `held`, `not_by_this_connection`, a pull consumer's `pulls` or `not_pulling`, or the
+    /// not-judged kind.
     pub outcome: &'static str,
     /// This pod's connection that holds it, or that is listed without it.
     pub connection: Option<String>,
     pub summary: String,
     /// Where the server's connection list came from.
     pub source: Option<String>,
-    /// How this run found the pod's connection: `trusted` (seen holding it on the same
-    /// socket within --subscription-every), `looked_up` (by cid), `matched` (by address).
+    /// How this run found the pod's connection, or why it did not ask: `found_word`'s words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found: Option<&'static str>,
     /// A pull consumer's part: how long this pod's connections have published nothing, and
@@ -195,9 +195,7 @@ pub struct ConsumerSection {
     pub durable: String,
     /// `healthy`, `unhealthy`, `not_judged` or `configuration_error`.
     pub verdict: &'static str,
-    /// Its verdict in one word (`rules::consumer::STATES`, docs/checks.md's diagram):
-    /// `unmeasured`, `idle`, `paused`, `waiting`, `progressing`, `cannot_tell`, `excused`,
-    /// `stalled`, `losing`, `unbound`, `gone`, `not_judged` or `carried`.
+    /// Its verdict in one word: one of `rules::consumer::STATES` (docs/checks.md's diagram).
     pub state: &'static str,
     /// Why it was not judged: `unreachable`, `not_permitted`, `timeout`,
     /// `jetstream_unavailable` or `failed`.

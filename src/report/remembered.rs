@@ -5,7 +5,7 @@ use super::words::display;
 use crate::facts::{Due, Sampling};
 use crate::rules::remembered::{Found, Rematch, Trust};
 
-/// The `-v` line about the consumers' look, and the JSON word.
+/// The consumers' look in words, for `-v` and `diagnose`: asked and why, or skipped.
 pub fn sampling_phrase(s: Sampling) -> String {
     match s {
         Sampling::Skip { asked_ago } => format!(
@@ -27,7 +27,7 @@ fn due_phrase(d: Due) -> &'static str {
     }
 }
 
-/// `sampled` or `skipped`, for the JSON.
+/// `asked` or `skipped`, for the JSON.
 pub fn sampling_word(s: Sampling) -> &'static str {
     match s {
         Sampling::Skip { .. } => "skipped",
@@ -57,7 +57,9 @@ pub fn found_phrase(f: Found) -> String {
     }
 }
 
-/// `trusted`, `looked_up` or `matched`, for the JSON.
+/// For the JSON: `trusted` (seen holding it on the same socket within --subscription-every),
+/// `looked_up` (by cid) or `matched` (by address); not asked: `waited`, `nothing_delivered`
+/// or `within_window`.
 pub fn found_word(f: Found) -> &'static str {
     match f {
         Found::Trusted { .. } => "trusted",

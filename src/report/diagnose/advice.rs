@@ -8,6 +8,7 @@ use crate::report::words::peer;
 use crate::rules::advice::Advice;
 use crate::rules::cause::Cause;
 
+/// The advice's word for scripts (the JSON's `kind`).
 pub fn kind(a: &Advice) -> &'static str {
     match a {
         Advice::Nothing => "nothing",

@@ -38,9 +38,7 @@ pub struct DiagnoseReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct AdviceJson {
-    /// A word for scripts: `nothing`, `client_gave_up`, `tell_with_server`, `nats_down`,
-    /// `peer_gone`, `still_connecting`, `never_closed`, `stream_missing`,
-    /// `consumer_missing`, `unbound`, `stalled`, `losing_messages`, `deaf`, `not_judged`.
+    /// A word for scripts: one of `advice::kind`'s.
     pub kind: &'static str,
     pub text: String,
 }
