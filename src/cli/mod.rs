@@ -67,15 +67,16 @@ pub enum Command {
     Install(InstallArgs),
 }
 
-/// The command line of a `check` alone: the same program, version and `check` subcommand as
-/// `Cli`, without the others. clap builds every subcommand's arguments before it parses one;
-/// a probe runs in every pod every few seconds, and `check` is nearly all of its runs.
+/// The command line of one subcommand alone (`check`, or `serve`'s looks' process): the same
+/// program, version and subcommand as `Cli`, without the others. clap builds every
+/// subcommand's arguments before it parses one; a probe runs in every pod every few seconds,
+/// and `check` is nearly all of its runs.
 #[derive(Debug, Parser)]
 #[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
 #[command(max_term_width = 100)]
-struct CheckOnly {
+struct Alone<C: Subcommand> {
     #[command(subcommand)]
-    command: CheckCommand,
+    command: C,
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,14 +93,14 @@ enum CheckCommand {
 /// way (`a_check_parses_and_errs_alike_alone`).
 pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("check") => parsed(args).map(|c: CheckOnly| match c.command {
+        Some("check") => parsed(args).map(|c: Alone<CheckCommand>| match c.command {
             CheckCommand::Check(args) => Cli {
                 command: Command::Check(args),
             },
         }),
         // serve's looks' process, as serve starts it (never typed by a person).
         Some("serve") if args.get(2).is_some_and(|a| a == "--look") => {
-            parsed(args).map(|c: LookOnly| match c.command {
+            parsed(args).map(|c: Alone<LookCommand>| match c.command {
                 LookCommand::Serve(args) => Cli {
                     command: Command::Serve(args),
                 },
@@ -134,14 +135,6 @@ fn parsed<P: Parser>(args: &[OsString]) -> Result<P, clap::Error> {
     let mut command = with_twins(P::command());
     let mut matches = command.try_get_matches_from_mut(args)?;
     P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
-}
-
-/// The command line of `serve`'s looks' process: `serve`'s arguments alone, as for `check`.
-#[derive(Debug, Parser)]
-#[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
-struct LookOnly {
-    #[command(subcommand)]
-    command: LookCommand,
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,8 +281,8 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         command().debug_assert();
-        with_twins(CheckOnly::command()).debug_assert();
-        with_twins(LookOnly::command()).debug_assert();
+        with_twins(Alone::<CheckCommand>::command()).debug_assert();
+        with_twins(Alone::<LookCommand>::command()).debug_assert();
     }
 
     /// A look's command line parses alone as it does whole.
@@ -317,7 +310,7 @@ mod tests {
     /// their usage lines and suggestions), and its values.
     #[test]
     fn a_check_parses_and_errs_alike_alone() {
-        let alone = with_twins(CheckOnly::command());
+        let alone = with_twins(Alone::<CheckCommand>::command());
         let whole = command();
         let mut check_alone = alone.find_subcommand("check").unwrap().clone();
         let mut check_whole = whole.find_subcommand("check").unwrap().clone();
