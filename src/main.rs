@@ -241,7 +241,7 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
     config.verbose |= diagnose.is_some();
     let (json, verbose) = (config.json, config.verbose);
     let named = format!("--timeout {}", duration::display(config.timeout));
-    let cut_short = match config.policy.when_server_down {
+    let cut_short = match config.core.connection.when_server_down {
         WhenServerDown::Pass => Health::Healthy,
         WhenServerDown::Fail => Health::Unhealthy,
     };
@@ -282,7 +282,7 @@ fn run_looks(config: CheckConfig) -> Outcome {
     held::hold();
     while let Some(meaning) = look::next_request() {
         let mut config = config.clone();
-        config.policy.startup = meaning == Meaning::Startup;
+        config.core.connection.startup = meaning == Meaning::Startup;
         let outcome = run_check(config, Instant::now(), None);
         let Text::Line(text) = outcome.text else {
             unreachable!("a check's answer is a line")

@@ -14,6 +14,7 @@ use crate::rules::consumer;
 use crate::rules::remembered::TrustSetting;
 use clap::builder::FalseyValueParser;
 use clap::{Args, ValueEnum};
+use natsprobe_core::run::Check;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -226,20 +227,8 @@ impl CheckArgs {
         let js_api = self.js.validate()?;
         let sample_every = sample_every(self.sample_every, self.stall_after)?;
         let auth = auth(self.auth, env)?;
-        Ok(CheckConfig {
-            js_api,
-            sample_every,
-            subscription_every: self.subscription_every,
-            consumers,
-            own_subscription: self.own_subscription,
-            subscriptions,
-            monitor,
-            consumer_policy: consumer::Policy {
-                stall_after: self.stall_after,
-            },
-            state_dir: state_dir(self.state_dir, env),
-            auth,
-            policy: Policy {
+        let core = Check {
+            connection: Policy {
                 ports,
                 remotes: self.remotes,
                 min_connections: self.min_connections as usize,
@@ -251,6 +240,26 @@ impl CheckArgs {
                 },
                 startup: self.startup,
             },
+            owner_named: owner != Owner::Anyone,
+            netns_of: self.netns_of,
+            exact: self.reader != ReaderChoice::Proc,
+            diagnose: false,
+            consumers,
+            consumer: consumer::Policy {
+                stall_after: self.stall_after,
+            },
+            own_subscription: self.own_subscription,
+            subscriptions,
+            monitor: monitor.as_ref().map(ToString::to_string),
+            sample_every,
+            subscription_every: self.subscription_every,
+        };
+        Ok(CheckConfig {
+            core,
+            js_api,
+            monitor,
+            state_dir: state_dir(self.state_dir, env),
+            auth,
             servers,
             owner,
             netns_of: self.netns_of,
@@ -470,17 +479,17 @@ pub(crate) mod tests {
     fn servers_from_the_flag_or_nats_url_and_ports_from_the_servers() {
         let c = parse(&["natsprobe", "--server", "nats://a:4333,tls://b:4334"]).unwrap();
         assert_eq!(c.servers.len(), 2);
-        assert!(c.policy.server);
-        assert_eq!(c.policy.ports, [4333, 4334]);
+        assert!(c.core.connection.server);
+        assert_eq!(c.core.connection.ports, [4333, 4334]);
         let c = parse(&["natsprobe", "--server", "nats://a:4333", "--port", "4222"]).unwrap();
-        assert_eq!(c.policy.ports, [4222], "an explicit --port wins");
+        assert_eq!(c.core.connection.ports, [4222], "an explicit --port wins");
         let c = parse_env(&["natsprobe"], &[("NATS_URL", "nats://u:p@nats:4222")]).unwrap();
         assert_eq!(c.servers[0].to_string(), "nats://nats:4222");
         let c = parse_env(&["natsprobe", "--server", "x:1"], &[("NATS_URL", "y:2")]).unwrap();
         assert_eq!(c.servers[0].host, "x", "the flag wins over NATS_URL");
         let c = parse(&["natsprobe"]).unwrap();
-        assert!(!c.policy.server);
-        assert_eq!(c.policy.when_server_down, WhenServerDown::Pass);
+        assert!(!c.core.connection.server);
+        assert_eq!(c.core.connection.when_server_down, WhenServerDown::Pass);
     }
 
     #[test]
@@ -494,13 +503,14 @@ pub(crate) mod tests {
         ])
         .unwrap();
         assert_eq!(
-            c.consumers
+            c.core
+                .consumers
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>(),
             ["TF_RAW/latest-kv", "ORDERS/proc"]
         );
-        assert_eq!(c.consumer_policy.stall_after, Duration::from_secs(60));
+        assert_eq!(c.core.consumer.stall_after, Duration::from_secs(60));
         let err = parse(&["natsprobe", "--consumer", "S/D"]).unwrap_err();
         assert!(err.contains("--consumer needs --server"), "{err}");
         for bad in ["S", "/D", "S/", "S/D/E", "S.x/D", "S/D*", "S/ D", "S/>"] {
@@ -524,12 +534,12 @@ pub(crate) mod tests {
             "S/D",
         ];
         let c = parse(&base).unwrap();
-        assert_eq!(c.sample_every, Duration::from_secs(45));
-        assert_eq!(c.subscription_every, TrustSetting::Auto);
+        assert_eq!(c.core.sample_every, Duration::from_secs(45));
+        assert_eq!(c.core.subscription_every, TrustSetting::Auto);
         let c = parse(&[&base[..], &["--stall-after", "2m"]].concat()).unwrap();
-        assert_eq!(c.sample_every, Duration::from_secs(90));
+        assert_eq!(c.core.sample_every, Duration::from_secs(90));
         let c = parse(&[&base[..], &["--sample-every", "0s"]].concat()).unwrap();
-        assert_eq!(c.sample_every, Duration::ZERO);
+        assert_eq!(c.core.sample_every, Duration::ZERO);
         let c = parse(
             &[
                 &base[..],
@@ -539,7 +549,7 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert_eq!(
-            c.subscription_every,
+            c.core.subscription_every,
             TrustSetting::Fixed(Duration::from_secs(60))
         );
         let err = parse(&[&base[..], &["--subscription-every", "often"]].concat()).unwrap_err();
@@ -549,6 +559,47 @@ pub(crate) mod tests {
             err.contains("--sample-every 1m must be shorter than --stall-after 1m"),
             "{err}"
         );
+    }
+
+    /// The configuration as the core takes it: every field its flag's.
+    #[test]
+    fn the_core_takes_the_flags_as_given() {
+        let config = parse(&[
+            "natsprobe",
+            "--server",
+            "nats://10.0.0.1:4222",
+            "--consumer",
+            "S/D",
+            "--own-subscription",
+            "--subscription",
+            "j.>@q",
+            "--monitor",
+            "http://10.0.0.1:8222",
+            "--sample-every",
+            "5s",
+            "--subscription-every",
+            "7s",
+            "--process",
+            "bento",
+            "--netns-of",
+            "42",
+            "--reader",
+            "proc",
+        ])
+        .unwrap();
+        let check = &config.core;
+        assert!(check.owner_named && !check.exact && !check.diagnose);
+        assert_eq!(check.netns_of, Some(42));
+        assert_eq!((check.consumers.len(), check.subscriptions.len()), (1, 1));
+        assert!(check.own_subscription);
+        assert_eq!(check.monitor.as_deref(), Some("http://10.0.0.1:8222"));
+        assert_eq!(check.sample_every, Duration::from_secs(5));
+        assert_eq!(
+            check.subscription_every,
+            TrustSetting::Fixed(Duration::from_secs(7))
+        );
+        let plain = parse(&["natsprobe"]).unwrap().core;
+        assert!(!plain.owner_named && plain.exact && plain.monitor.is_none());
     }
 
     #[test]
@@ -569,7 +620,7 @@ pub(crate) mod tests {
     #[test]
     fn repeated_and_comma_separated_ports() {
         let c = parse(&["natsprobe", "--port", "7422", "--port", "4222,7422"]).unwrap();
-        assert_eq!(c.policy.ports, [4222, 7422]);
+        assert_eq!(c.core.connection.ports, [4222, 7422]);
     }
 
     #[test]

@@ -442,9 +442,9 @@ mod tests {
         let explicit = parse(&["natsprobe", "check", "--port", "7422"]).unwrap();
         let implied = parse(&["natsprobe", "--port", "7422"]).unwrap();
         let bare = parse(&["natsprobe"]).unwrap();
-        assert_eq!(explicit.policy, implied.policy);
+        assert_eq!(explicit.core.connection, implied.core.connection);
         assert!(bare.servers.is_empty());
-        assert_eq!(bare.policy.ports, [4222]);
+        assert_eq!(bare.core.connection.ports, [4222]);
         assert_eq!(bare.timeout, Duration::from_millis(800));
     }
 
@@ -455,10 +455,13 @@ mod tests {
         use natsprobe_core::timing as t;
         let bare = parse(&["natsprobe"]).unwrap();
         assert_eq!(bare.timeout, t::TIMEOUT);
-        assert_eq!(bare.consumer_policy.stall_after, t::STALL_AFTER);
-        assert_eq!(bare.policy.half_open_after, Some(t::HALF_OPEN_AFTER));
+        assert_eq!(bare.core.consumer.stall_after, t::STALL_AFTER);
+        assert_eq!(
+            bare.core.connection.half_open_after,
+            Some(t::HALF_OPEN_AFTER)
+        );
         let (n, d) = t::SAMPLE_EVERY_SHARE;
-        assert_eq!(bare.sample_every, t::STALL_AFTER * n / d);
+        assert_eq!(bare.core.sample_every, t::STALL_AFTER * n / d);
         let env = |_: &str| None;
         let guard =
             super::parse(&argv(&["natsprobe", "guard", "--server", "nats://n:4222"])).unwrap();

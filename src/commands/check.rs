@@ -2,7 +2,7 @@
 //! what to observe, in which order, and what it all means; this drives it with the real
 //! observations (`observe::check::Eyes`) and the check's state file, and returns the report.
 
-use crate::config::{CheckConfig, ReaderChoice, Setting};
+use crate::config::{CheckConfig, Setting};
 use crate::error::Error;
 use crate::facts::StateDirUsed;
 use crate::observe::check::Eyes;
@@ -27,11 +27,11 @@ impl Checked {
         let e = &self.ended;
         CheckInput {
             verdict: e.verdict,
-            policy: &config.policy,
+            policy: &config.core.connection,
             connections: &e.connections,
             observations: &e.observations,
             servers: &self.servers,
-            consumers_configured: config.consumers.len(),
+            consumers_configured: config.core.consumers.len(),
             js_api: &config.js_api,
             consumers: &e.consumers,
             subscriptions: &e.subscriptions,
@@ -45,28 +45,13 @@ pub fn run(config: &CheckConfig, deadline: Instant) -> Result<CheckReport, Error
     Ok(crate::report::check::check(&checked.input(config)))
 }
 
-/// The check's configuration as the core decides with it; `diagnose` walks the table and
-/// keeps no connections.
-pub fn core_check(config: &CheckConfig, diagnose: bool) -> Check {
-    Check {
-        connection: config.policy.clone(),
-        owner_named: config.owner != crate::config::Owner::Anyone,
-        netns_of: config.netns_of,
-        exact: config.reader != ReaderChoice::Proc,
-        diagnose,
-        consumers: config.consumers.clone(),
-        consumer: config.consumer_policy,
-        own_subscription: config.own_subscription,
-        subscriptions: config.subscriptions.clone(),
-        monitor: config.monitor.as_ref().map(ToString::to_string),
-        sample_every: config.sample_every,
-        subscription_every: config.subscription_every,
-    }
-}
-
-/// Runs the check: the core asks, the observations answer, until it has ended.
+/// Runs the check: the core asks, the observations answer, until it has ended. `diagnose`
+/// walks the table and keeps no connections.
 pub fn judge(config: &CheckConfig, deadline: Instant, diagnose: bool) -> Result<Checked, Error> {
-    let check = core_check(config, diagnose);
+    let check = Check {
+        diagnose,
+        ..config.core.clone()
+    };
     let opened = observe::state::open(&config.state_dir);
     let key = state::key(config);
     let (kept, previous_run_ms) = match &opened {
@@ -147,52 +132,11 @@ mod tests {
     use crate::rules::check::{Health, Reason};
     use std::net::{TcpListener, TcpStream};
 
-    /// The configuration as the core takes it: every field its flag's.
-    #[test]
-    fn the_core_takes_the_flags_as_given() {
-        let config = parse(&[
-            "natsprobe",
-            "--server",
-            "nats://10.0.0.1:4222",
-            "--consumer",
-            "S/D",
-            "--own-subscription",
-            "--subscription",
-            "j.>@q",
-            "--monitor",
-            "http://10.0.0.1:8222",
-            "--sample-every",
-            "5s",
-            "--subscription-every",
-            "7s",
-            "--process",
-            "bento",
-            "--netns-of",
-            "42",
-            "--reader",
-            "proc",
-        ])
-        .unwrap();
-        let check = core_check(&config, false);
-        assert_eq!(check.connection, config.policy);
-        assert!(check.owner_named && !check.exact && !check.diagnose);
-        assert_eq!(check.netns_of, Some(42));
-        assert_eq!(check.consumers, config.consumers);
-        assert_eq!(check.consumer, config.consumer_policy);
-        assert!(check.own_subscription);
-        assert_eq!(check.subscriptions, config.subscriptions);
-        assert_eq!(check.monitor.as_deref(), Some("http://10.0.0.1:8222"));
-        assert_eq!(check.sample_every, std::time::Duration::from_secs(5));
-        assert_eq!(check.subscription_every, config.subscription_every);
-        let plain = core_check(&parse(&["natsprobe"]).unwrap(), true);
-        assert!(!plain.owner_named && plain.exact && plain.diagnose && plain.monitor.is_none());
-    }
-
     /// The run is driven by what the observations answer, to its end.
     #[test]
     fn the_run_is_driven_to_its_end() {
         let config = parse(&["natsprobe", "--port", "4222"]).unwrap();
-        let check = core_check(&config, false);
+        let check = &config.core;
         let start = Start {
             kept: Kept::Missing,
             place: Err(Vec::new()),
@@ -200,7 +144,7 @@ mod tests {
             now_ms: 0,
         };
         let mut asked = Vec::new();
-        let ended = drive(&check, start.clone(), |ask| {
+        let ended = drive(check, start.clone(), |ask| {
             asked.push(format!("{ask:?}"));
             Ok(Seen::Walk(Pod::default()))
         })
@@ -209,7 +153,7 @@ mod tests {
         assert_eq!(asked, ["Walk([4222])"]);
         assert_eq!(ended.verdict.reason, Reason::NotConnected);
         // An observation that cannot be made ends the run with its error.
-        let failed = drive(&check, start, |_| {
+        let failed = drive(check, start, |_| {
             Err(Error::CannotEvaluate("no /proc".into()))
         });
         assert!(matches!(failed, Err(Error::CannotEvaluate(_))));

@@ -61,7 +61,7 @@ pub fn run(
     let advice = advice::advise(
         &checked.ended.verdict,
         c,
-        &config.policy,
+        &config.core.connection,
         &consumers,
         &subscriptions,
     );

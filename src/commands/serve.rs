@@ -33,7 +33,7 @@ pub fn run(
     end: fn(u8) -> !,
 ) -> Result<std::convert::Infallible, Error> {
     let listener = bind(config.listen)?;
-    let startup = config.check.policy.startup;
+    let startup = config.check.core.connection.startup;
     let shown = listener
         .local_addr()
         .map_or_else(|_| config.listen.to_string(), |a| a.to_string());

@@ -14,7 +14,7 @@ pub use url::{
     DEFAULT_PORT,
 };
 
-use crate::facts::{ConsumerName, Wanted};
+use crate::facts::ConsumerName;
 use crate::rules;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -53,21 +53,11 @@ pub struct StateDirChoice {
 /// A validated `check`.
 #[derive(Debug, Clone)]
 pub struct CheckConfig {
-    pub policy: rules::connection::Policy,
+    /// What the core's run decides with (`diagnose` is set by the command).
+    pub core: natsprobe_core::run::Check,
     pub servers: Vec<ServerUrl>,
-    pub consumers: Vec<ConsumerName>,
-    pub consumer_policy: rules::consumer::Policy,
-    /// Each push consumer's deliver subscription must be held by this pod's connection.
-    pub own_subscription: bool,
-    /// Core subscriptions this pod's connection must hold.
-    pub subscriptions: Vec<Wanted>,
     /// Where the connection list comes from when the account's report cannot be had.
     pub monitor: Option<MonitorUrl>,
-    /// The consumers are asked at most this often while the last look was calm (0: every run).
-    pub sample_every: std::time::Duration,
-    /// How long a connection seen holding its subscription, on the same socket since, is
-    /// trusted (0: asked every run).
-    pub subscription_every: rules::remembered::TrustSetting,
     pub state_dir: StateDirChoice,
     pub auth: Auth,
     /// Where every JetStream request goes.
@@ -84,19 +74,20 @@ impl CheckConfig {
     /// The consumers and subscriptions it names, as a check's JSON names them.
     pub fn parts(&self) -> Vec<crate::facts::PartName> {
         use crate::facts::PartName;
-        let consumers = self.consumers.iter().map(|c| PartName::Consumer {
+        let core = &self.core;
+        let consumers = core.consumers.iter().map(|c| PartName::Consumer {
             stream: c.stream.clone(),
             durable: c.durable.clone(),
         });
-        let own = self
+        let own = core
             .consumers
             .iter()
-            .filter(|_| self.own_subscription)
+            .filter(|_| core.own_subscription)
             .map(|c| PartName::Own {
                 stream: c.stream.clone(),
                 durable: c.durable.clone(),
             });
-        let subscriptions = self.subscriptions.iter().map(|w| PartName::Subscription {
+        let subscriptions = core.subscriptions.iter().map(|w| PartName::Subscription {
             subject: w.subject.clone(),
             queue: w.queue.clone(),
         });

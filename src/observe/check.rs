@@ -139,6 +139,6 @@ pub fn target<'c>(config: &'c CheckConfig, ports: &'c [u16]) -> PodTarget<'c> {
         netns_of: config.netns_of,
         reader: config.reader,
         ports,
-        tcp_info: config.policy.half_open_after.is_some() || config.verbose,
+        tcp_info: config.core.connection.half_open_after.is_some() || config.verbose,
     }
 }

@@ -52,21 +52,21 @@ pub fn key(config: &CheckConfig) -> Key {
         Owner::Pid(pid) => format!("pid {pid}"),
         Owner::Name(name) => format!("process {name}"),
     };
+    let core = &config.core;
     let of = format!(
         "ports {} {owner} netns {} consumers {} subscriptions {}{}",
-        list(config.policy.ports.iter().map(u16::to_string).collect()),
+        list(core.connection.ports.iter().map(u16::to_string).collect()),
         config
             .netns_of
             .map_or("own".to_string(), |pid| format!("of {pid}")),
-        list(config.consumers.iter().map(ToString::to_string).collect()),
+        list(core.consumers.iter().map(ToString::to_string).collect()),
         list(
-            config
-                .subscriptions
+            core.subscriptions
                 .iter()
                 .map(|w| format!("{}@{}", w.subject, w.queue.as_deref().unwrap_or("")))
                 .collect()
         ),
-        if config.own_subscription { " own" } else { "" },
+        if core.own_subscription { " own" } else { "" },
     );
     Key {
         server: server_key(&config.servers, &config.js_api),
