@@ -9,8 +9,9 @@
 use crate::facts::Meaning;
 use crate::facts::{Ended, Judged, Part, PartName};
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::{BufRead, Read, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -166,16 +167,9 @@ impl Looks {
             .stderr(Stdio::piped())
             .spawn()?;
         let stdin = child.stdin.take().expect("piped");
-        let pipes = [
-            (
-                child.stdout.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
-                Vec::new(),
-            ),
-            (
-                child.stderr.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
-                Vec::new(),
-            ),
-        ];
+        let out = child.stdout.take().map(OwnedFd::from);
+        let err = child.stderr.take().map(OwnedFd::from);
+        let pipes = [out, err].map(|p| (p.map(File::from), Vec::new()));
         Ok(Running {
             child,
             stdin,
@@ -422,7 +416,7 @@ fn read_answer(pipes: &mut [Pipe; 2], deadline: Instant) -> Result<Answer, Strin
             .iter()
             .filter_map(|(p, _)| p.as_ref())
             .map(|p| libc::pollfd {
-                fd: p.fd(),
+                fd: p.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -441,7 +435,7 @@ fn read_answer(pipes: &mut [Pipe; 2], deadline: Instant) -> Result<Answer, Strin
         for fd in fds.iter().filter(|f| f.revents != 0) {
             let (pipe, got) = pipes
                 .iter_mut()
-                .find(|(p, _)| p.as_ref().is_some_and(|p| p.fd() == fd.fd))
+                .find(|(p, _)| p.as_ref().is_some_and(|p| p.as_raw_fd() == fd.fd))
                 .expect("a polled pipe is open");
             match pipe.as_mut().expect("open").read(&mut buf) {
                 Ok(0) => *pipe = None,
@@ -462,18 +456,7 @@ fn read_answer(pipes: &mut [Pipe; 2], deadline: Instant) -> Result<Answer, Strin
 }
 
 /// A pipe from the child while open, and what it gave.
-type Pipe = (Option<Box<dyn ReadFd>>, Vec<u8>);
-
-/// A pipe from the child, read and polled.
-trait ReadFd: Read {
-    fn fd(&self) -> i32;
-}
-
-impl<T: Read + AsRawFd> ReadFd for T {
-    fn fd(&self) -> i32 {
-        self.as_raw_fd()
-    }
-}
+type Pipe = (Option<File>, Vec<u8>);
 
 #[cfg(test)]
 mod tests {
