@@ -86,18 +86,14 @@ impl Phase {
 
 static PHASE: AtomicU8 = AtomicU8::new(Phase::Starting as u8);
 
-/// The message around the phase, made before the timer is armed; leaked, so the handler
-/// only ever reads memory that lives as long as the process.
-static PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
-static SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+/// The deadline's message (`arm`).
+static DEADLINE: Prepared = Prepared::new();
 static TO_STDOUT: AtomicU8 = AtomicU8::new(0);
 /// The line and exit code of a run out of time while it waits on NATS (`prepare_not_judged`).
-static NATS_PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
-static NATS_SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+static NATS: Prepared = Prepared::new();
 static NATS_CODE: AtomicU8 = AtomicU8::new(0);
-/// The memory budget's message (`budget`), made the same way.
-static BUDGET_PREFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
-static BUDGET_SUFFIX: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+/// The memory budget's message (`budget`).
+static BUDGET: Prepared = Prepared::new();
 
 pub fn set_phase(phase: Phase) {
     PHASE.store(phase as u8, Ordering::SeqCst);
@@ -124,7 +120,7 @@ impl Armed {
 /// that forbids timer_create), the run goes on without one: the kubelet's own timeout is then
 /// the backstop, as for any exec probe.
 pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed {
-    keep(&PREFIX, &SUFFIX, prefix, suffix);
+    DEADLINE.keep(prefix, suffix);
     TO_STDOUT.store(u8::from(json), Ordering::SeqCst);
     let action = SigAction::new(
         SigHandler::Handler(on_alarm),
@@ -151,104 +147,97 @@ pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed
 /// waits on NATS: `prefix`, the phase, `suffix`. Without it, that is "could not evaluate" too
 /// (the guard: a CronJob, not a probe).
 pub fn prepare_not_judged(prefix: String, suffix: String, code: u8) {
-    keep(&NATS_PREFIX, &NATS_SUFFIX, prefix, suffix);
+    NATS.keep(prefix, suffix);
     NATS_CODE.store(code, Ordering::SeqCst);
 }
 
 /// Prepares the line `over_budget` writes: `prefix`, the phase, `suffix`.
 pub fn prepare_budget_message(prefix: String, suffix: String) {
-    keep(&BUDGET_PREFIX, &BUDGET_SUFFIX, prefix, suffix);
-}
-
-/// Stores a prepared message for `end_with`, leaked: it lives as long as the process. The same
-/// message prepared again (`serve`'s looks' process prepares each look's) is kept once.
-fn keep(
-    to_prefix: &AtomicPtr<Vec<u8>>,
-    to_suffix: &AtomicPtr<Vec<u8>>,
-    prefix: String,
-    suffix: String,
-) {
-    let holds = |kept: &AtomicPtr<Vec<u8>>, text: &str| {
-        let kept = kept.load(Ordering::SeqCst);
-        // SAFETY: a non-null pointer here came from Box::into_raw and is never freed.
-        !kept.is_null() && unsafe { (*kept).as_slice() } == text.as_bytes()
-    };
-    if holds(to_prefix, &prefix) && holds(to_suffix, &suffix) {
-        return;
-    }
-    to_prefix.store(
-        Box::into_raw(Box::new(prefix.into_bytes())),
-        Ordering::SeqCst,
-    );
-    to_suffix.store(
-        Box::into_raw(Box::new(suffix.into_bytes())),
-        Ordering::SeqCst,
-    );
+    BUDGET.keep(prefix, suffix);
 }
 
 /// The memory budget ran out (`budget`): the prepared line, naming the phase, and
 /// `Exit::CannotEvaluate`. Called from inside the allocator, so it allocates nothing.
 pub fn over_budget() -> ! {
-    end_with(
-        &BUDGET_PREFIX,
-        &BUDGET_SUFFIX,
+    BUDGET.end(
         b"could not evaluate: the memory budget ran out\n",
+        Exit::CannotEvaluate.code(),
     )
 }
 
 extern "C" fn on_alarm(_: libc::c_int) {
-    if !phase().is_the_pods_own() && !NATS_PREFIX.load(Ordering::SeqCst).is_null() {
-        end_with_code(
-            &NATS_PREFIX,
-            &NATS_SUFFIX,
+    if !phase().is_the_pods_own() && !NATS.prefix.load(Ordering::SeqCst).is_null() {
+        NATS.end(
             b"not judged: the deadline passed\n",
             NATS_CODE.load(Ordering::SeqCst),
         )
     }
-    end_with(
-        &PREFIX,
-        &SUFFIX,
+    DEADLINE.end(
         b"could not evaluate: the deadline passed\n",
+        Exit::CannotEvaluate.code(),
     )
 }
 
-/// Writes a prepared message (or `fallback` when none was prepared) and `_exit`s with
-/// `Exit::CannotEvaluate`. Async-signal-safe, and allocation-free.
-fn end_with(prefix: &AtomicPtr<Vec<u8>>, suffix: &AtomicPtr<Vec<u8>>, fallback: &[u8]) -> ! {
-    end_with_code(prefix, suffix, fallback, Exit::CannotEvaluate.code())
+/// A message around the phase, made before the timer is armed; leaked, so the handler only
+/// ever reads memory that lives as long as the process.
+struct Prepared {
+    prefix: AtomicPtr<Vec<u8>>,
+    suffix: AtomicPtr<Vec<u8>>,
 }
 
-/// `end_with`, exiting with `code`.
-fn end_with_code(
-    prefix: &AtomicPtr<Vec<u8>>,
-    suffix: &AtomicPtr<Vec<u8>>,
-    fallback: &[u8],
-    code: u8,
-) -> ! {
-    let code = i32::from(code);
-    let fd = match TO_STDOUT.load(Ordering::SeqCst) {
-        1 => 1,
-        _ => 2,
-    };
-    // SAFETY: stdout and stderr stay open for the life of the process. (std's stdout()
-    // handle is not used here: its first use allocates, which a signal handler must not.)
-    let out = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    let write = |bytes: &[u8]| {
-        let _ = nix::unistd::write(out, bytes);
-    };
-    let (prefix, suffix) = (prefix.load(Ordering::SeqCst), suffix.load(Ordering::SeqCst));
-    if !prefix.is_null() && !suffix.is_null() {
-        // SAFETY: both pointers came from Box::into_raw and are never freed.
-        let (prefix, suffix) = unsafe { (&*prefix, &*suffix) };
-        write(prefix);
-        write(phase().text().as_bytes());
-        write(suffix);
-    } else {
-        write(fallback);
+impl Prepared {
+    const fn new() -> Prepared {
+        Prepared {
+            prefix: AtomicPtr::new(std::ptr::null_mut()),
+            suffix: AtomicPtr::new(std::ptr::null_mut()),
+        }
     }
-    // SAFETY: _exit is async-signal-safe; unlike exit(3) it runs no atexit handlers, which
-    // could deadlock on a lock the interrupted code holds.
-    unsafe { libc::_exit(code) };
+
+    /// Stores the message, leaked: it lives as long as the process. The same message prepared
+    /// again (`serve`'s looks' process prepares each look's) is kept once.
+    fn keep(&self, prefix: String, suffix: String) {
+        let holds = |kept: &AtomicPtr<Vec<u8>>, text: &str| {
+            let kept = kept.load(Ordering::SeqCst);
+            // SAFETY: a non-null pointer here came from Box::into_raw and is never freed.
+            !kept.is_null() && unsafe { (*kept).as_slice() } == text.as_bytes()
+        };
+        if holds(&self.prefix, &prefix) && holds(&self.suffix, &suffix) {
+            return;
+        }
+        let leak = |text: String| Box::into_raw(Box::new(text.into_bytes()));
+        self.prefix.store(leak(prefix), Ordering::SeqCst);
+        self.suffix.store(leak(suffix), Ordering::SeqCst);
+    }
+
+    /// Writes the message (or `fallback` when none was prepared) and `_exit`s with `code`.
+    /// Async-signal-safe, and allocation-free.
+    fn end(&self, fallback: &[u8], code: u8) -> ! {
+        let code = i32::from(code);
+        let fd = match TO_STDOUT.load(Ordering::SeqCst) {
+            1 => 1,
+            _ => 2,
+        };
+        // SAFETY: stdout and stderr stay open for the life of the process. (std's stdout()
+        // handle is not used here: its first use allocates, which a signal handler must not.)
+        let out = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let write = |bytes: &[u8]| {
+            let _ = nix::unistd::write(out, bytes);
+        };
+        let prefix = self.prefix.load(Ordering::SeqCst);
+        let suffix = self.suffix.load(Ordering::SeqCst);
+        if !prefix.is_null() && !suffix.is_null() {
+            // SAFETY: both pointers came from Box::into_raw and are never freed.
+            let (prefix, suffix) = unsafe { (&*prefix, &*suffix) };
+            write(prefix);
+            write(phase().text().as_bytes());
+            write(suffix);
+        } else {
+            write(fallback);
+        }
+        // SAFETY: _exit is async-signal-safe; unlike exit(3) it runs no atexit handlers, which
+        // could deadlock on a lock the interrupted code holds.
+        unsafe { libc::_exit(code) };
+    }
 }
 
 #[cfg(test)]
