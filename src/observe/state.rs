@@ -139,15 +139,18 @@ pub struct StateDir {
 /// `--state-dir`, else `$TMPDIR/natsprobe-<uid>` (/tmp without TMPDIR).
 pub fn default_dir(tmpdir: Option<&str>) -> PathBuf {
     let base = tmpdir.filter(|t| !t.is_empty()).unwrap_or("/tmp");
-    let uid = nix::unistd::geteuid();
-    Path::new(base).join(format!("natsprobe-{uid}"))
+    private_in(Path::new(base))
+}
+
+/// This user's dir inside a shared one: `natsprobe-<uid>`.
+fn private_in(dir: &Path) -> PathBuf {
+    dir.join(format!("natsprobe-{}", nix::unistd::geteuid()))
 }
 
 /// Where samples go without `--state-dir` when the default cannot be used: `/dev/shm`, the
 /// tmpfs container runtimes mount writable even under `readOnlyRootFilesystem: true`.
 pub fn fallback_dirs() -> Vec<PathBuf> {
-    let uid = nix::unistd::geteuid();
-    vec![Path::new("/dev/shm").join(format!("natsprobe-{uid}"))]
+    vec![private_in(Path::new("/dev/shm"))]
 }
 
 /// The state dir a run uses, and the places it passed over, each with why.
@@ -214,8 +217,7 @@ impl StateDir {
         match kind(&path)? {
             Kind::Private => Ok(StateDir { path }),
             Kind::Shared if explicit => {
-                let uid = nix::unistd::geteuid();
-                let inner = path.join(format!("natsprobe-{uid}"));
+                let inner = private_in(&path);
                 match kind(&inner)? {
                     Kind::Private => Ok(StateDir { path: inner }),
                     Kind::Shared => Err(not_private(&inner)),
@@ -281,14 +283,7 @@ impl StateDir {
     /// A small file's bytes, read without following a symlink; None when missing, a symlink,
     /// unreadable or larger than any state file (256 KiB).
     pub fn read_small(&self, path: &Path) -> Option<Vec<u8>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .ok()?;
-        // Most state files are a few hundred bytes: one read, not a doubling series of them.
-        let mut text = Vec::with_capacity(1024);
-        file.take(MAX_FILE + 1).read_to_end(&mut text).ok()?;
+        let (_, text) = open_and_read(path).ok()?;
         (text.len() as u64 <= MAX_FILE).then_some(text)
     }
 
@@ -297,12 +292,8 @@ impl StateDir {
     /// it costs no room. Err: no file (None), or why it cannot be read.
     fn read_small_marking(&self, path: &Path) -> Result<(Vec<u8>, Option<i64>), Option<String>> {
         use std::os::fd::AsFd;
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-        {
-            Ok(f) => f,
+        let (file, body) = match open_and_read(path) {
+            Ok(read) => read,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(None),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
                 return Err(Some("a symlink".into()))
@@ -315,11 +306,6 @@ impl StateDir {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as i64);
-        let mut body = Vec::with_capacity(2048);
-        (&file)
-            .take(MAX_FILE + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| Some(text(&e)))?;
         let now = nix::sys::time::TimeSpec::UTIME_NOW;
         let _ = nix::sys::stat::futimens(file.as_fd(), &nix::sys::time::TimeSpec::UTIME_OMIT, &now);
         match body.len() as u64 <= MAX_FILE {
@@ -415,6 +401,19 @@ impl StateDir {
         }
         Ok(())
     }
+}
+
+/// Opens `path` without following a symlink (ELOOP) and reads at most one byte more than any
+/// state file holds, so that a larger one shows.
+fn open_and_read(path: &Path) -> io::Result<(fs::File, Vec<u8>)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    // Most state files are a few hundred bytes: one read, not a doubling series of them.
+    let mut text = Vec::with_capacity(2048);
+    (&file).take(MAX_FILE + 1).read_to_end(&mut text)?;
+    Ok((file, text))
 }
 
 /// An I/O error's words without std's "(os error N)": these land in a one-line reason.
