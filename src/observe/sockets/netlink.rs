@@ -595,4 +595,77 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("/proc/4294967295/ns/net"), "{err}");
     }
+
+    /// One datagram of a dump: its sockets gathered, other dumps' messages passed over, and
+    /// each way it ends (DONE, with or without a failure; an error or an acknowledgement), is
+    /// cut short or is malformed.
+    #[test]
+    fn a_dumps_messages_are_read_until_it_ends() {
+        let message = |kind: u16, seq: u32, payload: &[u8]| {
+            let mut m = Vec::new();
+            m.extend_from_slice(&((NLMSG_HDR_LEN + payload.len()) as u32).to_ne_bytes());
+            m.extend_from_slice(&kind.to_ne_bytes());
+            m.extend_from_slice(&[0; 2]);
+            m.extend_from_slice(&seq.to_ne_bytes());
+            m.extend_from_slice(&[0; 4]);
+            m.extend_from_slice(payload);
+            // Messages are 4-byte aligned.
+            m.resize(m.len().next_multiple_of(4), 0);
+            m
+        };
+        let mut diag = vec![0u8; INET_DIAG_MSG_LEN];
+        diag[0] = libc::AF_INET as u8;
+        diag[1] = 1;
+        diag[6..8].copy_from_slice(&4222u16.to_be_bytes());
+        let code = |c: i32| c.to_ne_bytes();
+        let parse = |messages: &[Vec<u8>]| {
+            let mut out = Vec::new();
+            let ended = parse_messages(&messages.concat(), 7, &mut out);
+            (ended, out.len())
+        };
+        let sockets = [
+            message(SOCK_DIAG_BY_FAMILY, 7, &diag),
+            message(1, 7, &[1, 2, 3]),
+            message(TCPDIAG_GETSOCK, 7, &diag),
+            message(SOCK_DIAG_BY_FAMILY, 8, &diag),
+            message(NLMSG_DONE, 8, &code(-1)),
+        ];
+        assert!(matches!(parse(&sockets), (Ok(false), 2)));
+        let ends = |last: Vec<u8>| parse(&[sockets[0].clone(), last, sockets[2].clone()]);
+        assert!(matches!(
+            ends(message(NLMSG_DONE, 7, &code(0))),
+            (Ok(true), 1)
+        ));
+        assert!(matches!(ends(message(NLMSG_DONE, 7, &[])), (Ok(true), 1)));
+        let failed = ends(message(NLMSG_DONE, 7, &code(-libc::EPERM)));
+        assert!(matches!(failed, (Err(DumpError::Kernel(libc::EPERM)), 1)));
+        assert!(matches!(
+            ends(message(NLMSG_ERROR, 7, &code(0))),
+            (Ok(true), 1)
+        ));
+        let refused = ends(message(NLMSG_ERROR, 7, &code(-libc::EINVAL)));
+        assert!(matches!(refused, (Err(DumpError::Kernel(libc::EINVAL)), 1)));
+        let short = ends(message(NLMSG_ERROR, 7, &[0; 3]));
+        assert!(matches!(
+            short,
+            (Err(DumpError::Malformed("error message")), 1)
+        ));
+        // A datagram ending inside a header is read up to it; a message claiming more than the
+        // datagram holds, or less than its header, is refused.
+        let cut = [sockets[0].clone(), sockets[0][..NLMSG_HDR_LEN - 1].to_vec()];
+        assert!(matches!(parse(&cut), (Ok(false), 1)));
+        let mut long = message(SOCK_DIAG_BY_FAMILY, 7, &diag);
+        long[..4].copy_from_slice(&1000u32.to_ne_bytes());
+        let malformed = parse(&[sockets[0].clone(), long]);
+        assert!(matches!(
+            malformed,
+            (Err(DumpError::Malformed("message length")), 1)
+        ));
+        let mut tiny = message(SOCK_DIAG_BY_FAMILY, 7, &diag);
+        tiny[..4].copy_from_slice(&4u32.to_ne_bytes());
+        assert!(matches!(
+            parse(&[tiny]),
+            (Err(DumpError::Malformed("message length")), 0)
+        ));
+    }
 }
