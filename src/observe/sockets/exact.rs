@@ -14,8 +14,8 @@
 //! by either family.
 
 use super::netlink::{
-    self, parse_diag_msg, set_receive_timeout, u32_at, DumpError, INFO_EXT, NLMSG_ERROR,
-    NLMSG_HDR_LEN, NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY,
+    self, parse_diag_msg, set_receive_timeout, DumpError, INFO_EXT, NLMSG_ERROR, NLMSG_HDR_LEN,
+    NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY,
 };
 use crate::facts::{KnownSocket, Socket};
 use natsprobe_core::timing::EXACT_PATIENCE as PATIENCE;
@@ -160,40 +160,27 @@ fn address(ip: IpAddr) -> [u8; 16] {
 
 /// One datagram of answers: each message's sequence number and what it says. Messages of
 /// other kinds (none are expected) are skipped.
-fn parse_answers(mut data: &[u8]) -> Result<Vec<(u32, Answer)>, DumpError> {
+fn parse_answers(data: &[u8]) -> Result<Vec<(u32, Answer)>, DumpError> {
     let mut out = Vec::new();
-    while data.len() >= NLMSG_HDR_LEN {
-        let len = u32_at(data, 0) as usize;
-        if len < NLMSG_HDR_LEN || len > data.len() {
-            return Err(DumpError::Malformed("message length"));
-        }
-        let kind = u16::from_ne_bytes([data[4], data[5]]);
-        let seq = u32_at(data, 8);
-        let payload = &data[NLMSG_HDR_LEN..len];
-        match kind {
-            SOCK_DIAG_BY_FAMILY => out.push((seq, Answer::Found(parse_diag_msg(payload)))),
-            NLMSG_ERROR => {
-                let code = payload
-                    .get(..4)
-                    .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
-                    .ok_or(DumpError::Malformed("error message"))?;
-                out.push((
-                    seq,
-                    match -code {
-                        libc::ENOENT => Answer::NoSuchSocket,
-                        code => Answer::Refused(code),
-                    },
-                ));
-            }
-            _ => {}
-        }
-        data = data.get((len + 3) & !3..).unwrap_or(&[]);
+    for message in netlink::messages(data) {
+        let (kind, seq, payload) = message?;
+        let answer = match kind {
+            SOCK_DIAG_BY_FAMILY => Answer::Found(parse_diag_msg(payload)),
+            NLMSG_ERROR => match netlink::error_code(payload) {
+                Some(code) if -code == libc::ENOENT => Answer::NoSuchSocket,
+                Some(code) => Answer::Refused(-code),
+                None => return Err(DumpError::Malformed("error message")),
+            },
+            _ => continue,
+        };
+        out.push((seq, answer));
     }
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::netlink::u32_at;
     use super::*;
     use crate::facts::{DiagId, TcpState};
     use std::net::{TcpListener, TcpStream};

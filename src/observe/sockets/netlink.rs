@@ -280,53 +280,64 @@ pub(crate) fn set_receive_timeout(fd: &OwnedFd, deadline: Instant) -> Result<(),
 
 /// Parses one datagram of netlink messages; `Ok(true)` once the dump is complete.
 pub(crate) fn parse_messages(
-    mut data: &[u8],
+    data: &[u8],
     seq: u32,
     out: &mut Vec<Socket>,
 ) -> Result<bool, DumpError> {
-    while data.len() >= NLMSG_HDR_LEN {
-        let len = u32_at(data, 0) as usize;
-        let kind = u16::from_ne_bytes([data[4], data[5]]);
-        let msg_seq = u32_at(data, 8);
-        if len < NLMSG_HDR_LEN || len > data.len() {
-            return Err(DumpError::Malformed("message length"));
+    for message in messages(data) {
+        let (kind, msg_seq, payload) = message?;
+        if msg_seq != seq {
+            continue;
         }
-        let payload = &data[NLMSG_HDR_LEN..len];
-        if msg_seq == seq {
-            match kind {
-                // A dump that failed part-way ends with a negative error in DONE.
-                NLMSG_DONE => {
-                    return match payload
-                        .get(..4)
-                        .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
-                    {
-                        Some(code) if code < 0 => Err(DumpError::Kernel(-code)),
-                        _ => Ok(true),
-                    }
+        match kind {
+            // A dump that failed part-way ends with a negative error in DONE.
+            NLMSG_DONE => {
+                return match error_code(payload) {
+                    Some(code) if code < 0 => Err(DumpError::Kernel(-code)),
+                    _ => Ok(true),
                 }
-                NLMSG_ERROR => {
-                    let code = payload
-                        .get(..4)
-                        .map(|b| i32::from_ne_bytes(b.try_into().unwrap()));
-                    return match code {
-                        Some(0) => Ok(true),
-                        Some(code) => Err(DumpError::Kernel(-code)),
-                        None => Err(DumpError::Malformed("error message")),
-                    };
-                }
-                SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK => {
-                    if let Some(socket) = parse_diag_msg(payload) {
-                        out.push(socket);
-                    }
-                }
-                _ => {}
             }
+            NLMSG_ERROR => {
+                return match error_code(payload) {
+                    Some(0) => Ok(true),
+                    Some(code) => Err(DumpError::Kernel(-code)),
+                    None => Err(DumpError::Malformed("error message")),
+                }
+            }
+            SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK => out.extend(parse_diag_msg(payload)),
+            _ => {}
         }
-        // Messages are 4-byte aligned.
-        let advance = (len + 3) & !3;
-        data = data.get(advance..).unwrap_or(&[]);
     }
     Ok(false)
+}
+
+/// The messages of one datagram in order, each as its kind, sequence number and payload; a
+/// header whose length does not fit the datagram is the last, as `Malformed`.
+pub(crate) fn messages(
+    mut data: &[u8],
+) -> impl Iterator<Item = Result<(u16, u32, &[u8]), DumpError>> {
+    std::iter::from_fn(move || {
+        if data.len() < NLMSG_HDR_LEN {
+            return None;
+        }
+        let len = u32_at(data, 0) as usize;
+        if len < NLMSG_HDR_LEN || len > data.len() {
+            data = &[];
+            return Some(Err(DumpError::Malformed("message length")));
+        }
+        let kind = u16::from_ne_bytes([data[4], data[5]]);
+        let message = (kind, u32_at(data, 8), &data[NLMSG_HDR_LEN..len]);
+        // Messages are 4-byte aligned.
+        data = data.get((len + 3) & !3..).unwrap_or(&[]);
+        Some(Ok(message))
+    })
+}
+
+/// The error an `NLMSG_ERROR` (or a failed dump's `NLMSG_DONE`) opens with: 0 or a negative
+/// errno. None when the payload is too short to hold it.
+pub(crate) fn error_code(payload: &[u8]) -> Option<i32> {
+    let code = payload.get(..4)?;
+    Some(i32::from_ne_bytes(code.try_into().unwrap()))
 }
 
 /// inet_diag_msg: family, state, timer, retrans, sockid (ports and addresses in network
