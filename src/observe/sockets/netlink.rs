@@ -289,22 +289,13 @@ pub(crate) fn parse_messages(
         if msg_seq != seq {
             continue;
         }
-        match kind {
+        match (kind, error_code(payload)) {
             // A dump that failed part-way ends with a negative error in DONE.
-            NLMSG_DONE => {
-                return match error_code(payload) {
-                    Some(code) if code < 0 => Err(DumpError::Kernel(-code)),
-                    _ => Ok(true),
-                }
-            }
-            NLMSG_ERROR => {
-                return match error_code(payload) {
-                    Some(0) => Ok(true),
-                    Some(code) => Err(DumpError::Kernel(-code)),
-                    None => Err(DumpError::Malformed("error message")),
-                }
-            }
-            SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK => out.extend(parse_diag_msg(payload)),
+            (NLMSG_DONE, Some(code)) if code < 0 => return Err(DumpError::Kernel(-code)),
+            (NLMSG_DONE, _) | (NLMSG_ERROR, Some(0)) => return Ok(true),
+            (NLMSG_ERROR, Some(code)) => return Err(DumpError::Kernel(-code)),
+            (NLMSG_ERROR, None) => return Err(DumpError::Malformed("error message")),
+            (SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK, _) => out.extend(parse_diag_msg(payload)),
             _ => {}
         }
     }
