@@ -8,6 +8,7 @@
 //! closed, the look replaces by connecting afresh, as the exec probe does, and what that
 //! connect finds is the look's evidence. Nothing here judges.
 
+use super::http::{poll, pollfd};
 use super::nats::Session;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,17 +86,7 @@ pub fn idle_until_readable(fd: BorrowedFd) {
             }
         }
     }
-    let mut pollfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: `pollfd` is one live, initialized pollfd for the duration of the call;
-        // poll writes only its `revents`.
-        let n = unsafe { libc::poll(&mut pollfd, 1, -1) };
-        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return;
-        }
-    }
+    let mut fds = [pollfd(fd.as_raw_fd(), libc::POLLIN)];
+    // A signal's interruption waits again; any other failure is left to the read that follows.
+    while let Ok(false) = poll(&mut fds, -1) {}
 }

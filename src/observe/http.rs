@@ -63,15 +63,10 @@ pub fn serve(
             .map(|c| (c.since + limits.within).saturating_duration_since(now))
             .min()
             .map_or(-1, |d| d.as_millis().clamp(1, 60_000) as libc::c_int);
-        // SAFETY: `fds` is a live, initialized array of `fds.len()` pollfd structs for the
-        // duration of the call; poll writes only their `revents`.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return e;
+        match poll(&mut fds, wait) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => return e,
         }
         let now = Instant::now();
         let mut done = vec![false; conns.len()];
@@ -154,11 +149,28 @@ pub fn serve(
     }
 }
 
-fn pollfd(fd: i32, events: libc::c_short) -> libc::pollfd {
+/// A `pollfd` asking for `events` on `fd`.
+pub(crate) fn pollfd(fd: i32, events: libc::c_short) -> libc::pollfd {
     libc::pollfd {
         fd,
         events,
         revents: 0,
+    }
+}
+
+/// Waits up to `timeout_ms` (-1: without a limit) for `fds`, their `revents` then set.
+/// Ok(false): a signal interrupted the wait first; the caller decides whether to wait again.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> std::io::Result<bool> {
+    // SAFETY: `fds` is a live, initialized array of `fds.len()` pollfd structs for the
+    // duration of the call; poll writes only their `revents`.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n >= 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.kind() {
+        std::io::ErrorKind::Interrupted => Ok(false),
+        _ => Err(e),
     }
 }
 

@@ -6,6 +6,7 @@
 //! something that is not a check's answer) is natsprobe's own trouble, in words, and the
 //! process is replaced at the next look; nothing here judges.
 
+use super::http::{poll, pollfd};
 use crate::facts::Meaning;
 use crate::facts::{Ended, Judged, Part, PartName};
 use std::ffi::OsString;
@@ -415,22 +416,11 @@ fn read_answer(pipes: &mut [Pipe; 2], deadline: Instant) -> Result<Answer, Strin
         let mut fds: Vec<libc::pollfd> = pipes
             .iter()
             .filter_map(|(p, _)| p.as_ref())
-            .map(|p| libc::pollfd {
-                fd: p.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
+            .map(|p| pollfd(p.as_raw_fd(), libc::POLLIN))
             .collect();
         let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: `fds` is a live, initialized array of `fds.len()` pollfd structs for the
-        // duration of the call; poll writes only their `revents`.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(format!("could not read a look's answer: {e}"));
+        if !poll(&mut fds, ms).map_err(|e| format!("could not read a look's answer: {e}"))? {
+            continue;
         }
         for fd in fds.iter().filter(|f| f.revents != 0) {
             let (pipe, got) = pipes
