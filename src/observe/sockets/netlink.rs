@@ -620,9 +620,9 @@ mod tests {
         diag[1] = 1;
         diag[6..8].copy_from_slice(&4222u16.to_be_bytes());
         let code = |c: i32| c.to_ne_bytes();
-        let parse = |messages: &[Vec<u8>]| {
+        let parse = |datagram: &[Vec<u8>]| {
             let mut out = Vec::new();
-            let ended = parse_messages(&messages.concat(), 7, &mut out);
+            let ended = parse_messages(&datagram.concat(), 7, &mut out);
             (ended, out.len())
         };
         let sockets = [
