@@ -126,17 +126,10 @@ async fn second_look(
     let second_deadline = look_deadline(judge.config);
     let second_look = account
         .look(&config.expect, second_deadline, &mut |name, o| {
-            let was = match first.remove(&name) {
-                Some(was) => Some(was),
-                None => first_look.unknown_streams.get(&name.stream).map(|why| {
-                    let o = Observed::NotJudged(why.clone());
-                    let judgement = guard::first_look(&o, &config.consumer_policy, judge.first_ms);
-                    Box::new(FirstLook {
-                        judgement,
-                        glance: None,
-                    })
-                }),
-            };
+            let was = first.remove(&name).or_else(|| {
+                let unlisted = not_listed(first_look, &name.stream)?;
+                Some(Box::new(judge.unlisted(&unlisted)))
+            });
             budget::allow(budget::GUARD_PER_DURABLE);
             rows.push(Box::new(judge.row(&name, was.as_deref(), Some(&o))));
         })
@@ -147,10 +140,7 @@ async fn second_look(
 
     // Seen in the first look only: deleted in between, or its stream unlisted in the second.
     for (name, was) in first {
-        let second = second_look
-            .unknown_streams
-            .get(&name.stream)
-            .map(|why| Observed::NotJudged(why.clone()));
+        let second = not_listed(&second_look, &name.stream);
         rows.push(Box::new(judge.row(&name, Some(&was), second.as_ref())));
     }
     Ok((rows, second_look))
@@ -218,18 +208,24 @@ impl Judge<'_> {
                 stream: stream.clone(),
                 durable: "*".into(),
             };
-            let not_judged = |l: &Look| {
-                l.unknown_streams
-                    .get(stream)
-                    .map(|why| Observed::NotJudged(why.clone()))
-            };
-            let was = not_judged(first).map(|o| FirstLook {
-                judgement: guard::first_look(&o, &self.config.consumer_policy, self.first_ms),
-                glance: None,
-            });
-            self.row(&name, was.as_ref(), not_judged(second).as_ref())
+            let was = not_listed(first, stream).map(|o| self.unlisted(&o));
+            self.row(&name, was.as_ref(), not_listed(second, stream).as_ref())
         })
     }
+
+    /// What the first look keeps of a durable whose stream it could not list.
+    fn unlisted(&self, observed: &Observed) -> FirstLook {
+        FirstLook {
+            judgement: guard::first_look(observed, &self.config.consumer_policy, self.first_ms),
+            glance: None,
+        }
+    }
+}
+
+/// Why a look could not list a stream's consumers, as a consumer's observation.
+fn not_listed(look: &Look, stream: &str) -> Option<Observed> {
+    let why = look.unknown_streams.get(stream)?;
+    Some(Observed::NotJudged(why.clone()))
 }
 
 #[cfg(test)]
