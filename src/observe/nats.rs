@@ -158,18 +158,11 @@ impl Session {
         requests: Vec<(String, String)>,
         deadline: Instant,
     ) -> Vec<Result<Vec<u8>, Unknown>> {
-        let mut tasks = tokio::task::JoinSet::new();
-        let count = requests.len();
-        for (i, (subject, body)) in requests.into_iter().enumerate() {
+        let asks = requests.into_iter().map(|(subject, body)| {
             let (client, denied) = (self.client.clone(), Arc::clone(&self.denied));
-            tasks.spawn(async move { (i, ask(client, subject, body, denied, deadline).await) });
-        }
-        let mut answers: Vec<Result<Vec<u8>, Unknown>> = vec![Err(Unknown::Deadline); count];
-        while let Some(done) = tasks.join_next().await {
-            if let Ok((i, answer)) = done {
-                answers[i] = answer;
-            }
-        }
+            ask(client, subject, body, denied, deadline)
+        });
+        let answers = super::server::at_once(asks, Err(Unknown::Deadline)).await;
         if answers.iter().any(|a| matches!(a, Err(Unknown::Deadline))) {
             self.unanswered();
         }

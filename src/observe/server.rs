@@ -70,6 +70,7 @@ const MAX_PEERS: usize = 64;
 
 /// What one URL's connect found: the answer, the cluster members its INFO announced, which
 /// NATS it is, and the probe's own connection that got it.
+#[derive(Clone)]
 struct Asked {
     answer: Answer,
     peers: Vec<SocketAddr>,
@@ -90,18 +91,30 @@ impl Asked {
 
 /// Asks every URL at once; the answers come back in the URLs' order. Ends by `deadline`.
 async fn ask_all(urls: &[ServerUrl], deadline: Instant) -> Vec<Asked> {
+    let asks = urls
+        .iter()
+        .cloned()
+        .map(|url| async move { ask(&url, deadline).await });
+    at_once(asks, Asked::only(Answer::Silent)).await
+}
+
+/// Runs every future at once, each a task of its own; their outputs come back in their order,
+/// `missing` in place of one that panicked. Each bounds itself (its deadline is the caller's).
+pub async fn at_once<T: Clone + Send + 'static>(
+    work: impl IntoIterator<Item = impl std::future::Future<Output = T> + Send + 'static>,
+    missing: T,
+) -> Vec<T> {
     let mut tasks = tokio::task::JoinSet::new();
-    for (i, url) in urls.iter().enumerate() {
-        let url = url.clone();
-        tasks.spawn(async move { (i, ask(&url, deadline).await) });
+    for (i, work) in work.into_iter().enumerate() {
+        tasks.spawn(async move { (i, work.await) });
     }
-    let mut answers: Vec<Asked> = urls.iter().map(|_| Asked::only(Answer::Silent)).collect();
+    let mut outputs = vec![missing; tasks.len()];
     while let Some(done) = tasks.join_next().await {
-        if let Ok((i, asked)) = done {
-            answers[i] = asked;
+        if let Ok((i, output)) = done {
+            outputs[i] = output;
         }
     }
-    answers
+    outputs
 }
 
 async fn ask(url: &ServerUrl, deadline: Instant) -> Asked {
@@ -260,25 +273,14 @@ pub fn identities(
     addrs: &[SocketAddr],
     deadline: Instant,
 ) -> Result<Vec<Option<Identity>>, String> {
-    on_network_runtime(async {
-        let mut tasks = tokio::task::JoinSet::new();
-        for (i, &addr) in addrs.iter().enumerate() {
-            // An IPv4-mapped address is dialled as IPv4 (a host without IPv6 has no other way).
-            let addr = SocketAddr::new(unmap(addr.ip()), addr.port());
-            tasks.spawn(async move {
-                let left = deadline.saturating_duration_since(Instant::now());
-                let asked = tokio::time::timeout(left, hello(addr, None)).await;
-                (i, asked.ok().and_then(|a| a.identity))
-            });
-        }
-        let mut found = vec![None; addrs.len()];
-        while let Some(done) = tasks.join_next().await {
-            if let Ok((i, identity)) = done {
-                found[i] = identity;
-            }
-        }
-        found
-    })
+    let asks = addrs.iter().map(|&addr| async move {
+        // An IPv4-mapped address is dialled as IPv4 (a host without IPv6 has no other way).
+        let addr = SocketAddr::new(unmap(addr.ip()), addr.port());
+        let left = deadline.saturating_duration_since(Instant::now());
+        let asked = tokio::time::timeout(left, hello(addr, None)).await;
+        asked.ok().and_then(|a| a.identity)
+    });
+    on_network_runtime(at_once(asks, None))
 }
 
 /// Runs `work` on a current-thread runtime made for it: the one way the probe does network
