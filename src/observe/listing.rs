@@ -73,7 +73,7 @@ pub async fn look(
             }
         }
     };
-    futures_join((0..STREAMS_AT_ONCE.min(names.len())).map(|_| worker())).await;
+    join_all((0..STREAMS_AT_ONCE.min(names.len())).map(|_| worker())).await;
     let look = look.into_inner();
 
     // Expected consumers the listings did not name: asked by name, so "absent" is the
@@ -321,30 +321,17 @@ async fn ask_again(
         .collect()
 }
 
-/// Runs the futures at once on this task and returns their outputs in order.
-async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
+/// Runs the futures at once on this task until every one has finished.
+async fn join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let mut running: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
     std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in pinned.iter_mut().enumerate() {
-            if outputs[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(out) => outputs[i] = Some(out),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        match pending {
-            true => std::task::Poll::Pending,
-            false => std::task::Poll::Ready(()),
+        running.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        match running.is_empty() {
+            true => std::task::Poll::Ready(()),
+            false => std::task::Poll::Pending,
         }
     })
     .await;
-    outputs
-        .into_iter()
-        .map(|o| o.expect("every future finished"))
-        .collect()
 }
 
 #[cfg(test)]
@@ -352,17 +339,22 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Every future runs to its end, all at once: the one that sleeps least ends first.
     #[test]
-    fn joined_futures_answer_in_order() {
+    fn joined_futures_run_at_once_to_their_end() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap();
-        let out = rt.block_on(futures_join((0..5u64).rev().map(|i| async move {
-            tokio::time::sleep(Duration::from_millis(i * 3)).await;
-            i
+        let ended = RefCell::new(Vec::new());
+        rt.block_on(join_all((0..5u64).rev().map(|i| {
+            let ended = &ended;
+            async move {
+                tokio::time::sleep(Duration::from_millis(i * 3)).await;
+                ended.borrow_mut().push(i);
+            }
         })));
-        assert_eq!(out, [4, 3, 2, 1, 0]);
+        assert_eq!(ended.into_inner(), [0, 1, 2, 3, 4]);
     }
 
     #[test]
