@@ -68,29 +68,23 @@ struct RawEnvelope {
     error: Option<ApiError>,
 }
 
-/// The clients (of the server `server`, when known), and the names of the leaf node
-/// connections.
-fn connections(
-    raw: RawConnz,
-    details: bool,
-    server: Option<&ServerIdent>,
-) -> (Vec<ServerConnection>, Vec<String>) {
+/// One server's page: its clients (each marked with `ident`, the server's name and id, when
+/// known), and the names of its leaf node connections; `server` is the name its answer gave.
+fn page(raw: RawConnz, details: bool, server: Option<String>, ident: Option<ServerIdent>) -> Page {
     let (leafs, clients): (Vec<RawConn>, Vec<RawConn>) = raw
         .connections
         .unwrap_or_default()
         .into_iter()
         .partition(|c| c.kind == "Leafnode");
-    let leafs = leafs.into_iter().filter_map(|c| c.name).collect();
-    let total = raw.total;
-    let clients = clients
+    let connections = clients
         .into_iter()
         .filter_map(|c| {
             let ip: IpAddr = c.ip.parse().ok()?;
             Some(ServerConnection {
                 addr: SocketAddr::new(crate::facts::unmap(ip), c.port),
                 cid: c.cid,
-                server: server.cloned(),
-                account_connections: total,
+                server: ident.clone(),
+                account_connections: raw.total,
                 in_msgs: c.in_msgs,
                 name: c.name.filter(|n| !n.is_empty()),
                 subscriptions: details.then(|| {
@@ -103,7 +97,13 @@ fn connections(
             })
         })
         .collect();
-    (clients, leafs)
+    Page {
+        server,
+        total: raw.total,
+        connections,
+        leaf_nodes: leafs.into_iter().filter_map(|c| c.name).collect(),
+        ident,
+    }
 }
 
 /// One answer to `$SYS.REQ.ACCOUNT.PING.CONNZ`.
@@ -121,15 +121,7 @@ pub fn parse_envelope(body: &[u8], details: bool) -> Result<Page, ParseError> {
         }),
         _ => None,
     };
-    let total = data.total;
-    let (connections, leaf_nodes) = connections(data, details, ident.as_ref());
-    Ok(Page {
-        server: name,
-        total,
-        connections,
-        leaf_nodes,
-        ident,
-    })
+    Ok(page(data, details, name, ident))
 }
 
 /// One page of `/connz?subs=detail` from the monitoring port at `url` (the server's name
@@ -140,15 +132,7 @@ pub fn parse_connz(body: &[u8], url: &str) -> Result<Page, ParseError> {
         name: url.to_string(),
         id: raw.server_id.clone(),
     });
-    let total = raw.total;
-    let (connections, leaf_nodes) = connections(raw, true, ident.as_ref());
-    Ok(Page {
-        server: None,
-        total,
-        connections,
-        leaf_nodes,
-        ident,
-    })
+    Ok(page(raw, true, None, ident))
 }
 
 /// The monitoring port's `/leafz`: the leaf nodes that connected to this server (not its own
