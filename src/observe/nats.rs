@@ -98,11 +98,7 @@ impl Session {
     /// Forgets what earlier looks learnt of it: a held session starts each look afresh, as a
     /// login does (permissions may have changed since).
     pub fn begin_look(&self) {
-        self.denied
-            .subjects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.denied.lock().clear();
         self.silent.store(false, Ordering::Relaxed);
     }
 
@@ -263,31 +259,30 @@ struct Denied {
 }
 
 impl Denied {
+    /// The subjects refused so far (a panic while they were held leaves them as they were).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.subjects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn add(&self, subject: String) {
-        self.subjects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(subject);
+        self.lock().push(subject);
         self.changed.notify_waiters();
     }
 
     fn covers(&self, subject: &str) -> bool {
-        let subjects = self.subjects.lock().unwrap_or_else(|e| e.into_inner());
         // A refused subscription (the reply inbox) refuses every request.
-        subjects
+        self.lock()
             .iter()
             .any(|s| s == subject || s.starts_with("_INBOX."))
     }
 
     fn refused(&self, subject: &str) -> bool {
-        let subjects = self.subjects.lock().unwrap_or_else(|e| e.into_inner());
-        subjects.iter().any(|s| s == subject)
+        self.lock().iter().any(|s| s == subject)
     }
 
     /// Why a request on `subject` was refused: its reply inbox, or the subject itself.
     fn why(&self, subject: &str) -> Unknown {
-        let subjects = self.subjects.lock().unwrap_or_else(|e| e.into_inner());
-        match subjects.iter().find(|s| s.starts_with("_INBOX.")) {
+        match self.lock().iter().find(|s| s.starts_with("_INBOX.")) {
             Some(inbox) => Unknown::InboxDenied(inbox.clone()),
             None => Unknown::NotPermitted(subject.to_string()),
         }
