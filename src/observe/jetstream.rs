@@ -98,12 +98,7 @@ struct RawConsumer {
     ts: Option<String>,
 }
 
-fn sequence(raw: Option<RawSequence>) -> Sequence {
-    let raw = raw.unwrap_or(RawSequence {
-        consumer_seq: 0,
-        stream_seq: 0,
-        last_active: None,
-    });
+fn sequence(raw: RawSequence) -> Sequence {
     Sequence {
         consumer_seq: raw.consumer_seq,
         stream_seq: raw.stream_seq,
@@ -117,9 +112,9 @@ pub fn parse_consumer_info(body: &[u8]) -> Result<ConsumerFacts, ParseError> {
 
 fn consumer_facts(raw: RawConsumer) -> Result<ConsumerFacts, ParseError> {
     api_error(raw.error)?;
-    if raw.ack_floor.is_none() || raw.delivered.is_none() {
+    let (Some(ack_floor), Some(delivered)) = (raw.ack_floor, raw.delivered) else {
         return Err(ParseError::Malformed("no ack_floor or delivered".into()));
-    }
+    };
     Ok(ConsumerFacts {
         stream: raw.stream_name,
         name: raw.name,
@@ -131,8 +126,8 @@ fn consumer_facts(raw: RawConsumer) -> Result<ConsumerFacts, ParseError> {
         num_ack_pending: raw.num_ack_pending,
         num_waiting: raw.num_waiting,
         num_redelivered: raw.num_redelivered,
-        ack_floor: sequence(raw.ack_floor),
-        delivered: sequence(raw.delivered),
+        ack_floor: sequence(ack_floor),
+        delivered: sequence(delivered),
         ack_policy: match raw.config.ack_policy.as_deref() {
             Some("none") => AckPolicy::None,
             Some("all") => AckPolicy::All,
