@@ -16,32 +16,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::Notify;
 
-/// Why the edge could not even start.
+/// Why the edge could not even start: a credentials file given in the configuration is
+/// unusable, a configuration error.
 #[derive(Debug)]
-pub enum SetupError {
-    /// A credentials file given in the configuration is unusable: a configuration error.
-    File {
-        setting: Setting,
-        path: PathBuf,
-        problem: String,
-    },
-    Runtime(String),
+pub struct SetupError {
+    setting: Setting,
+    path: PathBuf,
+    problem: String,
 }
 
 /// The one mapping of a setup error to the run's: a bad file names its setting (exit 2).
 impl From<SetupError> for Error {
     fn from(e: SetupError) -> Error {
-        match e {
-            SetupError::File {
-                setting,
-                path,
-                problem,
-            } => Error::Setting {
-                setting,
-                path: Some(path),
-                problem,
-            },
-            SetupError::Runtime(m) => Error::CannotEvaluate(m),
+        Error::Setting {
+            setting: e.setting,
+            path: Some(e.path),
+            problem: e.problem,
         }
     }
 }
@@ -398,7 +388,7 @@ async fn options(
 }
 
 fn file_error(setting: Setting, path: &Path, problem: String) -> SetupError {
-    SetupError::File {
+    SetupError {
         setting,
         path: path.to_path_buf(),
         problem,
@@ -545,7 +535,7 @@ mod tests {
         assert_eq!(read_seed(&good).unwrap(), seed);
         let bad = dir.path().join("bad.nk");
         std::fs::write(&bad, "not-a-seed-but-a-s3cret\n").unwrap();
-        let Err(SetupError::File { problem, .. }) = read_seed(&bad) else {
+        let Err(SetupError { problem, .. }) = read_seed(&bad) else {
             panic!("a bad seed file is an error");
         };
         assert!(
