@@ -145,11 +145,9 @@ async fn one_stream(
             durable,
         };
         for facts in page.items {
-            let found = Observed::Found {
-                stream: stream_facts.clone(),
-                facts,
-            };
-            hand_on(name(found_name(&found)), found);
+            let consumer = name(facts.name.clone());
+            let stream = stream_facts.clone();
+            hand_on(consumer, Observed::Found { facts, stream });
         }
         for (durable, observed) in unreported {
             let observed = match observed {
@@ -165,13 +163,6 @@ async fn one_stream(
         if page.limit == 0 || offset >= page.total {
             return Ok(());
         }
-    }
-}
-
-fn found_name(o: &Observed) -> String {
-    match o {
-        Observed::Found { facts, .. } => facts.name.clone(),
-        _ => unreachable!("called on found consumers"),
     }
 }
 
