@@ -42,22 +42,21 @@ pub struct PodTarget<'a> {
 pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
     use crate::deadline::{set_phase, Phase};
     set_phase(Phase::LookingUpProcess);
+    // The flag that named the owner, for its errors.
+    let setting = match target.owner {
+        Owner::Pid(_) => Setting::Pid,
+        _ => Setting::Process,
+    };
     let processes = match target.owner {
         Owner::Anyone => Vec::new(),
-        Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| owner_error(Setting::Pid, e))?],
-        Owner::Name(name) => {
-            owner::processes_named(name).map_err(|e| owner_error(Setting::Process, e))?
-        }
+        Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| owner_error(setting, e))?],
+        Owner::Name(name) => owner::processes_named(name).map_err(|e| owner_error(setting, e))?,
     };
     let owned = match target.owner {
         Owner::Anyone => None,
         _ => {
             set_phase(Phase::ReadingDescriptors);
             let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
-            let setting = match target.owner {
-                Owner::Pid(_) => Setting::Pid,
-                _ => Setting::Process,
-            };
             Some(owner::socket_inodes(&pids).map_err(|e| owner_error(setting, e))?)
         }
     };
