@@ -56,8 +56,7 @@ impl<'a> Eyes<'a> {
                 Seen::Identities(server::identities(addrs, self.network()).ok())
             }
             Ask::Consumers(names) => {
-                let until = self.network();
-                let nats = self.nats()?;
+                let (until, nats) = self.nats()?;
                 Seen::Consumers {
                     observed: nats.consumers(names, until),
                     server_domain: nats.server_domain(),
@@ -65,8 +64,7 @@ impl<'a> Eyes<'a> {
                 }
             }
             Ask::Lookups(lookups) => {
-                let until = self.network();
-                let nats = self.nats()?;
+                let (until, nats) = self.nats()?;
                 let reached = nats.reached();
                 Seen::Lookups(
                     lookups
@@ -84,8 +82,7 @@ impl<'a> Eyes<'a> {
                 ours,
                 every,
             } => {
-                let until = self.network();
-                let nats = self.nats()?;
+                let (until, nats) = self.nats()?;
                 let reached = monitor.is_some() || nats.reached();
                 Seen::Connz(nats.connz(wanted, ours, every, monitor, until), reached)
             }
@@ -121,14 +118,15 @@ impl<'a> Eyes<'a> {
         })
     }
 
-    /// The NATS connection, opened the first time an ask needs it.
-    fn nats(&mut self) -> Result<&Nats, Error> {
+    /// When the network's asks end, and the NATS connection, opened the first time an ask
+    /// needs it.
+    fn nats(&mut self) -> Result<(Instant, &Nats), Error> {
+        let until = self.network();
         if self.nats.is_none() {
-            let until = self.network();
             let c = self.config;
             self.nats = Some(Nats::open(&c.servers, &c.auth, &c.js_api, until)?);
         }
-        Ok(self.nats.as_ref().expect("opened above"))
+        Ok((until, self.nats.as_ref().expect("opened above")))
     }
 }
 
