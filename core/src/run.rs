@@ -230,6 +230,193 @@ impl Sub {
             asked: false,
         }
     }
+
+    /// The connections it goes on from: a pull consumer's part's last reading, else the one
+    /// remembered.
+    fn remembered(&self) -> Vec<&Remembered> {
+        match (&self.pull, &self.memo.pull) {
+            (Some(_), Some(kept)) => kept.connections.iter().map(|(m, _)| m).collect(),
+            _ => self.memo.connection.iter().collect(),
+        }
+    }
+
+    /// Trust, look up or match its connection (`remembered::plan`). A pull consumer's part's
+    /// connections are read at a look when due: after reads that went unanswered, the next
+    /// waits a look, then two, and so on (a slow server asked less); they are asked for by cid
+    /// while they are the pod's same ones (`remembered::plan_pull`), and read only where a
+    /// reading could find the pod not taking part (`subscription::unread`).
+    fn plan(&self, check: &Check, live: &[Socket], looking: bool, now: i64) -> Plan {
+        let unanswered = self.memo.unanswered.as_ref();
+        let Some(work) = &self.pull else {
+            let kept = self.memo.connection.as_ref();
+            let asking = Asking {
+                setting: check.subscription_every,
+                sample_every: check.sample_every,
+                direct: kept.is_some_and(|m| is_direct(check, &m.server)),
+                looking,
+            };
+            return remembered::plan(kept, unanswered, live, asking, now);
+        };
+        if let Some(next) = remembered::waiting(unanswered, check.sample_every, now) {
+            return Plan::Wait(next);
+        }
+        let kept = self.memo.pull.as_ref();
+        if let Err(why) = remembered::plan_pull(kept, live) {
+            return Plan::Match(why);
+        }
+        match kept.and_then(|k| subscription::unread(k, work, self.window, now)) {
+            Some((held, found)) => Plan::Judged(held, found),
+            None => Plan::LookUp,
+        }
+    }
+
+    /// Its connections as their servers answered the lookups (`answers` to `lookups`): judged
+    /// when each is still this pod's (a pull consumer's part by what they published); not
+    /// judged, going on from what was remembered, when a server did not answer for one;
+    /// matched by address again (`Err`) when one changed, or a pull consumer's part's was not
+    /// looked up. None: nothing of it was looked up.
+    fn looked_up(
+        &self,
+        lookups: &[Lookup1],
+        answers: &[(Result<Vec<LookedUp>, Unknown>, bool)],
+        now: i64,
+    ) -> Option<Result<SubJudged, Rematch>> {
+        let pull = self.pull.as_ref().zip(self.memo.pull.as_ref());
+        let ms = self.remembered();
+        let mut confirmed = Vec::new();
+        let mut unjudged = None;
+        let mut reached_all = true;
+        for m in &ms {
+            let Some(i) = lookup_of(lookups, m) else {
+                return pull.map(|_| Err(Rematch::FirstTime));
+            };
+            let (answer, reached) = &answers[i];
+            reached_all &= reached;
+            match answer.as_ref().map(|a| remembered::confirm(m, a)) {
+                Ok(Confirmed::Changed(why)) => return Some(Err(why)),
+                Ok(Confirmed::Yes(c)) => confirmed.push(((*m).clone(), c)),
+                Ok(Confirmed::Unanswered) => {
+                    unjudged.get_or_insert(unanswered_lookup(m));
+                }
+                Err(why) => {
+                    unjudged.get_or_insert(why.clone());
+                }
+            }
+        }
+        let found = Found::LookedUp {
+            cid: ms.first().map_or(0, |m| m.cid),
+        };
+        let judged = match (unjudged, pull) {
+            (Some(why), _) => self.judged(Held::NotJudged(why), found),
+            (None, Some((work, kept))) => {
+                let readings = confirmed.into_iter().map(|(m, c)| (m, c.in_msgs));
+                let (held, published) = subscription::judge_pull(
+                    readings.collect(),
+                    Some(kept),
+                    work,
+                    self.window,
+                    now,
+                );
+                SubJudged {
+                    published: Some(published),
+                    ..self.judged(held, found)
+                }
+            }
+            (None, None) => {
+                // Its one connection; none remembered: nothing was looked up.
+                let (m, c) = confirmed.pop()?;
+                let held = remembered::judge_confirmed(&self.wanted, c);
+                let again = Remembered {
+                    held_at_ms: matches!(held, Held::Yes { .. }).then_some(now),
+                    account_connections: c.account_connections,
+                    ..m
+                };
+                SubJudged {
+                    connection: Some(again),
+                    ..self.judged(held, found)
+                }
+            }
+        };
+        Some(Ok(SubJudged {
+            asked: reached_all,
+            ..judged
+        }))
+    }
+
+    /// Matched by address in the server's connection list (`answer`; `ours`, this pod's
+    /// addresses, of `sockets`); a match that could not be judged goes on from what was
+    /// remembered. A pull consumer's part: this pod's connections listed, each with what it
+    /// published, judged against what the last look kept. A list that may lack one of them (a
+    /// server that did not answer) judges nothing: the missing one may be the one that pulls.
+    fn matched(
+        &self,
+        ours: &[SocketAddr],
+        sockets: &[Socket],
+        answer: &Result<Connz, Unknown>,
+        now: i64,
+    ) -> SubJudged {
+        let found = Found::Matched(self.rematch);
+        let connz = match answer {
+            Ok(c) => c,
+            Err(why) => return self.judged(Held::NotJudged(why.clone()), found),
+        };
+        let Some(work) = &self.pull else {
+            let held = subscription::judge(&self.wanted, ours, answer);
+            let connection = match held {
+                Held::NotJudged(_) => self.memo.connection.clone(),
+                _ => remembered::remember(
+                    &self.wanted,
+                    &held,
+                    sockets,
+                    &remembered::listed(connz),
+                    now,
+                ),
+            };
+            return SubJudged {
+                connection,
+                ..self.judged(held, found)
+            };
+        };
+        if let Some(why) = &connz.incomplete {
+            let held = Held::NotJudged(Unknown::NotListed(why.clone()));
+            return self.judged(held, found);
+        }
+        let mut readings: Vec<(Remembered, u64)> = Vec::new();
+        for c in remembered::listed(connz) {
+            let server = c.server.clone().unwrap_or(ServerIdent {
+                name: String::new(),
+                id: String::new(),
+            });
+            let known = readings
+                .iter()
+                .any(|(r, _)| r.cid == c.cid && r.server == server);
+            if known || !ours.contains(&c.addr) {
+                continue;
+            }
+            let inode = sockets
+                .iter()
+                .find(|s| s.addr == c.addr)
+                .map_or(0, |s| s.inode);
+            let remembered = Remembered {
+                server,
+                cid: c.cid,
+                local: c.addr,
+                inode,
+                held_at_ms: None,
+                account_connections: c.account_connections,
+            };
+            readings.push((remembered, c.in_msgs));
+        }
+        if readings.is_empty() {
+            return self.judged(subscription::judge(&self.wanted, ours, answer), found);
+        }
+        let before = self.memo.pull.as_ref();
+        let (held, published) = subscription::judge_pull(readings, before, work, self.window, now);
+        SubJudged {
+            published: Some(published),
+            ..self.judged(held, found)
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -724,55 +911,18 @@ impl<'c> Run<'c> {
         let (_, live) = our_sockets(&self.connections);
         let looking = matches!(self.obs.sampling, Some(Sampling::Ask(_)));
         for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
-            if let Some(work) = &sub.pull {
-                let kept = sub.memo.pull.as_ref();
-                // Its connections are read at a look when due (below): after reads that went
-                // unanswered, the next waits a look, then two, and so on (a slow server asked
-                // less).
-                let unanswered = sub.memo.unanswered.as_ref();
-                if let Some(next) = remembered::waiting(unanswered, check.sample_every, now) {
+            match sub.plan(check, &live, looking, now) {
+                Plan::Judged(held, found) => sub.result = Some(sub.judged(held, found)),
+                Plan::Wait(next) => {
                     let held = Held::NotJudged(Unknown::Waiting(next));
                     sub.result = Some(sub.judged(held, Found::Waited));
-                    continue;
                 }
-                let plan = remembered::plan_pull(kept, &live);
-                let unread = kept
-                    .filter(|_| plan.is_ok())
-                    .and_then(|k| subscription::unread(k, work, sub.window, now));
-                match (plan, unread) {
-                    (Ok(()), Some((held, found))) => sub.result = Some(sub.judged(held, found)),
-                    (Ok(()), None) => {
-                        for (m, _) in kept.iter().flat_map(|p| &p.connections) {
-                            look_up(&mut self.lookups, check, m);
-                        }
+                Plan::LookUp => {
+                    for m in sub.remembered() {
+                        look_up(&mut self.lookups, check, m);
                     }
-                    (Err(why), _) => sub.rematch = why,
                 }
-                continue;
-            }
-            let kept = sub.memo.connection.as_ref();
-            let direct = kept.is_some_and(|m| is_direct(check, &m.server));
-            let asking = Asking {
-                setting: check.subscription_every,
-                sample_every: check.sample_every,
-                direct,
-                looking,
-            };
-            match (
-                remembered::plan(kept, sub.memo.unanswered.as_ref(), &live, asking, now),
-                kept,
-            ) {
-                (Plan::Trust { held_ago, trust }, Some(m)) => {
-                    let found = Found::Trusted { held_ago, trust };
-                    sub.result = Some(sub.judged(Held::Yes { by: m.local }, found));
-                }
-                (Plan::Wait(next), _) => {
-                    let held = Held::NotJudged(Unknown::Waiting(next));
-                    sub.result = Some(sub.judged(held, Found::Waited));
-                }
-                (Plan::LookUp, Some(m)) => look_up(&mut self.lookups, check, m),
-                (Plan::Match(why), _) => sub.rematch = why,
-                (_, None) => {}
+                Plan::Match(why) => sub.rematch = why,
             }
         }
         match self.lookups.is_empty() {
@@ -785,48 +935,12 @@ impl<'c> Run<'c> {
     /// answered (not judged, asked again later), or another's (matched by address again).
     fn looked_up(&mut self, answers: Vec<(Result<Vec<LookedUp>, Unknown>, bool)>) {
         let now = self.start.now_ms;
-        for sub in self.subs.iter_mut() {
-            if sub.result.is_some() {
-                continue;
+        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+            match sub.looked_up(&self.lookups, &answers, now) {
+                Some(Ok(judged)) => sub.result = Some(judged),
+                Some(Err(why)) => sub.rematch = why,
+                None => {}
             }
-            if let (Some(work), Some(kept)) = (&sub.pull, &sub.memo.pull) {
-                match pulls_looked_up(kept, &self.lookups, &answers, work, sub.window, now) {
-                    Ok(judged) => sub.result = Some(judged),
-                    Err(why) => sub.rematch = why,
-                }
-                continue;
-            }
-            let Some(m) = sub.memo.connection.clone() else {
-                continue;
-            };
-            let Some(i) = lookup_of(&self.lookups, &m) else {
-                continue;
-            };
-            let (answer, reached) = &answers[i];
-            let (held, connection) = match answer {
-                Err(why) => (Held::NotJudged(why.clone()), m.clone()),
-                Ok(answers) => match remembered::confirm(&m, answers) {
-                    Confirmed::Yes(c) => {
-                        let held = remembered::judge_confirmed(&sub.wanted, c);
-                        let again = Remembered {
-                            held_at_ms: matches!(held, Held::Yes { .. }).then_some(now),
-                            account_connections: c.account_connections,
-                            ..m.clone()
-                        };
-                        (held, again)
-                    }
-                    Confirmed::Unanswered => (Held::NotJudged(unanswered_lookup(&m)), m.clone()),
-                    Confirmed::Changed(why) => {
-                        sub.rematch = why;
-                        continue;
-                    }
-                },
-            };
-            sub.result = Some(SubJudged {
-                connection: Some(connection),
-                asked: *reached,
-                ..sub.judged(held, Found::LookedUp { cid: m.cid })
-            });
         }
         self.match_rest();
     }
@@ -850,39 +964,11 @@ impl<'c> Run<'c> {
     fn matched(&mut self, answer: Result<Connz, Unknown>, reached: bool) {
         let (sockets, _) = our_sockets(&self.connections);
         let now = self.start.now_ms;
-        for sub in self.subs.iter_mut() {
-            if sub.result.is_some() {
-                continue;
-            }
-            if let Some(work) = &sub.pull {
-                let (held, published) = pulls_matched(
-                    &sub.wanted,
-                    &self.ours,
-                    &sockets,
-                    &answer,
-                    (sub.memo.pull.as_ref(), work),
-                    sub.window,
-                    now,
-                );
-                sub.result = Some(SubJudged {
-                    published,
-                    asked: reached,
-                    ..sub.judged(held, Found::Matched(sub.rematch))
-                });
-                continue;
-            }
-            let held = subscription::judge(&sub.wanted, &self.ours, &answer);
-            let connection = match held {
-                Held::NotJudged(_) => sub.memo.connection.clone(),
-                _ => answer.as_ref().ok().and_then(|c| {
-                    let listed = remembered::listed(c);
-                    remembered::remember(&sub.wanted, &held, &sockets, &listed, now)
-                }),
-            };
+        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+            let judged = sub.matched(&self.ours, &sockets, &answer, now);
             sub.result = Some(SubJudged {
-                connection,
                 asked: reached,
-                ..sub.judged(held, Found::Matched(sub.rematch))
+                ..judged
             });
         }
         self.obs.connz = Some(answer);
@@ -1238,104 +1324,6 @@ fn unanswered_lookup(m: &Remembered) -> Unknown {
         "server {} did not answer the lookup of cid {} in time",
         m.server.name, m.cid
     ))
-}
-
-/// A pull consumer's part from its connections asked for by cid (`lookups`, answered by
-/// `answers`): judged when each is still this pod's, not judged when one was not answered;
-/// matched by address again (`Err`) when one changed.
-fn pulls_looked_up(
-    kept: &Published,
-    lookups: &[Lookup1],
-    answers: &[(Result<Vec<LookedUp>, Unknown>, bool)],
-    work: &Work,
-    window: Duration,
-    now_ms: i64,
-) -> Result<SubJudged, Rematch> {
-    let mut readings = Vec::new();
-    let mut unjudged = None;
-    let mut reached_all = true;
-    for (m, _) in &kept.connections {
-        let i = lookup_of(lookups, m).ok_or(Rematch::FirstTime)?;
-        let (answer, reached) = &answers[i];
-        reached_all &= reached;
-        match answer.as_ref().map(|a| remembered::confirm(m, a)) {
-            Ok(Confirmed::Changed(why)) => return Err(why),
-            Ok(Confirmed::Yes(c)) => readings.push((m.clone(), c.in_msgs)),
-            Ok(Confirmed::Unanswered) => {
-                unjudged.get_or_insert(unanswered_lookup(m));
-            }
-            Err(why) => {
-                unjudged.get_or_insert(why.clone());
-            }
-        }
-    }
-    let (held, published) = match unjudged {
-        Some(why) => (Held::NotJudged(why), kept.clone()),
-        None => subscription::judge_pull(readings, Some(kept), work, window, now_ms),
-    };
-    Ok(SubJudged {
-        held,
-        found: Found::LookedUp {
-            cid: kept.connections.first().map_or(0, |(m, _)| m.cid),
-        },
-        connection: None,
-        published: Some(published),
-        asked: reached_all,
-    })
-}
-
-/// A pull consumer's part from the server's connection list: this pod's connections listed
-/// (by address), each with what it published, judged against what the last look kept. A
-/// list that may lack one of them (a server that did not answer) judges nothing: the missing
-/// one may be the one that pulls.
-fn pulls_matched(
-    wanted: &Wanted,
-    ours: &[SocketAddr],
-    sockets: &[Socket],
-    answer: &Result<Connz, Unknown>,
-    (before, work): (Option<&Published>, &Work),
-    window: Duration,
-    now_ms: i64,
-) -> (Held, Option<Published>) {
-    let kept = before.cloned();
-    let connz = match answer {
-        Ok(c) => c,
-        Err(why) => return (Held::NotJudged(why.clone()), kept),
-    };
-    if let Some(why) = &connz.incomplete {
-        return (Held::NotJudged(Unknown::NotListed(why.clone())), kept);
-    }
-    let mut readings: Vec<(Remembered, u64)> = Vec::new();
-    for c in remembered::listed(connz) {
-        let server = c.server.clone().unwrap_or(ServerIdent {
-            name: String::new(),
-            id: String::new(),
-        });
-        let known = readings
-            .iter()
-            .any(|(r, _)| r.cid == c.cid && r.server == server);
-        if known || !ours.contains(&c.addr) {
-            continue;
-        }
-        let inode = sockets
-            .iter()
-            .find(|s| s.addr == c.addr)
-            .map_or(0, |s| s.inode);
-        let remembered = Remembered {
-            server,
-            cid: c.cid,
-            local: c.addr,
-            inode,
-            held_at_ms: None,
-            account_connections: c.account_connections,
-        };
-        readings.push((remembered, c.in_msgs));
-    }
-    if readings.is_empty() {
-        return (subscription::judge(wanted, ours, answer), kept);
-    }
-    let (held, published) = subscription::judge_pull(readings, before, work, window, now_ms);
-    (held, Some(published))
 }
 
 /// This pod's counted connections as the server sees them (an IPv4-mapped address
@@ -1909,16 +1897,18 @@ mod tests {
             })
         };
         let listed = vec![mine.clone(), listed_conn("10.0.0.3:40000", 9, 99)];
+        let sub = Sub {
+            wanted,
+            consumer: Some(world::name("S", "P")),
+            pull: Some(work),
+            memo: SubscriptionMemo::default(),
+            rematch: Rematch::FirstTime,
+            result: None,
+            window,
+        };
         let judge = |answer| {
-            pulls_matched(
-                &wanted,
-                &ours,
-                &sockets,
-                &answer,
-                (None, &work),
-                window,
-                NOW,
-            )
+            let j = sub.matched(&ours, &sockets, &answer, NOW);
+            (j.held, j.published)
         };
         let (held, published) = judge(connz(None, listed.clone()));
         assert!(
@@ -1943,15 +1933,7 @@ mod tests {
         let both: Vec<SocketAddr> = vec![ours[0], "10.0.0.2:40001".parse().unwrap()];
         let second = listed_conn("10.0.0.2:40001", 8, 20);
         let answer = connz(None, vec![mine.clone(), second]);
-        let (_, published) = pulls_matched(
-            &wanted,
-            &both,
-            &sockets,
-            &answer,
-            (None, &work),
-            window,
-            NOW,
-        );
+        let published = sub.matched(&both, &sockets, &answer, NOW).published;
         let read: Vec<u64> = published
             .unwrap()
             .connections
@@ -2013,15 +1995,21 @@ mod tests {
             (Ok(vec![a]), reached)
         };
         let first = listed_conn("10.0.0.2:40000", 7, 10);
+        let sub = Sub {
+            wanted: Wanted::pulls_of(&world::name("S", "P")),
+            consumer: Some(world::name("S", "P")),
+            pull: Some(work),
+            memo: SubscriptionMemo {
+                pull: Some(kept.clone()),
+                ..SubscriptionMemo::default()
+            },
+            rematch: Rematch::FirstTime,
+            result: None,
+            window,
+        };
         let look = |second| {
-            pulls_looked_up(
-                &kept,
-                &lookups,
-                &[answer(Some(first.clone()), true), second],
-                &work,
-                window,
-                NOW,
-            )
+            let answers = [answer(Some(first.clone()), true), second];
+            sub.looked_up(&lookups, &answers, NOW).unwrap()
         };
         // Both still this pod's, neither published for the window: not taking part.
         let quiet = look(answer(Some(listed_conn("10.0.0.2:40001", 8, 20)), false)).unwrap();
@@ -2047,15 +2035,8 @@ mod tests {
         assert_eq!(not.published.as_ref(), Some(&kept));
         // Closed, or not asked at all: matched again.
         assert_eq!(look(answer(None, true)).unwrap_err(), Rematch::Closed);
-        let missing = pulls_looked_up(
-            &kept,
-            &lookups[..1],
-            &[answer(Some(first.clone()), true)],
-            &work,
-            window,
-            NOW,
-        );
-        assert_eq!(missing.unwrap_err(), Rematch::FirstTime);
+        let missing = sub.looked_up(&lookups[..1], &[answer(Some(first.clone()), true)], NOW);
+        assert_eq!(missing.unwrap().unwrap_err(), Rematch::FirstTime);
     }
 
     /// `--own-subscription` on a pull consumer: this pod's part. Its connection publishing

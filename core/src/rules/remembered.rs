@@ -218,12 +218,12 @@ pub enum Found {
 }
 
 /// What to do first, before any lookup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
-    Trust {
-        held_ago: Duration,
-        trust: Trust,
-    },
+    /// Judged from what was kept, without asking (`found` says why): a connection seen
+    /// holding the subscription within its trust time, or a pull consumer's part no reading
+    /// could find not taking part (`subscription::unread`).
+    Judged(Held, Found),
     LookUp,
     Match(Rematch),
     /// The last asks went unanswered: ask nothing until this much later (not judged).
@@ -314,10 +314,11 @@ pub fn plan(
         let with_the_look = trust.at_look && asking.looking;
         match m.held_at_ms.map(|at| now_ms - at) {
             Some(ago) if ago >= 0 && ago < trust.length.as_millis() as i64 && !with_the_look => {
-                return Plan::Trust {
-                    held_ago: Duration::from_millis(ago as u64),
-                    trust,
-                }
+                let held_ago = Duration::from_millis(ago as u64);
+                return Plan::Judged(
+                    Held::Yes { by: m.local },
+                    Found::Trusted { held_ago, trust },
+                );
             }
             _ => {}
         }
@@ -606,10 +607,15 @@ mod tests {
                 asking(TRUST, false),
                 NOW
             ),
-            Plan::Trust {
-                held_ago: Duration::from_secs(60),
-                trust: FIVE_MINUTES
-            }
+            Plan::Judged(
+                Held::Yes {
+                    by: "10.200.0.2:51828".parse().unwrap()
+                },
+                Found::Trusted {
+                    held_ago: Duration::from_secs(60),
+                    trust: FIVE_MINUTES
+                }
+            )
         );
         // Past the trust time, or never seen holding it: asked by cid.
         assert_eq!(
@@ -717,7 +723,7 @@ mod tests {
                 asking(TRUST, false),
                 NOW
             ),
-            Plan::Trust { .. }
+            Plan::Judged(_, Found::Trusted { .. })
         ));
         // Never matched: the first match waits as a lookup would.
         assert_eq!(
@@ -959,7 +965,7 @@ mod tests {
                 asking(TrustSetting::Auto, false),
                 NOW
             ),
-            Plan::Trust { .. }
+            Plan::Judged(_, Found::Trusted { .. })
         ));
         assert_eq!(
             plan(
@@ -981,7 +987,7 @@ mod tests {
                 asking(TrustSetting::Auto, false),
                 NOW
             ),
-            Plan::Trust { .. }
+            Plan::Judged(_, Found::Trusted { .. })
         ));
         let looking = Asking {
             looking: true,
