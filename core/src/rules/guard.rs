@@ -100,19 +100,21 @@ fn verdict(
     if seen.ignored {
         return Verdict::Ignored;
     }
-    let (first, second) = match (first, second) {
-        (Some(a), Some(b)) => (a, b),
-        (Some(a), None) | (None, Some(a)) => return in_one_look(a, second.is_none()),
-        (None, None) => return Verdict::Healthy(Note::InOneLook { in_first: false }),
-    };
     for (is_first, j) in [(true, first), (false, second)] {
-        if let Outcome::NotJudged(why) = &j.outcome {
+        if let Some(Outcome::NotJudged(why)) = j.map(|j| &j.outcome) {
             return Verdict::Unknown {
                 first: is_first,
                 why: why.clone(),
             };
         }
     }
+    // A consumer in one look only: created or deleted during the interval. Absent (or
+    // unbound) in one look is never a fault; an expected one absent from the listing is asked
+    // for by name in each look, so it is never in one look only.
+    let (Some(first), Some(second)) = (first, second) else {
+        let in_first = first.is_some();
+        return Verdict::Healthy(Note::InOneLook { in_first });
+    };
     let absent = |o: &Outcome| {
         matches!(
             o,
@@ -121,15 +123,15 @@ fn verdict(
     };
     let unbound = |o: &Outcome| matches!(o, Outcome::Unhealthy(Fault::Unbound { .. }));
     match &second.outcome {
-        o if absent(o) => {
+        o @ Outcome::Unhealthy(f) if absent(o) => {
             return match absent(&first.outcome) {
-                true => Verdict::Fault(GuardFault::Consumer(fault(o))),
+                true => Verdict::Fault(GuardFault::Consumer(f.clone())),
                 false => Verdict::Healthy(Note::InOneLook { in_first: true }),
             }
         }
-        o if unbound(o) => {
+        o @ Outcome::Unhealthy(f) if unbound(o) => {
             return match unbound(&first.outcome) {
-                true => Verdict::Fault(GuardFault::Consumer(fault(o))),
+                true => Verdict::Fault(GuardFault::Consumer(f.clone())),
                 false => Verdict::Healthy(Note::UnboundOnce { in_first: false }),
             }
         }
@@ -158,26 +160,6 @@ fn verdict(
         return Verdict::Healthy(Note::UnboundOnce { in_first: true });
     }
     Verdict::Healthy(Note::Judged(second.outcome.clone()))
-}
-
-/// A consumer in one look only: created or deleted during the interval. Absent (or unbound)
-/// in one look is never a fault; an expected one absent from the listing is asked for by
-/// name in each look, so it is never in one look only.
-fn in_one_look(j: &Judgement, in_first: bool) -> Verdict {
-    match &j.outcome {
-        Outcome::NotJudged(why) => Verdict::Unknown {
-            first: in_first,
-            why: why.clone(),
-        },
-        _ => Verdict::Healthy(Note::InOneLook { in_first }),
-    }
-}
-
-fn fault(o: &Outcome) -> Fault {
-    match o {
-        Outcome::Unhealthy(f) => f.clone(),
-        _ => unreachable!("called on faults only"),
-    }
 }
 
 #[cfg(test)]
