@@ -296,7 +296,10 @@ impl Sub {
                 Ok(Confirmed::Changed(why)) => return Some(Err(why)),
                 Ok(Confirmed::Yes(c)) => confirmed.push(((*m).clone(), c)),
                 Ok(Confirmed::Unanswered) => {
-                    unjudged.get_or_insert(unanswered_lookup(m));
+                    unjudged.get_or_insert(Unknown::NotListed(format!(
+                        "server {} did not answer the lookup of cid {} in time",
+                        m.server.name, m.cid
+                    )));
                 }
                 Err(why) => {
                     unjudged.get_or_insert(why.clone());
@@ -383,10 +386,7 @@ impl Sub {
         }
         let mut readings: Vec<(Remembered, u64)> = Vec::new();
         for c in remembered::listed(connz) {
-            let server = c.server.clone().unwrap_or(ServerIdent {
-                name: String::new(),
-                id: String::new(),
-            });
+            let server = c.server.clone().unwrap_or_default();
             let known = readings
                 .iter()
                 .any(|(r, _)| r.cid == c.cid && r.server == server);
@@ -1316,14 +1316,6 @@ fn server_state(servers: &[ServerAnswer]) -> Option<ServerState> {
         true => ServerState::Answers,
         false => ServerState::NotAnswering,
     })
-}
-
-/// Why a remembered connection's lookup judged nothing: its server did not answer for it.
-fn unanswered_lookup(m: &Remembered) -> Unknown {
-    Unknown::NotListed(format!(
-        "server {} did not answer the lookup of cid {} in time",
-        m.server.name, m.cid
-    ))
 }
 
 /// This pod's counted connections as the server sees them (an IPv4-mapped address

@@ -453,7 +453,7 @@ pub struct ServerConnection {
 
 /// A server as its connection report names it. The id is new at every start, so a restarted
 /// server (whose cids start again from 1) is another one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServerIdent {
     pub name: String,
     pub id: String,
