@@ -157,30 +157,26 @@ fn world_with(fault: Fault) -> World {
     };
     let mut w = World::new(vec![consumer], vec![world::Answer::OnTime]);
     w.client.started = Ms::MIN / 2;
-    match fault {
-        Fault::GaveUp => w.client.gave_up = Some(0),
-        Fault::HalfOpen => w.client.half_open = Some(0),
-        Fault::Deaf { .. } | Fault::NotPulling => {
-            let (account_connections, direct, pull) = match fault {
-                Fault::Deaf {
-                    connections,
-                    direct,
-                } => (connections, direct, false),
-                _ => (100, false, true),
-            };
-            w.subscription = Some(Subscription {
-                wanted: Wanted {
-                    subject: "events.>".into(),
-                    queue: None,
-                },
-                deaf_at: Some(0),
-                account_connections,
-                direct,
-                pull,
-            })
-        }
-        _ => {}
-    }
+    w.client.gave_up = (fault == Fault::GaveUp).then_some(0);
+    w.client.half_open = (fault == Fault::HalfOpen).then_some(0);
+    let (account_connections, direct, pull) = match fault {
+        Fault::Deaf {
+            connections,
+            direct,
+        } => (connections, direct, false),
+        Fault::NotPulling => (100, false, true),
+        _ => return w,
+    };
+    w.subscription = Some(Subscription {
+        wanted: Wanted {
+            subject: "events.>".into(),
+            queue: None,
+        },
+        deaf_at: Some(0),
+        account_connections,
+        direct,
+        pull,
+    });
     w
 }
 
