@@ -367,21 +367,17 @@ pub fn retry_after(count: u32, trust: Duration) -> Duration {
     doubled.min(AUTO_TRUST_MAX.max(trust))
 }
 
-/// Whether a subscription's verdict is an unanswered ask (the server late or silent) that
-/// makes the next ask wait, rather than a refusal or an answer.
-pub fn unanswered(held: &Held) -> bool {
-    matches!(held, Held::NotJudged(why) if answers::unanswered(why))
-}
-
-/// The unanswered asks to keep after this run: one more after an ask that went unanswered,
-/// as they were after a run that waited, none after an answer.
+/// The unanswered asks to keep after this run: one more after an ask that went unanswered
+/// (the server late or silent, which makes the next ask wait, rather than a refusal or an
+/// answer), as they were after a run that waited, none after an answer.
 pub fn count_unanswered(
     before: Option<&Unanswered>,
     held: &Held,
     asked: bool,
     now_ms: i64,
 ) -> Option<Unanswered> {
-    match (unanswered(held), asked) {
+    let unanswered = matches!(held, Held::NotJudged(why) if answers::unanswered(why));
+    match (unanswered, asked) {
         (false, _) => None,
         (true, false) => before.copied(),
         (true, true) => Some(Unanswered {
