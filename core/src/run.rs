@@ -1160,12 +1160,10 @@ impl<'c> Run<'c> {
         // A pull consumer's part is calm when this pod published since the last look, or its
         // connections were not read (no reading could find it not taking part).
         calm &= self.subscriptions.iter().all(|s| match &s.held {
-            Held::Pulls { .. }
-                if matches!(s.found, Some(Found::NothingDelivered | Found::WithinWindow)) =>
-            {
-                true
+            Held::Pulls { quiet, .. } => {
+                quiet.is_zero()
+                    || matches!(s.found, Some(Found::NothingDelivered | Found::WithinWindow))
             }
-            Held::Pulls { quiet, .. } => quiet.is_zero(),
             Held::NotPulling { .. } => false,
             _ => !s.pull,
         });
