@@ -211,6 +211,9 @@ struct Sub {
     pull: Option<Work>,
     memo: SubscriptionMemo,
     rematch: Rematch,
+    /// Its plan was to look its connections up: only then do the lookups judge it. A plan to
+    /// match chose the list (its connections changed), whoever else looks the same one up.
+    looking_up: bool,
     result: Option<SubJudged>,
     /// `Run::window_of_subscription` when it was made: neither the judgements nor the
     /// samples it reads change before the subscription is judged.
@@ -892,6 +895,7 @@ impl<'c> Run<'c> {
             consumer,
             pull: None,
             rematch: Rematch::FirstTime,
+            looking_up: false,
             result: None,
         }
     }
@@ -918,6 +922,7 @@ impl<'c> Run<'c> {
                     sub.result = Some(sub.judged(held, Found::Waited));
                 }
                 Plan::LookUp => {
+                    sub.looking_up = true;
                     for m in sub.remembered() {
                         look_up(&mut self.lookups, check, m);
                     }
@@ -935,7 +940,11 @@ impl<'c> Run<'c> {
     /// answered (not judged, asked again later), or another's (matched by address again).
     fn looked_up(&mut self, answers: Vec<(Result<Vec<LookedUp>, Unknown>, bool)>) {
         let now = self.start.now_ms;
-        for sub in self.subs.iter_mut().filter(|s| s.result.is_none()) {
+        for sub in self
+            .subs
+            .iter_mut()
+            .filter(|s| s.result.is_none() && s.looking_up)
+        {
             match sub.looked_up(&self.lookups, &answers, now) {
                 Some(Ok(judged)) => sub.result = Some(judged),
                 Some(Err(why)) => sub.rematch = why,
@@ -1893,6 +1902,7 @@ mod tests {
             pull: Some(work),
             memo: SubscriptionMemo::default(),
             rematch: Rematch::FirstTime,
+            looking_up: false,
             result: None,
             window,
         };
@@ -1994,6 +2004,7 @@ mod tests {
                 ..SubscriptionMemo::default()
             },
             rematch: Rematch::FirstTime,
+            looking_up: true,
             result: None,
             window,
         };
@@ -2085,6 +2096,134 @@ mod tests {
             "{held:?}"
         );
         assert_eq!(health, Health::Healthy);
+    }
+
+    /// A lookup made for one subscription never judges another whose own plan chose a match:
+    /// the pod opened a second connection, so its pull consumer's part is matched by address
+    /// (the new one may be the one that pulls), while the deliver subscription of its push
+    /// consumer looks its same connection up.
+    #[test]
+    fn a_lookup_for_another_subscription_never_judges_a_part_that_matches() {
+        use crate::rules::check::Health;
+        use crate::rules::remembered::TrustSetting;
+        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = Check {
+            own_subscription: true,
+            sample_every: core::time::Duration::ZERO,
+            subscription_every: TrustSetting::Fixed(core::time::Duration::ZERO),
+            consumers: vec![world::name("S", "D"), world::name("S", "P")],
+            ..w.check(4000, 0)
+        };
+        let n1 = ServerIdent {
+            name: "n1".into(),
+            id: "NID1".into(),
+        };
+        let push = (
+            "deliver.latest-kv".to_string(),
+            Some("latest-kv".to_string()),
+        );
+        let conn =
+            |addr: &str, cid: u64, in_msgs: u64, push_too: bool| crate::facts::ServerConnection {
+                subscriptions: Some(push_too.then(|| push.clone()).into_iter().collect()),
+                server: Some(n1.clone()),
+                ..listed_conn(addr, cid, in_msgs)
+            };
+        // One run: its sockets, the two consumers (the pull one delivered `delivered`), and
+        // the servers' list of the account's connections (`listed`, the first holding the
+        // deliver subscription).
+        let run = |kept: Kept,
+                   now: i64,
+                   sockets: Vec<crate::facts::Socket>,
+                   delivered: u64,
+                   listed: &[crate::facts::ServerConnection]| {
+            let mut run = Run::new(
+                &check,
+                Start {
+                    now_ms: now,
+                    ..start(kept)
+                },
+            );
+            run.feed(Seen::Walk(pod(sockets)));
+            let facts = crate::facts::ConsumerFacts::example(3, 1, 5, now * 1_000_000);
+            let mut pull =
+                crate::facts::ConsumerFacts::example(3, 1, delivered - 1, now * 1_000_000);
+            pull.deliver_subject = None;
+            pull.ack_wait = Some(core::time::Duration::from_secs(1));
+            let found = |facts| Observed::Found {
+                facts,
+                stream: None,
+            };
+            run.feed(Seen::Consumers {
+                observed: vec![found(facts), found(pull)],
+                server_domain: None,
+                server_jetstream: true,
+            });
+            let state = loop {
+                match run.ask() {
+                    Some(Ask::Connz { .. }) => {
+                        let connz = Connz {
+                            source: "test".into(),
+                            holding: listed[..1].to_vec(),
+                            all: Some(listed.to_vec()),
+                            probe_seen_as: None,
+                            servers: 1,
+                            out_of_sight: None,
+                            incomplete: None,
+                        };
+                        run.feed(Seen::Connz(Ok(connz), true));
+                    }
+                    Some(Ask::Lookups(l)) => {
+                        let answers = l.iter().map(|m| {
+                            let c = listed.iter().find(|c| c.cid == m.cid).cloned();
+                            let a = LookedUp {
+                                server: n1.clone(),
+                                connection: c,
+                            };
+                            (Ok(vec![a]), true)
+                        });
+                        run.feed(Seen::Lookups(answers.collect()));
+                    }
+                    Some(Ask::ClientAge(_)) => run.feed(Seen::ClientAge(None)),
+                    Some(Ask::Store(state)) => break state.clone(),
+                    other => panic!("asked {other:?}"),
+                }
+            };
+            run.feed(Seen::Stored(Ok(())));
+            (run.end().unwrap(), state)
+        };
+        let first = socket("10.0.0.2:40000", "10.96.0.10:4222", 1);
+        let (ended, s1) = run(
+            Kept::Missing,
+            NOW,
+            vec![first.clone()],
+            6,
+            &[conn("10.0.0.2:40000", 7, 10, true)],
+        );
+        assert_eq!(ended.verdict.health, Health::Healthy);
+        // A window later: the first connection published nothing since while the consumer
+        // delivered 14, and the second one pulled.
+        let second = socket("10.0.0.2:40001", "10.96.0.10:4222", 2);
+        let listed = [
+            conn("10.0.0.2:40000", 7, 10, true),
+            conn("10.0.0.2:40001", 8, 50, false),
+        ];
+        let (ended, _) = run(
+            Kept::State(s1),
+            NOW + 4000,
+            vec![first, second],
+            20,
+            &listed,
+        );
+        let pull = ended
+            .subscriptions
+            .iter()
+            .find(|s| s.consumer.as_ref().is_some_and(|c| c.durable == "P"));
+        assert!(
+            matches!(pull.map(|s| &s.held), Some(Held::Pulls { .. })),
+            "{:?}",
+            ended.subscriptions
+        );
+        assert_eq!(ended.verdict.health, Health::Healthy);
     }
 
     /// A pull consumer's part is read only once a reading could find a fault: the last
