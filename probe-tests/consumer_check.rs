@@ -574,7 +574,7 @@ fn credentials_work_from_every_source_and_never_show() {
         runs[0]
             .0
             .stdout
-            .contains("consumer S/D: push (group D), bound"),
+            .contains("consumer S/D: push to deliver.D, queue group D, bound"),
         "{}",
         runs[0].0
     );
@@ -849,7 +849,8 @@ fn tls_with_a_ca_and_a_client_certificate() {
     let run = pods.check(&["S/D"], &flags);
     run.expect(0).says(&["consumer S/D idle (nothing waiting)"]);
     assert!(
-        run.stdout.contains("consumer S/D: push (group D), bound"),
+        run.stdout
+            .contains("consumer S/D: push to deliver.D, queue group D, bound"),
         "{run}"
     );
     let by_env = probe(&["check", "--server", &pods.url, "--consumer", "S/D"])

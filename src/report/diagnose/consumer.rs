@@ -41,20 +41,9 @@ pub fn consumers(input: &CheckInput, lines: &mut Vec<Line>) {
 /// moved, its previous sample, and its judgement.
 fn consumer(r: &JudgedConsumer, now_ms: i64, lines: &mut Vec<Line>) {
     lines.push(vec![(Style::Plain, format!("  {}", r.seen.name))]);
-    if let Observed::Found { facts: f, stream } = &r.seen.observed {
-        lines.push(mode(f));
-        lines.push(vec![(Style::Plain, counts(f))]);
-        lines.push(vec![(Style::Plain, sequences(f))]);
-        lines.push(vec![(Style::Dim, limits(f))]);
-        if let Some(s) = stream {
-            lines.push(vec![(Style::Dim, stream_line(s))]);
-        }
-        if let Some(p) = r.progress {
-            lines.push(vec![(
-                Style::Dim,
-                format!("{AT}since the previous run: {}", moved(p)),
-            )]);
-        }
+    for mut line in facts(r) {
+        line[0].1.insert_str(0, AT);
+        lines.push(line);
     }
     if let Some(line) = previous(r, now_ms) {
         lines.push(line);
@@ -67,6 +56,31 @@ fn consumer(r: &JudgedConsumer, now_ms: i64, lines: &mut Vec<Line>) {
     lines.push(vec![(style, format!("{AT}{}", consumer_phrase(r)))]);
 }
 
+/// What the server said of a consumer and its stream, and how it moved since the previous
+/// run, a line each (unindented): how it delivers, its counts and sequences, its limits, its
+/// stream; nothing when it was not found. `-v` joins them into its line.
+pub fn facts(r: &JudgedConsumer) -> Vec<Line> {
+    let Observed::Found { facts: f, stream } = &r.seen.observed else {
+        return Vec::new();
+    };
+    let mut lines = vec![
+        mode(f),
+        vec![(Style::Plain, counts(f))],
+        vec![(Style::Plain, sequences(f))],
+        vec![(Style::Dim, limits(f))],
+    ];
+    if let Some(s) = stream {
+        lines.push(vec![(Style::Dim, stream_line(s))]);
+    }
+    if let Some(p) = r.progress {
+        lines.push(vec![(
+            Style::Dim,
+            format!("since the previous run: {}", moved(p)),
+        )]);
+    }
+    lines
+}
+
 /// `push to deliver.alarms, queue group alarms, bound`, or `pull`.
 fn mode(f: &ConsumerFacts) -> Line {
     let mut mode = match &f.deliver_subject {
@@ -76,7 +90,7 @@ fn mode(f: &ConsumerFacts) -> Line {
     if let Some(g) = &f.deliver_group {
         let _ = write!(mode, ", queue group {g}");
     }
-    let mut line = vec![(Style::Plain, format!("{AT}{mode}"))];
+    let mut line = vec![(Style::Plain, mode)];
     if f.push() {
         line.push(match f.push_bound {
             true => (Style::Good, ", bound".into()),
@@ -92,7 +106,7 @@ fn mode(f: &ConsumerFacts) -> Line {
 /// `3990 pending, 10 awaiting ack, 2 redelivered` (and the pulls waiting on a pull consumer).
 fn counts(f: &ConsumerFacts) -> String {
     let mut counts = format!(
-        "{AT}{} pending, {} awaiting ack, {} redelivered",
+        "{} pending, {} awaiting ack, {} redelivered",
         f.num_pending, f.num_ack_pending, f.num_redelivered
     );
     if !f.push() {
@@ -108,7 +122,7 @@ fn sequences(f: &ConsumerFacts) -> String {
         None => "never, or not said".into(),
     };
     format!(
-        "{AT}ack floor {} (stream {}), last ack {}; delivered {} (stream {}), last delivery {}",
+        "ack floor {} (stream {}), last ack {}; delivered {} (stream {}), last delivery {}",
         f.ack_floor.consumer_seq,
         f.ack_floor.stream_seq,
         ago(f.ack_floor.last_active),
@@ -120,7 +134,7 @@ fn sequences(f: &ConsumerFacts) -> String {
 
 /// `ack policy explicit, ack_wait 30s, max_ack_pending 10, max_deliver unlimited`.
 fn limits(f: &ConsumerFacts) -> String {
-    let mut limits = format!("{AT}ack policy {}", f.ack_policy.name());
+    let mut limits = format!("ack policy {}", f.ack_policy.name());
     if let Some(w) = f.ack_wait {
         let _ = write!(limits, ", ack_wait {}", display(w));
     }
@@ -142,7 +156,7 @@ fn limits(f: &ConsumerFacts) -> String {
 /// The stream's retention and sequences, and whether it deletes unacknowledged messages.
 fn stream_line(s: &StreamFacts) -> String {
     let mut text = format!(
-        "{AT}stream: {} retention, sequences {} to {}",
+        "stream: {} retention, sequences {} to {}",
         s.retention, s.first_seq, s.last_seq
     );
     match crate::rules::consumer::deletes_unacked(s) {

@@ -3,7 +3,7 @@
 //! is the check's document (every socket listed, with its holder) plus the advice.
 mod advice;
 mod connection;
-mod consumer;
+pub mod consumer;
 mod style;
 
 pub use style::{Line, Style};
@@ -451,6 +451,11 @@ Verdict: unhealthy (exit 1, as `check` would)
 
 What to do
   - TF_RAW/alarms has work waiting and nothing is acknowledged: the application's handler is stuck (a blocked callback, a downstream that does not answer). Restart the pod, and look in its logs for the message it is stuck on."
+        );
+        // `-v` says the same facts in the same words, on one line.
+        assert_eq!(
+            crate::report::human::consumer::consumer_details(&r.consumers[0]),
+            "push to deliver.alarms, queue group alarms, bound; 3990 pending, 10 awaiting ack, 2 redelivered; ack floor 120 (stream 130), last ack 1m15s ago; delivered 130 (stream 140), last delivery 1s ago; ack policy explicit, ack_wait 30s, max_ack_pending 10, max_deliver unlimited → no progress for 1m15s (window 1m): ack floor at 120, 4000 waiting; no previous sample"
         );
     }
 }

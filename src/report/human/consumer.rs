@@ -3,9 +3,10 @@
 
 use super::standing::{standing_phrase, Checked};
 use crate::facts::{ConsumerName, Loaded, Observed};
+use crate::report::diagnose::consumer::facts;
 use crate::report::words::{display, retention};
 use crate::rules::cause::Cause;
-use crate::rules::consumer::{self, Fault, Healthy, Moved, Outcome, Progress, Unmeasured, Window};
+use crate::rules::consumer::{Fault, Healthy, Moved, Outcome, Unmeasured, Window};
 use crate::rules::judged::JudgedConsumer;
 use crate::rules::remembered::Carried;
 use std::fmt::Write;
@@ -171,62 +172,15 @@ fn without_ack(moved: bool, observed: &Observed) -> String {
     }
 }
 
-/// The facts behind a consumer's verdict, for `-v`.
+/// The facts behind a consumer's verdict, for `-v`: `diagnose`'s lines of them, joined.
 pub fn consumer_details(r: &JudgedConsumer) -> String {
     let mut out = match &r.seen.observed {
-        Observed::Found { facts: f, stream } => {
-            let kind = match (f.push(), &f.deliver_group) {
-                (true, Some(g)) => format!(
-                    "push (group {g}), {}",
-                    if f.push_bound { "bound" } else { "NOT bound" }
-                ),
-                (true, None) => {
-                    format!("push, {}", if f.push_bound { "bound" } else { "NOT bound" })
-                }
-                (false, _) => "pull".to_string(),
-            };
-            let mut text = format!(
-                "{kind}; {} pending, {} awaiting ack, {} pulls waiting, {} redelivered; ack floor {} (stream {})",
-                f.num_pending, f.num_ack_pending, f.num_waiting, f.num_redelivered, f.ack_floor.consumer_seq, f.ack_floor.stream_seq
-            );
-            if let Some(ago) = f.age(f.ack_floor.last_active) {
-                let _ = write!(text, ", last ack {} ago", display(ago));
-            }
-            if let Some(w) = f.ack_wait {
-                let _ = write!(text, "; ack_wait {}", display(w));
-            }
-            if let Some(m) = f.max_ack_pending {
-                let _ = write!(text, ", max_ack_pending {m}");
-            }
-            if let Some(n) = f.max_deliver {
-                let _ = write!(text, ", max_deliver {n}");
-            }
-            if let Some(s) = stream {
-                let _ = write!(text, "; stream first sequence {}", s.first_seq);
-                match consumer::deletes_unacked(s) {
-                    Some(d) => {
-                        let _ = write!(
-                            text,
-                            ", retention deletes unacknowledged messages ({}): a moving floor is acks or losses, which one look cannot tell (the guard counts losses)",
-                            retention(&d.settings)
-                        );
-                    }
-                    None => text.push_str(", retention deletes no unacknowledged message"),
-                }
-            }
-            if let Some(p) = r.progress {
-                let _ = write!(
-                    text,
-                    "; since the last run: {}",
-                    match p {
-                        Progress::Acked => "acked",
-                        Progress::Delivered => "delivered",
-                        Progress::Unclear => "moved (acks or losses)",
-                        Progress::WithoutAck => "floor moved with no ack",
-                        Progress::None => "nothing moved",
-                    }
-                );
-            }
+        Observed::Found { facts: f, .. } => {
+            let lines: Vec<String> = facts(r)
+                .iter()
+                .map(|line| line.iter().map(|(_, text)| text.as_str()).collect())
+                .collect();
+            let mut text = lines.join("; ");
             if f.ts.is_none() {
                 text.push_str("; the server sends no ts (before 2.10): samples decide");
             }
