@@ -289,10 +289,12 @@ fn corrupt_or_symlinked_state_is_a_first_sample() {
     pods.check(&["S/D"], &["-v"])
         .expect(0)
         .says(&["consumer S/D first sample"]);
-    assert!(pods
-        .check(&["S/D"], &["-v"])
-        .stdout
-        .contains("previous sample used"));
+    // The sample kept is used: `previous sample 1.2s ago: ack floor 0, 0 waiting`.
+    let used = pods.check(&["S/D"], &["-v"]);
+    assert!(
+        used.stdout.contains("previous sample ") && used.stdout.contains(" ago: ack floor "),
+        "{used}"
+    );
 
     let outside = pods.state.path().join("outside.txt");
     std::fs::write(&outside, b"not yours").unwrap();

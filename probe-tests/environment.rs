@@ -308,7 +308,7 @@ fn an_explicit_state_dir_that_cannot_be_used_is_a_configuration_error() {
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     let run = check(&shared, Some(65534), 0);
-    assert!(!run.stdout.contains("state not kept"), "{run}");
+    assert!(!run.stdout.contains("samples not kept"), "{run}");
     let private = shared.join("natsprobe-65534");
     let meta = std::fs::metadata(&private).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);

@@ -41,11 +41,8 @@ pub fn consumers(input: &CheckInput, lines: &mut Vec<Line>) {
 /// moved, its previous sample, and its judgement.
 fn consumer(r: &JudgedConsumer, now_ms: i64, lines: &mut Vec<Line>) {
     lines.push(vec![(Style::Plain, format!("  {}", r.seen.name))]);
-    for mut line in facts(r) {
+    for mut line in facts(r, now_ms) {
         line[0].1.insert_str(0, AT);
-        lines.push(line);
-    }
-    if let Some(line) = previous(r, now_ms) {
         lines.push(line);
     }
     let style = match r.outcome {
@@ -56,28 +53,27 @@ fn consumer(r: &JudgedConsumer, now_ms: i64, lines: &mut Vec<Line>) {
     lines.push(vec![(style, format!("{AT}{}", consumer_phrase(r)))]);
 }
 
-/// What the server said of a consumer and its stream, and how it moved since the previous
-/// run, a line each (unindented): how it delivers, its counts and sequences, its limits, its
-/// stream; nothing when it was not found. `-v` joins them into its line.
-pub fn facts(r: &JudgedConsumer) -> Vec<Line> {
-    let Observed::Found { facts: f, stream } = &r.seen.observed else {
-        return Vec::new();
-    };
-    let mut lines = vec![
-        mode(f),
-        vec![(Style::Plain, counts(f))],
-        vec![(Style::Plain, sequences(f))],
-        vec![(Style::Dim, limits(f))],
-    ];
-    if let Some(s) = stream {
-        lines.push(vec![(Style::Dim, stream_line(s))]);
+/// The facts behind a consumer's judgement, a line each (unindented): how it delivers, its
+/// counts and sequences, its limits, its stream and how it moved since the previous run (when
+/// it was found), and its previous sample. `-v` joins them into its line.
+pub fn facts(r: &JudgedConsumer, now_ms: i64) -> Vec<Line> {
+    let mut lines = Vec::new();
+    if let Observed::Found { facts: f, stream } = &r.seen.observed {
+        lines.push(mode(f));
+        lines.push(vec![(Style::Plain, counts(f))]);
+        lines.push(vec![(Style::Plain, sequences(f))]);
+        lines.push(vec![(Style::Dim, limits(f))]);
+        if let Some(s) = stream {
+            lines.push(vec![(Style::Dim, stream_line(s))]);
+        }
+        if let Some(p) = r.progress {
+            lines.push(vec![(
+                Style::Dim,
+                format!("since the previous run: {}", moved(p)),
+            )]);
+        }
     }
-    if let Some(p) = r.progress {
-        lines.push(vec![(
-            Style::Dim,
-            format!("since the previous run: {}", moved(p)),
-        )]);
-    }
+    lines.extend(previous(r, now_ms));
     lines
 }
 
@@ -186,14 +182,11 @@ fn moved(p: Progress) -> &'static str {
 /// The previous sample (or why there is none, or why this run's was not kept).
 fn previous(r: &JudgedConsumer, now_ms: i64) -> Option<Line> {
     match (&r.seen.previous, &r.seen.state_problem) {
-        (_, Some(problem)) => Some(vec![(
-            Style::Warn,
-            format!("{AT}samples not kept: {problem}"),
-        )]),
+        (_, Some(problem)) => Some(vec![(Style::Warn, format!("samples not kept: {problem}"))]),
         (Some(Loaded::Sample(s)), None) => {
             let ago = Duration::from_millis((now_ms - s.seen_at_ms).max(0) as u64);
             let mut text = format!(
-                "{AT}previous sample {} ago: ack floor {}, {} waiting",
+                "previous sample {} ago: ack floor {}, {} waiting",
                 display(ago),
                 s.floor_consumer_seq,
                 s.waiting
@@ -208,10 +201,7 @@ fn previous(r: &JudgedConsumer, now_ms: i64) -> Option<Line> {
             }
             Some(vec![(Style::Dim, text)])
         }
-        (Some(previous), None) => Some(vec![(
-            Style::Dim,
-            format!("{AT}{}", describe_previous(previous)),
-        )]),
+        (Some(previous), None) => Some(vec![(Style::Dim, describe_previous(previous))]),
         (None, None) => None,
     }
 }

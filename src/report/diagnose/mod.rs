@@ -6,7 +6,7 @@ mod connection;
 pub mod consumer;
 mod style;
 
-pub use style::{Line, Style};
+pub use style::{text, Line, Style};
 
 use super::check::{check, CheckReport};
 use super::human::subscription::{
@@ -454,8 +454,8 @@ What to do
         );
         // `-v` says the same facts in the same words, on one line.
         assert_eq!(
-            crate::report::human::consumer::consumer_details(&r.consumers[0]),
-            "push to deliver.alarms, queue group alarms, bound; 3990 pending, 10 awaiting ack, 2 redelivered; ack floor 120 (stream 130), last ack 1m15s ago; delivered 130 (stream 140), last delivery 1s ago; ack policy explicit, ack_wait 30s, max_ack_pending 10, max_deliver unlimited → no progress for 1m15s (window 1m): ack floor at 120, 4000 waiting; no previous sample"
+            crate::report::human::consumer::consumer_details(&r.consumers[0], input.observations.now_ms),
+            "push to deliver.alarms, queue group alarms, bound; 3990 pending, 10 awaiting ack, 2 redelivered; ack floor 120 (stream 130), last ack 1m15s ago; delivered 130 (stream 140), last delivery 1s ago; ack policy explicit, ack_wait 30s, max_ack_pending 10, max_deliver unlimited; no previous sample → no progress for 1m15s (window 1m): ack floor at 120, 4000 waiting"
         );
     }
 }

@@ -1,5 +1,5 @@
 //! How `diagnose`'s terminal lines are styled: pieces of text, each plain, a heading, good,
-//! bad, a warning or dim; `main` decides whether the styles are shown.
+//! bad, a warning or dim; `main` decides whether the styles are shown, and `-v` takes the text.
 
 /// How a piece of text is shown on a colour terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,4 +32,9 @@ pub type Line = Vec<(Style, String)>;
 /// A line in one plain piece.
 pub fn plain(t: String) -> Line {
     vec![(Style::Plain, t)]
+}
+
+/// A line's text, without its styles.
+pub fn text(line: &Line) -> String {
+    line.iter().map(|(_, text)| text.as_str()).collect()
 }

@@ -3,13 +3,12 @@
 
 use super::standing::{standing_phrase, Checked};
 use crate::facts::{ConsumerName, Loaded, Observed};
-use crate::report::diagnose::consumer::facts;
+use crate::report::diagnose::{consumer::facts, text};
 use crate::report::words::{display, retention};
 use crate::rules::cause::Cause;
 use crate::rules::consumer::{Fault, Healthy, Moved, Outcome, Unmeasured, Window};
 use crate::rules::judged::JudgedConsumer;
 use crate::rules::remembered::Carried;
-use std::fmt::Write;
 
 /// What one consumer's judgement says, without its name.
 pub fn consumer_phrase(r: &JudgedConsumer) -> String {
@@ -172,33 +171,19 @@ fn without_ack(moved: bool, observed: &Observed) -> String {
     }
 }
 
-/// The facts behind a consumer's verdict, for `-v`: `diagnose`'s lines of them, joined.
-pub fn consumer_details(r: &JudgedConsumer) -> String {
-    let mut out = match &r.seen.observed {
-        Observed::Found { facts: f, .. } => {
-            let lines: Vec<String> = facts(r)
-                .iter()
-                .map(|line| line.iter().map(|(_, text)| text.as_str()).collect())
-                .collect();
-            let mut text = lines.join("; ");
-            if f.ts.is_none() {
-                text.push_str("; the server sends no ts (before 2.10): samples decide");
-            }
-            let _ = write!(text, " → {}", consumer_phrase(r));
-            text
+/// The facts behind a consumer's verdict, for `-v`: `diagnose`'s lines of them, joined, and
+/// whether the server sends its clock.
+pub fn consumer_details(r: &JudgedConsumer, now_ms: i64) -> String {
+    let mut lines: Vec<String> = facts(r, now_ms).iter().map(text).collect();
+    if let Observed::Found { facts: f, .. } = &r.seen.observed {
+        if f.ts.is_none() {
+            lines.push("the server sends no ts (before 2.10): samples decide".into());
         }
-        _ => consumer_phrase(r),
-    };
-    match (&r.seen.previous, &r.seen.state_problem) {
-        (_, Some(problem)) => {
-            let _ = write!(out, "; state not kept: {problem}");
-        }
-        (Some(previous), None) => {
-            let _ = write!(out, "; {}", describe_previous(previous));
-        }
-        (None, None) => {}
     }
-    out
+    match lines.is_empty() {
+        true => consumer_phrase(r),
+        false => format!("{} → {}", lines.join("; "), consumer_phrase(r)),
+    }
 }
 
 /// What the state dir held, in words.

@@ -28,7 +28,7 @@ pub fn details(report: &CheckInput) -> Vec<String> {
         out.push(format!(
             "  consumer {}: {}",
             r.seen.name,
-            consumer_details(r)
+            consumer_details(r, report.observations.now_ms)
         ));
     }
     for s in report.subscriptions {
