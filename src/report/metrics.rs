@@ -44,33 +44,22 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
     for v in VERDICTS {
         p.sample("natsprobe_verdict", &[("verdict", v)], flag(v == word));
     }
-    p.family(
-        "natsprobe_last_look_timestamp_seconds",
-        "gauge",
-        "When the last look ended (before the first, when serve started), in seconds since the epoch.",
-    );
     let beat_ms = s.now_ms - beat.as_millis() as i64;
-    p.sample(
+    p.gauge(
         "natsprobe_last_look_timestamp_seconds",
-        &[],
+        "When the last look ended (before the first, when serve started), in seconds since the epoch.",
         seconds_ms(beat_ms),
     );
     if let Some(took) = s.memory.took {
-        p.family(
+        p.gauge(
             "natsprobe_last_look_duration_seconds",
-            "gauge",
             "How long the last look took.",
+            seconds(took),
         );
-        p.sample("natsprobe_last_look_duration_seconds", &[], seconds(took));
     }
-    p.family(
+    p.gauge(
         "natsprobe_stale_after_seconds",
-        "gauge",
         "How long a verdict stands: no look ended for longer, and the looks are stalled (/selfz fails).",
-    );
-    p.sample(
-        "natsprobe_stale_after_seconds",
-        &[],
         seconds(s.memory.stale),
     );
     let judged: &[Part] = match answer {
@@ -205,6 +194,12 @@ struct Page {
 impl Page {
     fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = write!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
+    }
+
+    /// A gauge with one sample, unlabelled.
+    fn gauge(&mut self, name: &str, help: &str, value: String) {
+        self.family(name, "gauge", help);
+        self.sample(name, &[], value);
     }
 
     /// A counter: its family is named without `_total` in OpenMetrics, with it in
