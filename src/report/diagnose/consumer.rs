@@ -130,23 +130,21 @@ fn sequences(f: &ConsumerFacts) -> String {
 
 /// `ack policy explicit, ack_wait 30s, max_ack_pending 10, max_deliver unlimited`.
 fn limits(f: &ConsumerFacts) -> String {
-    let mut limits = format!("ack policy {}", f.ack_policy.name());
-    if let Some(w) = f.ack_wait {
-        let _ = write!(limits, ", ack_wait {}", display(w));
-    }
-    match f.max_ack_pending {
-        Some(m) => {
-            let _ = write!(limits, ", max_ack_pending {m}");
-        }
-        None => limits.push_str(", max_ack_pending unlimited"),
-    }
-    match f.max_deliver {
-        Some(n) => {
-            let _ = write!(limits, ", max_deliver {n}");
-        }
-        None => limits.push_str(", max_deliver unlimited"),
-    }
-    limits
+    let ack_wait = f
+        .ack_wait
+        .map(|w| format!(", ack_wait {}", display(w)))
+        .unwrap_or_default();
+    format!(
+        "ack policy {}{ack_wait}, max_ack_pending {}, max_deliver {}",
+        f.ack_policy.name(),
+        unlimited(f.max_ack_pending),
+        unlimited(f.max_deliver)
+    )
+}
+
+/// A limit's number, or `unlimited` where none is set.
+fn unlimited(limit: Option<impl std::fmt::Display>) -> String {
+    limit.map_or("unlimited".into(), |n| n.to_string())
 }
 
 /// The stream's retention and sequences, and whether it deletes unacknowledged messages.
