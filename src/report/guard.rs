@@ -325,13 +325,10 @@ fn cells(c: &GuardConsumer) -> [String; 10] {
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     // First look → second look.
     let pair = |v: [Option<u64>; 2]| format!("{}→{}", opt(v[0]), opt(v[1]));
+    let yes = |v: Option<bool>| v.map_or("-", |v| if v { "yes" } else { "no" });
     let bound = match c.push_bound {
         [None, None] => "-".to_string(),
-        [a, b] => format!(
-            "{}→{}",
-            a.map_or("-", |v| if v { "yes" } else { "no" }),
-            b.map_or("-", |v| if v { "yes" } else { "no" })
-        ),
+        [a, b] => format!("{}→{}", yes(a), yes(b)),
     };
     let lost = match c.losses {
         None => "-".to_string(),
