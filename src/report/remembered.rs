@@ -5,14 +5,16 @@ use super::words::display;
 use crate::facts::{Due, Sampling};
 use crate::rules::remembered::{Found, Rematch, Trust};
 
-/// The consumers' look in words, for `-v` and `diagnose`: asked and why, or skipped.
-pub fn sampling_phrase(s: Sampling) -> String {
+/// The consumers' look in words, for `-v` and `diagnose`: asked and why, skipped, or not
+/// asked for want of a connection (None).
+pub fn sampling_phrase(s: Option<Sampling>) -> String {
     match s {
-        Sampling::Skip { asked_ago } => format!(
+        None => "not asked: the client holds no connection to judge them by".into(),
+        Some(Sampling::Skip { asked_ago }) => format!(
             "not asked this run: calm when asked {} ago, on the same connections (--sample-every)",
             display(asked_ago)
         ),
-        Sampling::Ask(due) => format!("asked: {}", due_phrase(due)),
+        Some(Sampling::Ask(due)) => format!("asked: {}", due_phrase(due)),
     }
 }
 
@@ -133,13 +135,13 @@ mod tests {
             "matched by address (the remembered cid is now another connection's, from 10.0.0.3:4000)"
         );
         assert_eq!(
-            sampling_phrase(Sampling::Skip {
+            sampling_phrase(Some(Sampling::Skip {
                 asked_ago: Duration::from_secs(20)
-            }),
+            })),
             "not asked this run: calm when asked 20s ago, on the same connections (--sample-every)"
         );
         assert_eq!(
-            sampling_phrase(Sampling::Ask(Due::NotCalm)),
+            sampling_phrase(Some(Sampling::Ask(Due::NotCalm))),
             "asked: the last look was not calm"
         );
     }

@@ -34,10 +34,9 @@ pub fn details(report: &CheckInput) -> Vec<String> {
     for s in report.subscriptions {
         out.push(subscription_line(report, s));
     }
-    if let Some(sampling) = report.observations.sampling {
+    let sampling = report.observations.sampling;
+    if sampling.is_some() || report.consumers_configured > 0 && report.consumers.is_empty() {
         out.push(format!("  consumers {}", sampling_phrase(sampling)));
-    } else if report.consumers_configured > 0 && report.consumers.is_empty() {
-        out.push("  consumers not asked about: no connection to judge them by".into());
     }
     if let Some(line) = state_dir(report) {
         out.push(format!("  {line}"));
