@@ -48,7 +48,7 @@ fn a_socket_table_it_cannot_read_is_could_not_evaluate() {
     run.expect(0).says(&["healthy: 1 ESTABLISHED"]);
     assert!(
         run.stdout
-            .contains("reader: proc (netlink refused: socket: Operation not permitted"),
+            .contains("reader: proc, because netlink refused: socket: Operation not permitted"),
         "{run}"
     );
 

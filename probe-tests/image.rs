@@ -202,7 +202,7 @@ fn the_arm64_build_judges_sockets_under_qemu() {
         .says(&["healthy: 1 ESTABLISHED TCP connection to remote port 4222 (127.0.0.1:4222)"]);
     assert!(
         run.stdout
-            .contains("reader: proc (netlink refused: socket: Protocol not supported"),
+            .contains("reader: proc, because netlink refused: socket: Protocol not supported"),
         "{run}"
     );
     // IPv6, and --process.

@@ -185,7 +185,8 @@ fn the_probe_sees_only_its_own_network_namespace() {
         .run();
     run.expect(0);
     assert!(
-        run.stdout.contains("reader: proc (netlink refused: /proc/"),
+        run.stdout
+            .contains("reader: proc, because netlink refused: /proc/"),
         "{run}"
     );
 }

@@ -1,8 +1,8 @@
-//! `diagnose`'s sockets and servers: each socket with its holder and traffic, the live count
-//! against the minimum, and every server's answer.
+//! `diagnose`'s sockets and servers: the reader, each socket with its holder and traffic, the
+//! live count against the minimum, and every server's answer; `-v` says them in these words.
 
 use super::style::{Line, Style};
-use crate::facts::{Process, Socket, Via};
+use crate::facts::{Answer, Process, Socket, SocketScan, Via};
 use crate::report::human;
 use crate::report::input::CheckInput;
 use crate::report::words::{bytes, display};
@@ -16,11 +16,8 @@ pub fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut 
     let c = input.connections;
     lines.push(vec![]);
     lines.push(sockets_heading(input));
-    if scan.skipped_lines > 0 {
-        lines.push(vec![(
-            Style::Warn,
-            format!("  {} unparsable lines skipped", scan.skipped_lines),
-        )]);
+    if let Some(skipped) = skipped(scan) {
+        lines.push(vec![(Style::Warn, format!("  {skipped}"))]);
     }
     let procs = &input.observations.pod.processes;
     if !procs.is_empty() {
@@ -35,13 +32,23 @@ pub fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut 
     }
     let all: Vec<&Socket> = c.established.iter().chain(&c.others).collect();
     if all.is_empty() {
-        lines.push(vec![(
-            Style::Bad,
-            "  none: no socket to that port in any state".into(),
-        )]);
+        lines.push(vec![(Style::Bad, format!("  {}", none(input)))]);
     }
     for s in all {
-        socket(input, s, holders, lines);
+        let who = match holders.get(&s.inode) {
+            Some(p) => format!("{}[{}]", p.name, p.pid),
+            None if s.inode == 0 => "no process (closing)".into(),
+            None => "holder not readable".into(),
+        };
+        for (i, mut line) in socket(input, s, &format!("{who}, uid {}", s.uid))
+            .into_iter()
+            .enumerate()
+        {
+            // The traffic and half-open lines start under the addresses.
+            let indent = if i == 0 { "  " } else { "              " };
+            line.insert(0, (Style::Plain, indent.into()));
+            lines.push(line);
+        }
     }
     lines.push(live_count(input));
 }
@@ -59,10 +66,7 @@ fn sockets_heading(input: &CheckInput) -> Line {
         let remotes: Vec<String> = input.policy.remotes.iter().map(|r| r.to_string()).collect();
         let _ = write!(heading, " at {}", remotes.join(", "));
     }
-    let mut about = format!(" (reader: {}", scan.reader.name());
-    if let Some(why) = &scan.fallback {
-        let _ = write!(about, ", because {why}");
-    }
+    let mut about = format!(" (reader: {}", reader(scan));
     match input.observations.pod.netns_of {
         Some(pid) => {
             let _ = write!(about, "; the network namespace of PID {pid})");
@@ -72,49 +76,61 @@ fn sockets_heading(input: &CheckInput) -> Line {
     vec![(Style::Heading, heading), (Style::Dim, about)]
 }
 
-/// One socket: its state, addresses and holder, then its traffic and whether it is half-open.
-fn socket(input: &CheckInput, s: &Socket, holders: &HashMap<u64, Process>, lines: &mut Vec<Line>) {
-    let scan = &input.observations.pod.scan;
-    let c = input.connections;
-    let half = c.half_open.iter().find(|(h, _)| h == s).map(|(_, h)| h);
+/// `netlink`, or `proc, because netlink refused: ...`: the socket reader, and why it fell back.
+pub fn reader(scan: &SocketScan) -> String {
+    match &scan.fallback {
+        Some(why) => format!("{}, because {why}", scan.reader.name()),
+        None => scan.reader.name().into(),
+    }
+}
+
+/// `3 unparsable lines skipped`, when the reader skipped any.
+pub fn skipped(scan: &SocketScan) -> Option<String> {
+    (scan.skipped_lines > 0).then(|| format!("{} unparsable lines skipped", scan.skipped_lines))
+}
+
+/// `none: no socket to that port in any state`: no matching socket at all.
+pub fn none(input: &CheckInput) -> String {
+    format!("none: {}", human::connection::no_socket(input))
+}
+
+/// One socket, a line each (unindented): its state and addresses followed by `owner` (what
+/// else the report says of it), its traffic, and whether it is half-open. `-v` joins them.
+pub fn socket(input: &CheckInput, s: &Socket, owner: &str) -> Vec<Line> {
+    let half = input
+        .connections
+        .half_open
+        .iter()
+        .find(|(h, _)| h == s)
+        .map(|(_, h)| h);
     let state_style = match (s.state, half) {
         (crate::facts::TcpState::Established, None) => Style::Good,
         (crate::facts::TcpState::Established, Some(_)) => Style::Bad,
         _ => Style::Warn,
     };
-    let who = match holders.get(&s.inode) {
-        Some(p) => format!("{}[{}]", p.name, p.pid),
-        None if s.inode == 0 => "no process (closing)".into(),
-        None => "holder not readable".into(),
-    };
-    lines.push(vec![
-        (Style::Plain, "  ".into()),
+    let mut lines = vec![vec![
         (state_style, format!("{:<11}", s.state.name())),
         (
             Style::Plain,
-            format!(" {} -> {}  {who}, uid {}", s.local, s.remote, s.uid),
+            format!(" {} -> {}  {owner}", s.local, s.remote),
         ),
-    ]);
+    ]];
     if let Some(info) = &s.info {
-        lines.push(vec![(
-            Style::Dim,
-            format!(
-                "              {}",
-                human::connection::traffic(info, scan.reader)
-            ),
-        )]);
+        let reader = input.observations.pod.scan.reader;
+        lines.push(vec![(Style::Dim, human::connection::traffic(info, reader))]);
     }
     if let Some(h) = half {
         lines.push(vec![(
             Style::Bad,
             format!(
-                "              HALF-OPEN: {} unacknowledged for at least {}, {} retransmissions: the peer is gone",
+                "HALF-OPEN: {} unacknowledged for at least {}, {} retransmissions: the peer is gone",
                 bytes(h.unacked_bytes),
                 display(h.unacked_for),
                 h.retransmits
             ),
         )]);
     }
+    lines
 }
 
 /// `1 live ESTABLISHED connection (1 required)`, good or bad.
@@ -134,6 +150,14 @@ fn live_count(input: &CheckInput) -> Line {
     vec![(style, count)]
 }
 
+/// `answers (nats-server 2.10.26)`, good, or `not answering: connection refused`, bad.
+pub fn answer(a: &Answer) -> (Style, String) {
+    match a.is_nats() {
+        true => (Style::Good, format!("answers ({a})")),
+        false => (Style::Bad, format!("not answering: {a}")),
+    }
+}
+
 pub fn servers(input: &CheckInput, asked_for_diagnose: bool, lines: &mut Vec<Line>) {
     if input.servers.is_empty() {
         return;
@@ -143,14 +167,7 @@ pub fn servers(input: &CheckInput, asked_for_diagnose: bool, lines: &mut Vec<Lin
     let answers = &input.observations.servers;
     for (i, url) in input.servers.iter().enumerate() {
         let line = match answers.get(i) {
-            Some(a) if a.answer.is_nats() => vec![
-                (Style::Plain, format!("  {url}: ")),
-                (Style::Good, format!("answers ({})", a.answer)),
-            ],
-            Some(a) => vec![
-                (Style::Plain, format!("  {url}: ")),
-                (Style::Bad, format!("not answering: {}", a.answer)),
-            ],
+            Some(a) => vec![(Style::Plain, format!("  {url}: ")), answer(&a.answer)],
             None => vec![(Style::Plain, format!("  {url}: not asked"))],
         };
         lines.push(line);

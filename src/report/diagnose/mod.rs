@@ -2,7 +2,7 @@
 //! and what to do about it. The same verdict as `check`, from the same observations; its JSON
 //! is the check's document (every socket listed, with its holder) plus the advice.
 mod advice;
-mod connection;
+pub mod connection;
 pub mod consumer;
 mod style;
 

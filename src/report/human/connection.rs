@@ -65,12 +65,7 @@ pub fn evidence(report: &CheckInput) -> String {
     let c = report.connections;
     let states = c.other_states();
     let mut text = if c.established.is_empty() && states.is_empty() {
-        let that = if report.policy.ports.len() == 1 {
-            "that port"
-        } else {
-            "those ports"
-        };
-        format!("no socket to {that} in any state")
+        no_socket(report)
     } else {
         let others: Vec<String> = states.iter().map(|(s, k)| format!("{k} {s}")).collect();
         match others.is_empty() {
@@ -86,6 +81,16 @@ pub fn evidence(report: &CheckInput) -> String {
         );
     }
     text
+}
+
+/// `no socket to that port in any state` (`those ports`).
+pub fn no_socket(report: &CheckInput) -> String {
+    let that = if report.policy.ports.len() == 1 {
+        "that port"
+    } else {
+        "those ports"
+    };
+    format!("no socket to {that} in any state")
 }
 
 /// One reason when the servers agree, else each URL's.

@@ -2,13 +2,13 @@
 //! facts, each subscription's source, the consumers' look, the state dir, each server's
 //! answer.
 
-use super::connection::traffic;
 use super::consumer::consumer_details;
 use super::subscription::{listed_from, subscription_name, subscription_phrase};
 use crate::facts::{Lookup, Socket, Walked};
+use crate::report::diagnose::connection::{answer, none, reader, skipped, socket};
+use crate::report::diagnose::text;
 use crate::report::input::CheckInput;
 use crate::report::remembered::{found_phrase, sampling_phrase};
-use crate::report::words::display;
 use crate::rules::connection::live;
 use crate::rules::judged::JudgedSubscription;
 use std::fmt::Write;
@@ -45,7 +45,7 @@ pub fn details(report: &CheckInput) -> Vec<String> {
     let answers = &report.observations.servers;
     for (i, url) in report.servers.iter().enumerate() {
         out.push(match answers.get(i) {
-            Some(a) => format!("  server {url}: {}", a.answer),
+            Some(a) => format!("  server {url}: {}", answer(&a.answer).1),
             None => format!("  server {url}: not asked (the connection is there)"),
         });
     }
@@ -55,14 +55,8 @@ pub fn details(report: &CheckInput) -> Vec<String> {
 /// `  reader: netlink`, with why it fell back and what it skipped.
 fn reader_line(report: &CheckInput) -> String {
     let scan = &report.observations.pod.scan;
-    let mut reader = format!("  reader: {}", scan.reader.name());
-    if let Some(why) = &scan.fallback {
-        let _ = write!(reader, " ({why})");
-    }
-    if scan.skipped_lines > 0 {
-        let _ = write!(reader, "; {} unparsable lines skipped", scan.skipped_lines);
-    }
-    reader
+    let said: Vec<String> = std::iter::once(reader(scan)).chain(skipped(scan)).collect();
+    format!("  reader: {}", said.join("; "))
 }
 
 /// How the sockets were found: looked up as the last healthy run left them, or why the table
@@ -93,35 +87,17 @@ fn lookup_line(report: &CheckInput) -> Option<String> {
     })
 }
 
-/// One line per matching socket (at most `MAX_LISTED`), with its traffic and whether it is
-/// half-open.
+/// One line per matching socket (at most `MAX_LISTED`): `diagnose`'s lines of it, joined.
 fn socket_lines(report: &CheckInput, out: &mut Vec<String>) {
-    let reader = report.observations.pod.scan.reader;
     let c = report.connections;
     let all: Vec<&Socket> = c.established.iter().chain(&c.others).collect();
     if all.is_empty() {
-        out.push("  no matching sockets".into());
+        out.push(format!("  {}", none(report)));
     }
     for s in all.iter().take(MAX_LISTED) {
-        let mut line = format!(
-            "  {:<11} {} -> {} uid {} inode {}",
-            s.state.name(),
-            s.local,
-            s.remote,
-            s.uid,
-            s.inode
-        );
-        if let Some(info) = &s.info {
-            let _ = write!(line, "; {}", traffic(info, reader));
-        }
-        if let Some((_, h)) = c.half_open.iter().find(|(h, _)| h == *s) {
-            let _ = write!(
-                line,
-                "; HALF-OPEN: unacknowledged for at least {}",
-                display(h.unacked_for)
-            );
-        }
-        out.push(line);
+        let owner = format!("uid {}, inode {}", s.uid, s.inode);
+        let lines: Vec<String> = socket(report, s, &owner).iter().map(text).collect();
+        out.push(format!("  {}", lines.join("; ")));
     }
     if all.len() > MAX_LISTED {
         out.push(format!("  … and {} more", all.len() - MAX_LISTED));
@@ -166,9 +142,9 @@ mod tests {
             text,
             "unhealthy: no ESTABLISHED TCP connection to remote port 4222 (0 established; 1 SYN_SENT, 2 CLOSE_WAIT)
   reader: netlink
-  SYN_SENT    10.244.1.17:51830 -> 10.96.14.2:4222 uid 1000 inode 12
-  CLOSE_WAIT  10.244.1.17:51831 -> 10.96.14.2:4222 uid 1000 inode 13
-  CLOSE_WAIT  10.244.1.17:51832 -> 10.96.14.2:4222 uid 1000 inode 14"
+  SYN_SENT    10.244.1.17:51830 -> 10.96.14.2:4222  uid 1000, inode 12
+  CLOSE_WAIT  10.244.1.17:51831 -> 10.96.14.2:4222  uid 1000, inode 13
+  CLOSE_WAIT  10.244.1.17:51832 -> 10.96.14.2:4222  uid 1000, inode 14"
         );
     }
 
@@ -221,5 +197,54 @@ mod tests {
             assert_eq!(lines.len(), 3 + usize::from(line.is_some()), "{text}");
             assert!(case.json().contains(json), "{}", case.json());
         }
+    }
+
+    /// The reader, why it fell back and what it skipped; no matching socket; each server's
+    /// answer, or that it was not asked: in `diagnose`'s words.
+    #[test]
+    fn verbose_says_the_reader_and_each_server_as_diagnose_does() {
+        use crate::facts::{Answer, Reader};
+        use crate::rules::connection::WhenServerDown;
+        let mut case = asked(
+            report(&[], &[4222], Owner::Anyone, true),
+            &["nats://a", "nats://b"],
+            vec![
+                Answer::Refused,
+                Answer::Nats {
+                    version: Some("2.10.26".into()),
+                },
+            ],
+            WhenServerDown::Pass,
+        );
+        case.obs.pod.scan.reader = Reader::Proc;
+        case.obs.pod.scan.fallback =
+            Some("netlink refused: socket: Operation not permitted".into());
+        case.obs.pod.scan.skipped_lines = 2;
+        let text = case.human();
+        assert_eq!(
+            text.lines().skip(1).collect::<Vec<_>>(),
+            [
+                "  reader: proc, because netlink refused: socket: Operation not permitted; 2 unparsable lines skipped",
+                "  none: no socket to that port in any state",
+                "  server nats://a:4222: not answering: connection refused",
+                "  server nats://b:4222: answers (nats-server 2.10.26)",
+            ],
+            "{text}"
+        );
+        let two_ports = report(&[], &[4222, 7422], Owner::Anyone, true).human();
+        assert_eq!(
+            two_ports.lines().nth(2),
+            Some("  none: no socket to those ports in any state"),
+            "{two_ports}"
+        );
+        // While the connection is there, the check does not ask.
+        let mut connected = report(&live()[..1], &[4222], Owner::Anyone, true);
+        connected.servers = vec!["nats://a:4222".into()];
+        let text = connected.human();
+        assert_eq!(
+            text.lines().last(),
+            Some("  server nats://a:4222: not asked (the connection is there)"),
+            "{text}"
+        );
     }
 }

@@ -459,7 +459,7 @@ mod tests {
             plain.human(),
             "unhealthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions; no other ESTABLISHED TCP connection to remote port 4222
   reader: netlink
-  ESTABLISHED 10.244.1.17:51828 -> 10.96.14.2:4222 uid 1000 inode 11; unacked 1.2 KiB (3 segments), 8 retransmits (9 in all), back-off 8, rto 51s, last data received 53s ago, last ACK 53s ago, last data sent 100ms ago; HALF-OPEN: unacknowledged for at least 51s"
+  ESTABLISHED 10.244.1.17:51828 -> 10.96.14.2:4222  uid 1000, inode 11; unacked 1.2 KiB (3 segments), 8 retransmits (9 in all), back-off 8, rto 51s, last data received 53s ago, last ACK 53s ago, last data sent 100ms ago; HALF-OPEN: 1.2 KiB unacknowledged for at least 51s, 8 retransmissions: the peer is gone"
         );
         let answers = asked(
             dead(report(&live()[..1], &[4222], Owner::Anyone, false)),
