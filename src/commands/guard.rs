@@ -12,12 +12,15 @@ use crate::config::GuardConfig;
 use crate::deadline::{set_phase, Phase};
 use crate::error::Error;
 use crate::facts::{Advisories, ConsumerName, Look, Observed, Unknown};
-use crate::observe::{self, account::Account, server};
+use crate::observe::{self, advisories, listing, nats::Session, server};
 use crate::report::guard::{self as report, Glance, GuardConsumer, GuardReport, Judged};
 use crate::rules::consumer::Judgement;
 use crate::rules::guard::{self, Seen};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
+
+/// The name the guard's connection goes by in the server's connection list.
+const NAME: &str = "natsprobe-guard";
 
 /// The deadline for a whole guard run: both looks, the interval, and a little to answer.
 pub fn deadline(config: &GuardConfig) -> Duration {
@@ -48,27 +51,27 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
     set_phase(Phase::AskingJetStream);
     let first_deadline = look_deadline(config);
     let (servers, auth, api) = (&config.servers, &config.auth, &config.js_api);
-    let account = Account::connect(servers, auth, api, first_deadline)
+    let session = Session::connect(servers, auth, api, NAME, first_deadline, false)
         .await?
         .map_err(unreachable)?;
     let jetstream = match config.js_api.is_local() {
-        true => account
+        true => session
             .server_domain()
             .map(|d| format!("JetStream domain {d} (the server's own; --js-domain names another)")),
         false => Some(config.js_api.to_string()),
     };
-    let watch = account.watch(first_deadline).await;
+    let watch = advisories::watch(&session, first_deadline).await;
 
     // Its time is read before the instant the second is timed from: the looks are at least
     // the interval apart, on both clocks.
     let first_ms = observe::now_ms();
     let started = Instant::now();
-    let (first, first_look) = first_look(config, &account, first_ms, first_deadline).await?;
+    let (first, first_look) = first_look(config, &session, first_ms, first_deadline).await?;
 
     set_phase(Phase::Waiting);
     tokio::time::sleep_until((started + config.interval).into()).await;
     // The losses counted over the interval: what the second look's progress is weighed against.
-    let advisories = account.finish(watch).await;
+    let advisories = watch.finish(&session).await;
 
     set_phase(Phase::AskingJetStream);
     let second_ms = observe::now_ms();
@@ -78,7 +81,7 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
         first_ms,
         second_ms,
     };
-    let (mut rows, second_look) = second_look(&judge, &account, first, &first_look).await?;
+    let (mut rows, second_look) = second_look(&judge, &session, first, &first_look).await?;
     // A stream whose consumers could not be listed in a look is one row, unknown.
     rows.extend(
         judge
@@ -96,20 +99,19 @@ async fn looks(config: &GuardConfig) -> Result<GuardReport, Error> {
 /// The first look: each durable judged alone and kept as that judgement.
 async fn first_look(
     config: &GuardConfig,
-    account: &Account,
+    session: &Session,
     first_ms: i64,
     deadline: Instant,
 ) -> Result<(FirstLooks, Look), Error> {
     let mut first: FirstLooks = HashMap::new();
-    let look = account
-        .look(&config.expect, deadline, &mut |name, o| {
-            budget::allow(budget::GUARD_PER_DURABLE);
-            let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
-            let glance = Glance::of(&o);
-            first.insert(name, Box::new(FirstLook { judgement, glance }));
-        })
-        .await
-        .map_err(unreachable)?;
+    let look = listing::look(session, &config.expect, deadline, &mut |name, o| {
+        budget::allow(budget::GUARD_PER_DURABLE);
+        let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
+        let glance = Glance::of(&o);
+        first.insert(name, Box::new(FirstLook { judgement, glance }));
+    })
+    .await
+    .map_err(unreachable)?;
     Ok((first, look))
 }
 
@@ -117,26 +119,25 @@ async fn first_look(
 /// seen in the first look only.
 async fn second_look(
     judge: &Judge<'_>,
-    account: &Account,
+    session: &Session,
     mut first: FirstLooks,
     first_look: &Look,
 ) -> Result<(Vec<Box<GuardConsumer>>, Look), Error> {
     let config = judge.config;
     let mut rows: Vec<Box<GuardConsumer>> = Vec::with_capacity(first.len());
     let second_deadline = look_deadline(judge.config);
-    let second_look = account
-        .look(&config.expect, second_deadline, &mut |name, o| {
-            let was = first.remove(&name).or_else(|| {
-                let unlisted = not_listed(first_look, &name.stream)?;
-                Some(Box::new(judge.unlisted(&unlisted)))
-            });
-            budget::allow(budget::GUARD_PER_DURABLE);
-            rows.push(Box::new(judge.row(&name, was.as_deref(), Some(&o))));
-        })
-        .await
-        .map_err(|why| {
-            Error::CannotEvaluate(format!("the second look at the account failed: {why}"))
-        })?;
+    let second_look = listing::look(session, &config.expect, second_deadline, &mut |name, o| {
+        let was = first.remove(&name).or_else(|| {
+            let unlisted = not_listed(first_look, &name.stream)?;
+            Some(Box::new(judge.unlisted(&unlisted)))
+        });
+        budget::allow(budget::GUARD_PER_DURABLE);
+        rows.push(Box::new(judge.row(&name, was.as_deref(), Some(&o))));
+    })
+    .await
+    .map_err(|why| {
+        Error::CannotEvaluate(format!("the second look at the account failed: {why}"))
+    })?;
 
     // Seen in the first look only: deleted in between, or its stream unlisted in the second.
     for (name, was) in first {

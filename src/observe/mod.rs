@@ -4,7 +4,6 @@
 //! and `observe::check` performs its asks. Each function here is one observation;
 //! `facts::Observations` holds a run's worth of them.
 
-pub mod account;
 pub mod advisories;
 pub mod check;
 pub mod connz;
