@@ -180,16 +180,14 @@ impl Nats {
         }
         let runtime = server::network_runtime().map_err(Error::CannotEvaluate)?;
         let name = connz::probe_name();
-        let session = runtime
-            .block_on(nats::Session::connect(
-                urls,
-                auth,
-                api,
-                &name,
-                deadline,
-                held::holding(),
-            ))
-            .map_err(Error::from)?;
+        let session = runtime.block_on(nats::Session::connect(
+            urls,
+            auth,
+            api,
+            &name,
+            deadline,
+            held::holding(),
+        ))?;
         Ok(Nats {
             runtime,
             session,

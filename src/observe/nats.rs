@@ -10,31 +10,11 @@ use crate::error::Error;
 use crate::facts::{ConsumerName, Observed, StreamFacts, Unknown};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, RequestErrorKind, ServerError};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::Notify;
-
-/// Why the edge could not even start: a credentials file given in the configuration is
-/// unusable, a configuration error.
-#[derive(Debug)]
-pub struct SetupError {
-    setting: Setting,
-    path: PathBuf,
-    problem: String,
-}
-
-/// The one mapping of a setup error to the run's: a bad file names its setting (exit 2).
-impl From<SetupError> for Error {
-    fn from(e: SetupError) -> Error {
-        Error::Setting {
-            setting: e.setting,
-            path: Some(e.path),
-            problem: e.problem,
-        }
-    }
-}
 
 /// One connection with the probe's credentials, where its JetStream API is, the subjects
 /// the server refused it, and whether an ask on it went unanswered.
@@ -58,7 +38,7 @@ impl Session {
         name: &str,
         deadline: Instant,
         held: bool,
-    ) -> Result<Result<Session, Unknown>, SetupError> {
+    ) -> Result<Result<Session, Unknown>, Error> {
         let denied = Arc::new(Denied::default());
         let mut options = options(servers, auth, name, deadline, Arc::clone(&denied)).await?;
         if held {
@@ -318,7 +298,7 @@ async fn options(
     name: &str,
     deadline: Instant,
     denied: Arc<Denied>,
-) -> Result<ConnectOptions, SetupError> {
+) -> Result<ConnectOptions, Error> {
     let left = deadline.saturating_duration_since(Instant::now());
     let mut o = ConnectOptions::new()
         .name(name)
@@ -387,17 +367,19 @@ async fn options(
     Ok(o)
 }
 
-fn file_error(setting: Setting, path: &Path, problem: String) -> SetupError {
-    SetupError {
+/// A credentials file given in the configuration is unusable: a configuration error, naming
+/// its setting (exit 2).
+fn file_error(setting: Setting, path: &Path, problem: String) -> Error {
+    Error::Setting {
         setting,
-        path: path.to_path_buf(),
+        path: Some(path.to_path_buf()),
         problem,
     }
 }
 
 /// An nkey seed file: the seed on its own line (`SU...`, 58 characters). Its content never
 /// appears in a message.
-fn read_seed(path: &Path) -> Result<String, SetupError> {
+fn read_seed(path: &Path) -> Result<String, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| file_error(Setting::Nkey, path, e.kind().to_string()))?;
     text.lines()
@@ -535,7 +517,7 @@ mod tests {
         assert_eq!(read_seed(&good).unwrap(), seed);
         let bad = dir.path().join("bad.nk");
         std::fs::write(&bad, "not-a-seed-but-a-s3cret\n").unwrap();
-        let Err(SetupError { problem, .. }) = read_seed(&bad) else {
+        let Err(Error::Setting { problem, .. }) = read_seed(&bad) else {
             panic!("a bad seed file is an error");
         };
         assert!(
