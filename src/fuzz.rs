@@ -23,7 +23,7 @@ pub fn netlink(data: &[u8]) {
 
 /// The first bytes a server sends (`INFO {...}`).
 pub fn info_line(data: &[u8]) {
-    let _ = server::decode_first_bytes(data);
+    let _ = server::decode_info(data);
 }
 
 /// Every JetStream API answer and advisory the probe and the guard decode.

@@ -14,14 +14,10 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-/// The first line a connection got, judged: NATS sends `INFO {json}\r\n`.
-pub fn decode_first_bytes(bytes: &[u8]) -> Answer {
-    decode_info(bytes).0
-}
-
-/// The first line judged, the other members of its cluster the server announced
-/// (`connect_urls`; the addresses only: a name there is not resolved), and which NATS it is.
-fn decode_info(bytes: &[u8]) -> (Answer, Vec<SocketAddr>, Option<Identity>) {
+/// The first line a connection got, judged (NATS sends `INFO {json}\r\n`), the other members
+/// of its cluster the server announced (`connect_urls`; the addresses only: a name there is
+/// not resolved), and which NATS it is.
+pub fn decode_info(bytes: &[u8]) -> (Answer, Vec<SocketAddr>, Option<Identity>) {
     if bytes.starts_with(b"INFO ") || bytes.starts_with(b"INFO\t") {
         let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
         let info = std::str::from_utf8(&line[5..])
@@ -315,21 +311,21 @@ mod tests {
     fn first_bytes() {
         let info = br#"INFO {"server_id":"NABC","version":"2.10.26","proto":1}"#;
         assert_eq!(
-            decode_first_bytes(&[&info[..], b"\r\n"].concat()),
+            decode_info(&[&info[..], b"\r\n"].concat()).0,
             Answer::Nats {
                 version: Some("2.10.26".into())
             }
         );
         assert_eq!(
-            decode_first_bytes(b"INFO {broken\r\n"),
+            decode_info(b"INFO {broken\r\n").0,
             Answer::Nats { version: None }
         );
         assert_eq!(
-            decode_first_bytes(b"HTTP/1.0 400 Bad Request\r\n\r\n"),
+            decode_info(b"HTTP/1.0 400 Bad Request\r\n\r\n").0,
             Answer::NotNats("HTTP/1.0 400 Bad Request".into())
         );
         assert_eq!(
-            decode_first_bytes(b"SSH-2.0-x\x01\r\n"),
+            decode_info(b"SSH-2.0-x\x01\r\n").0,
             Answer::NotNats("SSH-2.0-x.".into())
         );
     }
