@@ -304,7 +304,7 @@ fn ports(given: Vec<u16>, servers: &[config::ServerUrl]) -> Vec<u16> {
 fn consumers(given: &[String], servers: &[config::ServerUrl]) -> Result<Vec<ConsumerName>, Error> {
     let consumers = given
         .iter()
-        .map(|c| consumer_name(c))
+        .map(|c| consumer_name("--consumer", c, false))
         .collect::<Result<Vec<_>, _>>()?;
     if !consumers.is_empty() && servers.is_empty() {
         return Err(no_server(
@@ -425,11 +425,13 @@ fn sample_every(given: Option<Duration>, stall_after: Duration) -> Result<Durati
     }
 }
 
-/// `STREAM/DURABLE`, with names JetStream accepts: no whitespace, `.`, `*`, `>`, `/` or `\\`.
-pub(super) fn consumer_name(text: &str) -> Result<ConsumerName, Error> {
+/// `STREAM/DURABLE` given to `flag`, with names JetStream accepts: no whitespace, `.`, `*`,
+/// `>`, `/` or `\\`; with `whole`, also `STREAM/*` (durable `*`: the whole stream).
+pub(super) fn consumer_name(flag: &str, text: &str, whole: bool) -> Result<ConsumerName, Error> {
     let bad = || {
+        let or = if whole { " or STREAM/*" } else { "" };
         Error::Usage(format!(
-            "--consumer '{text}': expected STREAM/DURABLE (JetStream names, without spaces, '.', '*', '>', '/' or '\\')"
+            "{flag} '{text}': expected STREAM/DURABLE{or} (JetStream names, without spaces, '.', '*', '>', '/' or '\\')"
         ))
     };
     let (stream, durable) = text.trim().split_once('/').ok_or_else(bad)?;
@@ -438,7 +440,7 @@ pub(super) fn consumer_name(text: &str) -> Result<ConsumerName, Error> {
             && name.len() <= 255
             && !name.contains(|c: char| c.is_whitespace() || ".*>/\\".contains(c))
     };
-    if !valid(stream) || !valid(durable) {
+    if !valid(stream) || !(valid(durable) || whole && durable == "*") {
         return Err(bad());
     }
     Ok(ConsumerName {

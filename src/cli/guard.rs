@@ -75,7 +75,7 @@ impl GuardArgs {
             texts
                 .iter()
                 .filter(|t| !t.trim().is_empty())
-                .map(|t| selector(flag, t))
+                .map(|t| consumer_name(flag, t, true))
                 .collect()
         };
         let expect = selectors("--expect", &self.expect)?;
@@ -102,25 +102,6 @@ impl GuardArgs {
             json: self.json,
         })
     }
-}
-
-/// `STREAM/DURABLE`, or `STREAM/*` (durable `*`).
-fn selector(flag: &str, text: &str) -> Result<ConsumerName, Error> {
-    match text.trim().split_once('/') {
-        Some((stream, "*")) => consumer_name(&format!("{stream}/x"))
-            .map(|n| ConsumerName {
-                stream: n.stream,
-                durable: "*".into(),
-            })
-            .map_err(|_| bad_name(flag, text)),
-        _ => consumer_name(text).map_err(|_| bad_name(flag, text)),
-    }
-}
-
-fn bad_name(flag: &str, text: &str) -> Error {
-    Error::Usage(format!(
-        "{flag} '{text}': expected STREAM/DURABLE or STREAM/* (JetStream names, without spaces, '.', '*', '>', '/' or '\\')"
-    ))
 }
 
 #[cfg(test)]
