@@ -82,15 +82,13 @@ fn main() -> ExitCode {
                 std::io::stdout().is_terminal() && env("NO_COLOR").is_none_or(|v| v.is_empty());
             run_check(config, started, Some(colour))
         }),
-        Command::Serve(serve) => {
-            let json = serve.check.json;
-            match serve.validate(&env) {
+        Command::Serve(serve) => validated(serve.check.json, serve.validate(&env), &|config| {
+            match config.look {
                 // The looks' process: a check each time `serve` asks, answering in JSON.
-                Ok(config) if config.look => run_looks(config.check),
-                Ok(config) => run_serve(config, &args[2..]),
-                Err(e) => failure(e, json),
+                true => run_looks(config.check),
+                false => run_serve(config, &args[2..]),
             }
-        }
+        }),
         Command::Install(args) => match commands::install::run(&args.dest) {
             Ok(done) => Outcome {
                 text: Text::Line(format!(
