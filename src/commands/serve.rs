@@ -32,7 +32,7 @@ pub fn run(
     log: &'static (dyn Fn(&str) + Sync),
     end: fn(u8) -> !,
 ) -> Result<std::convert::Infallible, Error> {
-    let listener = bind(config.listen)?;
+    let listener = bind(config.listen, TcpListener::bind)?;
     let startup = config.check.core.connection.startup;
     let shown = listener
         .local_addr()
@@ -140,11 +140,8 @@ fn ipv4_instead(listen: SocketAddr, error: Option<i32>) -> bool {
     listen.ip().is_unspecified() && listen.is_ipv6() && error == Some(libc::EAFNOSUPPORT)
 }
 
-fn bind(listen: SocketAddr) -> Result<TcpListener, Error> {
-    bind_with(listen, TcpListener::bind)
-}
-
-fn bind_with(
+/// Binds `listen` with `bind` (a test's may refuse IPv6).
+fn bind(
     listen: SocketAddr,
     bind: impl Fn(SocketAddr) -> std::io::Result<TcpListener>,
 ) -> Result<TcpListener, Error> {
@@ -345,12 +342,12 @@ mod tests {
         assert!(!ipv4_instead(one6, Some(libc::EAFNOSUPPORT)));
         assert!(!ipv4_instead(any4, Some(libc::EAFNOSUPPORT)));
         let taken = TcpListener::bind("127.0.0.1:0").unwrap();
-        let err = bind(taken.local_addr().unwrap()).unwrap_err();
+        let err = bind(taken.local_addr().unwrap(), TcpListener::bind).unwrap_err();
         assert!(
             format!("{err:?}").contains("--listen 127.0.0.1:"),
             "{err:?}"
         );
-        assert!(bind("127.0.0.1:0".parse().unwrap()).is_ok());
+        assert!(bind("127.0.0.1:0".parse().unwrap(), TcpListener::bind).is_ok());
         // A pod without IPv6: the default binds IPv4's every address instead.
         let tried = std::cell::RefCell::new(Vec::new());
         let no_ipv6 = |address: SocketAddr| {
@@ -360,7 +357,7 @@ mod tests {
                 false => TcpListener::bind("127.0.0.1:0"),
             }
         };
-        assert!(bind_with("[::]:8281".parse().unwrap(), no_ipv6).is_ok());
+        assert!(bind("[::]:8281".parse().unwrap(), no_ipv6).is_ok());
         assert_eq!(*tried.borrow(), [any6, any4]);
     }
 
