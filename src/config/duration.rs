@@ -20,9 +20,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         let digits = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
-        if digits == 0 {
-            return Err(format!("'{text}' is not a duration (try 800ms, 60s, 2m)"));
-        }
+        // No digits at all (`ms`, `-1s`) are no number either.
         let number: f64 = rest[..digits]
             .parse()
             .map_err(|_| format!("'{text}' is not a duration (try 800ms, 60s, 2m)"))?;
