@@ -7,7 +7,7 @@ use crate::config::CheckConfig;
 use crate::error::Error;
 use crate::observe::{self, server};
 use crate::report::diagnose::DiagnoseReport;
-use crate::rules::advice::{self, ConsumerFinding, SubscriptionFinding};
+use crate::rules::advice;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -38,32 +38,12 @@ pub fn run(
         .filter(|&i| i != 0)
         .collect();
     let holders = observe::sockets::owner::owners(&inodes);
-    let consumers: Vec<ConsumerFinding> = checked
-        .ended
-        .consumers
-        .iter()
-        .map(|r| ConsumerFinding {
-            name: &r.seen.name,
-            outcome: &r.outcome,
-        })
-        .collect();
-    let subscriptions: Vec<SubscriptionFinding> = checked
-        .ended
-        .subscriptions
-        .iter()
-        .map(|s| SubscriptionFinding {
-            wanted: &s.wanted,
-            consumer: s.consumer.as_ref(),
-            held: &s.held,
-            pull: s.pull,
-        })
-        .collect();
     let advice = advice::advise(
         &checked.ended.verdict,
         c,
         &config.core.connection,
-        &consumers,
-        &subscriptions,
+        &checked.ended.consumers,
+        &checked.ended.subscriptions,
     );
     Ok(crate::report::diagnose::diagnose(
         &checked.input(config),

@@ -7,6 +7,7 @@ use crate::prelude::*;
 use super::check::{Reason, Verdict};
 use super::connection::{Connections, Policy};
 use super::consumer::{Fault, Outcome};
+use super::judged::{JudgedConsumer, JudgedSubscription};
 use super::subscription::Held;
 use crate::facts::{ConsumerName, TcpState, Unknown, Wanted};
 
@@ -55,28 +56,13 @@ pub enum Advice {
     },
 }
 
-/// One consumer's findings, as the advice needs them.
-pub struct ConsumerFinding<'a> {
-    pub name: &'a ConsumerName,
-    pub outcome: &'a Outcome,
-}
-
-/// One subscription's findings.
-pub struct SubscriptionFinding<'a> {
-    pub wanted: &'a Wanted,
-    pub consumer: Option<&'a ConsumerName>,
-    pub held: &'a Held,
-    /// A pull consumer's part.
-    pub pull: bool,
-}
-
 /// The advice for a check's verdict and findings, most pressing first.
 pub fn advise(
     verdict: &Verdict,
     connections: &Connections,
     policy: &Policy,
-    consumers: &[ConsumerFinding],
-    subscriptions: &[SubscriptionFinding],
+    consumers: &[JudgedConsumer],
+    subscriptions: &[JudgedSubscription],
 ) -> Vec<Advice> {
     let mut advice = Vec::new();
     let state = |s: TcpState| connections.others.iter().any(|o| o.state == s);
@@ -102,8 +88,8 @@ pub fn advise(
         advice.push(Advice::NeverClosed);
     }
     for c in consumers {
-        let name = c.name.clone();
-        match c.outcome {
+        let name = c.seen.name.clone();
+        match &c.outcome {
             Outcome::Healthy(_) => {}
             Outcome::Unhealthy(fault) => advice.push(match fault {
                 Fault::StreamMissing => Advice::StreamMissing(name),
@@ -123,10 +109,10 @@ pub fn advise(
         }
     }
     for s in subscriptions {
-        match s.held {
+        match &s.held {
             Held::Yes { .. } | Held::Pulls { .. } => {}
             Held::NotPulling { .. } => {
-                let name = s.consumer.cloned().unwrap_or_else(|| ConsumerName {
+                let name = s.consumer.clone().unwrap_or_else(|| ConsumerName {
                     stream: String::new(),
                     durable: s.wanted.subject.clone(),
                 });
@@ -134,7 +120,7 @@ pub fn advise(
             }
             Held::NotByThisConnection { .. } => advice.push(Advice::Deaf {
                 wanted: s.wanted.clone(),
-                consumer: s.consumer.cloned(),
+                consumer: s.consumer.clone(),
             }),
             Held::NotJudged(why) => advice.push(Advice::NotJudged {
                 what: match s.pull {
@@ -155,7 +141,7 @@ pub fn advise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::Socket;
+    use crate::facts::{ConsumerSeen, Observed, Socket};
     use crate::rules::check::Health;
     use crate::rules::connection::{HalfOpen, WhenServerDown};
     use crate::rules::consumer::{Evidence, Healthy};
@@ -294,27 +280,25 @@ mod tests {
         let ok = Outcome::Healthy(Healthy::Idle);
         let missing = Outcome::Unhealthy(Fault::ConsumerMissing);
         let denied = Outcome::NotJudged(Unknown::Credentials);
+        let judged = |name: &ConsumerName, outcome: Outcome| JudgedConsumer {
+            seen: ConsumerSeen {
+                name: name.clone(),
+                observed: Observed::ConsumerMissing,
+                previous: None,
+                state_problem: None,
+            },
+            outcome,
+            window: None,
+            progress: None,
+            standing: None,
+            carried: None,
+        };
         let findings = [
-            ConsumerFinding {
-                name: &a,
-                outcome: &stalled,
-            },
-            ConsumerFinding {
-                name: &b,
-                outcome: &unbound,
-            },
-            ConsumerFinding {
-                name: &c,
-                outcome: &ok,
-            },
-            ConsumerFinding {
-                name: &d,
-                outcome: &missing,
-            },
-            ConsumerFinding {
-                name: &e,
-                outcome: &denied,
-            },
+            judged(&a, stalled),
+            judged(&b, unbound),
+            judged(&c, ok),
+            judged(&d, missing),
+            judged(&e, denied),
         ];
         let wanted = Wanted {
             subject: "deliver.b".into(),
@@ -323,11 +307,15 @@ mod tests {
         let deaf = Held::NotByThisConnection {
             connection: "10.0.0.5:51828".parse().unwrap(),
         };
-        let subs = [SubscriptionFinding {
+        let subs = [JudgedSubscription {
             pull: false,
-            wanted: &wanted,
-            consumer: Some(&b),
-            held: &deaf,
+            wanted: wanted.clone(),
+            consumer: Some(b.clone()),
+            held: deaf,
+            carried: None,
+            standing: None,
+            found: None,
+            judged_before: false,
         }];
         let mut live = Connections::default();
         live.established.push(socket(TcpState::Established));

@@ -320,7 +320,7 @@ What to do
     fn diagnose_a_stalled_consumer() {
         use super::diagnose;
         use crate::facts::{ConsumerFacts, Sequence, TcpInfo};
-        use crate::rules::advice::{advise, ConsumerFinding};
+        use crate::rules::advice::advise;
         use crate::rules::consumer::{Evidence, Fault};
         let mut live = live();
         live.truncate(1);
@@ -393,17 +393,7 @@ What to do
             peers: Vec::new(),
             identity: None,
         }];
-        let name = r.consumers[0].seen.name.clone();
-        let advice = advise(
-            &r.verdict,
-            &r.connections,
-            &r.policy,
-            &[ConsumerFinding {
-                name: &name,
-                outcome: &stalled,
-            }],
-            &[],
-        );
+        let advice = advise(&r.verdict, &r.connections, &r.policy, &r.consumers, &[]);
         let input = CheckInput {
             verdict: r.verdict,
             policy: &r.policy,
