@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::facts::{Advisories, ConsumerName, Look, Observed, Unknown};
 use crate::observe::{self, advisories, listing, nats::Session, server};
 use crate::report::guard::{self as report, Glance, GuardConsumer, GuardReport, Judged};
-use crate::rules::consumer::Judgement;
+use crate::rules::consumer::{self, Judgement};
 use crate::rules::guard::{self, Seen};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -106,7 +106,7 @@ async fn first_look(
     let mut first: FirstLooks = HashMap::new();
     let look = listing::look(session, &config.expect, deadline, &mut |name, o| {
         budget::allow(budget::GUARD_PER_DURABLE);
-        let judgement = guard::first_look(&o, &config.consumer_policy, first_ms);
+        let judgement = consumer::judge(&o, None, &config.consumer_policy, first_ms);
         let glance = Glance::of(&o);
         first.insert(name, Box::new(FirstLook { judgement, glance }));
     })
@@ -217,7 +217,7 @@ impl Judge<'_> {
     /// What the first look keeps of a durable whose stream it could not list.
     fn unlisted(&self, observed: &Observed) -> FirstLook {
         FirstLook {
-            judgement: guard::first_look(observed, &self.config.consumer_policy, self.first_ms),
+            judgement: consumer::judge(observed, None, &self.config.consumer_policy, self.first_ms),
             glance: None,
         }
     }

@@ -9,8 +9,8 @@ use crate::facts::{ConsumerName, Losses, Observed, Sample, Unknown};
 use core::time::Duration;
 
 /// What was seen of one consumer, in each look and in between. The first look is kept only as
-/// its judgement (`first_look`): the guard holds that, not the server's answer, for every
-/// durable between the looks.
+/// its judgement (`consumer::judge` with no previous sample): the guard holds that, not the
+/// server's answer, for every durable between the looks.
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
     /// None: not in that look's listing (created or deleted in between).
@@ -71,11 +71,6 @@ pub enum GuardFault {
     Losing { deleted: u64, interval: Duration },
     /// Messages exhausted their deliveries during the interval with no ack in it.
     Dropped { exhausted: u64, interval: Duration },
-}
-
-/// The first look at one consumer, at `first_ms`: all the guard keeps of it until the second.
-pub fn first_look(observed: &Observed, policy: &Policy, first_ms: i64) -> Judgement {
-    consumer::judge(observed, None, policy, first_ms)
 }
 
 /// Judges one consumer from its two looks, taken at `first_ms` and `second_ms`.
@@ -232,7 +227,7 @@ mod tests {
     }
 
     fn run(s: Looks) -> Verdict {
-        let first = s.first.map(|o| first_look(o, &POLICY, T0));
+        let first = s.first.map(|o| consumer::judge(o, None, &POLICY, T0));
         let seen = Seen {
             first: first.as_ref(),
             second: s.second,
