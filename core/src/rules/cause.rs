@@ -266,7 +266,7 @@ pub fn carry(
     let standing = Standing {
         cause,
         class,
-        lasted: Duration::from_millis((now_ms - since_ms).max(0) as u64),
+        lasted: super::consumer::ms(now_ms - since_ms),
         window,
         judged_before: seen.judged_before,
     };

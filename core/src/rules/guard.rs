@@ -32,7 +32,7 @@ pub fn ignored(list: &[ConsumerName], name: &ConsumerName) -> bool {
 /// How far apart the two looks were, by the wall clock (never less than nothing: a clock that
 /// stepped back).
 pub fn interval(first_ms: i64, second_ms: i64) -> Duration {
-    Duration::from_millis((second_ms - first_ms).max(0) as u64)
+    consumer::ms(second_ms - first_ms)
 }
 
 /// One consumer's verdict.

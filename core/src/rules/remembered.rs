@@ -107,7 +107,7 @@ impl SeenFault {
 
     /// How long ago its look was.
     pub fn ago(&self, now_ms: i64) -> Duration {
-        Duration::from_millis((now_ms - self.at_ms).max(0) as u64)
+        super::consumer::ms(now_ms - self.at_ms)
     }
 }
 

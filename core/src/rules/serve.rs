@@ -120,7 +120,7 @@ impl Memory {
     /// What a probe at `now` reads, as ages.
     pub fn held(&self, now: Duration) -> Held<'_> {
         let now = now.as_millis() as i64;
-        let age = |at: i64| Duration::from_millis(now.saturating_sub(at).max(0) as u64);
+        let age = |at: i64| super::consumer::ms(now.saturating_sub(at));
         Held {
             judged: self.judged.as_ref().map(|(j, at)| (&**j, age(*at))),
             trouble: self.trouble.as_ref().map(|(t, at)| (&**t, age(*at))),
