@@ -190,10 +190,7 @@ pub struct StreamFacts {
 
 /// A duration in JSON: whole milliseconds.
 fn millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_some(&(d.as_millis() as u64)),
-        None => s.serialize_none(),
-    }
+    d.map(|d| d.as_millis() as u64).serialize(s)
 }
 
 /// Why the server could not say how a consumer is: the consumer is not judged.
