@@ -76,7 +76,7 @@ pub enum Class {
 }
 
 impl Class {
-    /// The word the README's table and the JSON `cannot_judge.class` use.
+    /// The word the README's table uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Class::Transient => "transient",
