@@ -19,10 +19,9 @@ use super::answers;
 use super::consumer::{Fault, Healthy, Outcome};
 use super::subscription::{holds, Held};
 use crate::facts::{
-    Connz, ConsumerName, LookedUp, Published, Remembered, Sample, ServerConnection,
+    Connz, ConsumerName, Due, LookedUp, Published, Remembered, Sample, Sampling, ServerConnection,
+    Unanswered, Unknown, Wanted,
 };
-pub use crate::facts::{Due, Sampling};
-use crate::facts::{Unanswered, Unknown, Wanted};
 use crate::timing::{
     AUTO_AT_LOOK_UP_TO, AUTO_TRUST, AUTO_TRUST_MAX, AUTO_TRUST_PER_CONNECTION, WINDOW_SHARE,
 };
