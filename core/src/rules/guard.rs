@@ -118,20 +118,14 @@ fn verdict(
     };
     let unbound = |o: &Outcome| matches!(o, Outcome::Unhealthy(Fault::Unbound { .. }));
     match &second.outcome {
-        o @ Outcome::Unhealthy(f) if absent(o) => {
-            return match absent(&first.outcome) {
-                true => Verdict::Fault(GuardFault::Consumer(f.clone())),
-                false => Verdict::Healthy(Note::InOneLook { in_first: true }),
-            }
+        o if absent(o) && !absent(&first.outcome) => {
+            return Verdict::Healthy(Note::InOneLook { in_first: true })
         }
-        o @ Outcome::Unhealthy(f) if unbound(o) => {
-            return match unbound(&first.outcome) {
-                true => Verdict::Fault(GuardFault::Consumer(f.clone())),
-                false => Verdict::Healthy(Note::UnboundOnce { in_first: false }),
-            }
+        o if unbound(o) && !unbound(&first.outcome) => {
+            return Verdict::Healthy(Note::UnboundOnce { in_first: false })
         }
-        // Across both looks by construction: the stall clock counted the interval between
-        // them; held at the front in both.
+        // Across both looks: absent or unbound in each, or by construction (the stall clock
+        // counted the interval between them; held at the front in both).
         Outcome::Unhealthy(f) => return Verdict::Fault(GuardFault::Consumer(f.clone())),
         _ => {}
     }
