@@ -151,26 +151,23 @@ pub fn judge_pull(
                     .any(|(n, _)| n.cid == c.cid && n.server == c.server && n.local == c.local)
             })
     });
-    let Some(before) = same else {
+    let moved = same.and_then(|before| {
+        now.iter().find(|(n, published)| {
+            before
+                .connections
+                .iter()
+                .any(|(c, was)| c.cid == n.cid && c.server == n.server && was != published)
+        })
+    });
+    // Other connections than before (or a consumer made again), or one that published since:
+    // taking part, from now.
+    let (Some(before), None) = (same, moved) else {
         let held = Held::Pulls {
-            by,
+            by: moved.map_or(by, |(c, _)| c.local),
             quiet: Duration::ZERO,
         };
         return (held, fresh(now));
     };
-    let moved = now.iter().find(|(n, published)| {
-        before
-            .connections
-            .iter()
-            .any(|(c, was)| c.cid == n.cid && c.server == n.server && was != published)
-    });
-    if let Some((c, _)) = moved {
-        let held = Held::Pulls {
-            by: c.local,
-            quiet: Duration::ZERO,
-        };
-        return (held, fresh(now));
-    }
     let quiet = Duration::from_millis((now_ms - before.moved_at_ms) as u64);
     let delivered = work.delivered.saturating_sub(before.delivered);
     let held = match quiet >= window && delivered > 0 {
