@@ -14,15 +14,13 @@
 //! by either family.
 
 use super::netlink::{
-    self, parse_diag_msg, set_receive_timeout, DumpError, INFO_EXT, NLMSG_ERROR, NLMSG_HDR_LEN,
-    NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY,
+    self, parse_diag_msg, DumpError, INFO_EXT, NLMSG_ERROR, NLMSG_HDR_LEN, NLM_F_REQUEST,
+    SOCK_DIAG_BY_FAMILY,
 };
 use crate::facts::{KnownSocket, Socket};
 use natsprobe_core::timing::EXACT_PATIENCE as PATIENCE;
-use nix::errno::Errno;
-use nix::sys::socket::{self as sock, MsgFlags};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 /// nlmsghdr and inet_diag_req_v2: family, protocol, ext, pad, states, sockid.
@@ -67,12 +65,7 @@ fn ask(
     // One answer is a few hundred bytes (the message, tcp_info and a few attributes).
     let mut buf = [0u8; 4096];
     while answers.iter().any(Option::is_none) {
-        set_receive_timeout(fd, deadline).map_err(|e| e.to_string())?;
-        let n = match sock::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
-            Ok(n) => n,
-            Err(Errno::EAGAIN) => return Err(DumpError::Timeout.to_string()),
-            Err(e) => return Err(DumpError::Io(e.into()).to_string()),
-        };
+        let n = netlink::receive(fd, &mut buf, deadline).map_err(|e| e.to_string())?;
         for (seq, answer) in parse_answers(&buf[..n]).map_err(|e| e.to_string())? {
             let slot = seq
                 .checked_sub(FIRST_SEQ)

@@ -256,26 +256,27 @@ fn receive_dump(
 ) -> Result<(), DumpError> {
     let mut buf = vec![0u8; 32 * 1024];
     loop {
-        set_receive_timeout(fd, deadline)?;
-        let n = match sock::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
-            Ok(n) => n,
-            Err(Errno::EAGAIN) => return Err(DumpError::Timeout),
-            Err(e) => return Err(DumpError::Io(e.into())),
-        };
+        let n = receive(fd, &mut buf, deadline)?;
         if parse_messages(&buf[..n], seq, out)? {
             return Ok(());
         }
     }
 }
 
-pub(crate) fn set_receive_timeout(fd: &OwnedFd, deadline: Instant) -> Result<(), DumpError> {
+/// One datagram into `buf` by `deadline`: its length.
+pub(crate) fn receive(fd: &OwnedFd, buf: &mut [u8], deadline: Instant) -> Result<usize, DumpError> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(DumpError::Timeout);
     }
     // At least 1µs: a zero timeval means "block forever".
     let tv = TimeVal::new(left.as_secs() as _, left.subsec_micros().max(1) as _);
-    sock::setsockopt(fd, sockopt::ReceiveTimeout, &tv).map_err(|e| DumpError::Io(e.into()))
+    sock::setsockopt(fd, sockopt::ReceiveTimeout, &tv).map_err(|e| DumpError::Io(e.into()))?;
+    match sock::recv(fd.as_raw_fd(), buf, MsgFlags::empty()) {
+        Ok(n) => Ok(n),
+        Err(Errno::EAGAIN) => Err(DumpError::Timeout),
+        Err(e) => Err(DumpError::Io(e.into())),
+    }
 }
 
 /// Parses one datagram of netlink messages; `Ok(true)` once the dump is complete.
