@@ -85,15 +85,6 @@ impl Asked {
     }
 }
 
-/// Asks every URL at once; the answers come back in the URLs' order. Ends by `deadline`.
-async fn ask_all(urls: &[ServerUrl], deadline: Instant) -> Vec<Asked> {
-    let asks = urls
-        .iter()
-        .cloned()
-        .map(|url| async move { ask(&url, deadline).await });
-    at_once(asks, Asked::only(Answer::Silent)).await
-}
-
 /// Runs every future at once, each a task of its own; their outputs come back in their order,
 /// `missing` in place of one that panicked. Each bounds itself (its deadline is the caller's).
 pub async fn at_once<T: Clone + Send + 'static>(
@@ -245,11 +236,15 @@ fn connect_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Asks every URL on the network runtime; one answer per URL, in order, each with where the
-/// kernel held the probe's own connection to it, the cluster members it announced and which
-/// NATS it is.
+/// Asks every URL at once on the network runtime, by `deadline`; one answer per URL, in order,
+/// each with where the kernel held the probe's own connection to it, the cluster members it
+/// announced and which NATS it is.
 pub fn ask_blocking(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerAnswer>, String> {
-    let asked = on_network_runtime(ask_all(urls, deadline))?;
+    let asks = urls
+        .iter()
+        .cloned()
+        .map(|url| async move { ask(&url, deadline).await });
+    let asked = on_network_runtime(at_once(asks, Asked::only(Answer::Silent)))?;
     Ok(urls
         .iter()
         .zip(asked)
