@@ -107,14 +107,13 @@ impl Session {
 
     /// Whether the server refused `subject` (a publish, or a subscription) so far.
     pub fn refused(&self, subject: &str) -> bool {
-        self.denied.refused(subject)
+        self.denied.lock().iter().any(|s| s == subject)
     }
 
     /// Waits until the server refuses `subject`, or the reply inbox (never, if it does not),
     /// and says why.
     pub async fn refusal(&self, subject: &str) -> Unknown {
-        self.denied.wait_for(subject).await;
-        self.denied.why(subject)
+        self.denied.refusal(subject).await
     }
 
     /// Sends every request (subject, body) at once and waits for each answer until
@@ -217,7 +216,7 @@ async fn ask(
         },
         // The server answers a request the user may not send with an error on the
         // connection, never on the request: without this it would wait for the deadline.
-        () = denied.wait_for(&subject) => Err(denied.why(&subject)),
+        why = denied.refusal(&subject) => Err(why),
     }
 }
 
@@ -239,34 +238,29 @@ impl Denied {
         self.changed.notify_waiters();
     }
 
-    fn covers(&self, subject: &str) -> bool {
-        // A refused subscription (the reply inbox) refuses every request.
-        self.lock()
-            .iter()
-            .any(|s| s == subject || s.starts_with("_INBOX."))
-    }
-
-    fn refused(&self, subject: &str) -> bool {
-        self.lock().iter().any(|s| s == subject)
-    }
-
-    /// Why a request on `subject` was refused: its reply inbox, or the subject itself.
-    fn why(&self, subject: &str) -> Unknown {
-        match self.lock().iter().find(|s| s.starts_with("_INBOX.")) {
-            Some(inbox) => Unknown::InboxDenied(inbox.clone()),
-            None => Unknown::NotPermitted(subject.to_string()),
-        }
-    }
-
-    async fn wait_for(&self, subject: &str) {
+    /// Waits until a request on `subject` is refused (never, if it is not), and says why.
+    async fn refusal(&self, subject: &str) -> Unknown {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if self.covers(subject) {
-                return;
+            if let Some(why) = self.why(subject) {
+                return why;
             }
             changed.await;
+        }
+    }
+
+    /// Why a request on `subject` is refused so far: its reply inbox (a refused subscription
+    /// there refuses every request), or the subject itself; None while neither is.
+    fn why(&self, subject: &str) -> Option<Unknown> {
+        let refused = self.lock();
+        match refused.iter().find(|s| s.starts_with("_INBOX.")) {
+            Some(inbox) => Some(Unknown::InboxDenied(inbox.clone())),
+            None => refused
+                .iter()
+                .any(|s| s == subject)
+                .then(|| Unknown::NotPermitted(subject.to_string())),
         }
     }
 }
