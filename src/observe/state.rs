@@ -12,6 +12,7 @@
 
 use crate::config::{CheckConfig, JsApi, Owner, ServerUrl, StateDirChoice};
 use natsprobe_core::state::{Kept, State};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -262,7 +263,10 @@ impl StateDir {
     }
 
     /// Keeps the check's state for the next run, unless a run of the same check kept a newer
-    /// one meanwhile.
+    /// one meanwhile: several probes share a state dir (liveness, readiness, startup,
+    /// `diagnose`), and the one that asked first but writes last must not put its older view
+    /// over a newer one. Under an exclusive lock on the dir's `.lock`, held for the read and the
+    /// rename.
     pub fn store(&self, key: &Key, state: &State, at_ms: i64) -> Result<(), String> {
         let body = serde_json::to_vec(&Envelope {
             version: VERSION,
@@ -271,13 +275,27 @@ impl StateDir {
             body: state,
         })
         .map_err(|e| e.to_string())?;
-        let at = |text: &[u8]| {
-            serde_json::from_slice::<Envelope<serde::de::IgnoredAny>>(text)
-                .ok()
-                .filter(|f| f.key == *key)
-                .map(|f| f.at_ms)
+        let target = self.named("check", key);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.path.join(".lock"))
+            .ok()
+            .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).ok());
+        // Without a lock (a dir without room for the lock file), the check still stands.
+        let newer = self
+            .read_small(&target)
+            .and_then(|text| serde_json::from_slice::<Envelope<IgnoredAny>>(&text).ok())
+            .is_some_and(|there| there.key == *key && there.at_ms > at_ms);
+        let result = match newer {
+            true => Ok(()),
+            false => self.replace(&target, &body),
         };
-        self.replace_unless_newer(&self.named("check", key), &body, at_ms, at)
+        drop(lock);
+        result
     }
 
     /// A small file's bytes, read without following a symlink; None when missing, a symlink,
@@ -312,40 +330,6 @@ impl StateDir {
             true => Ok((body, marked)),
             false => Err(Some("larger than any state file".into())),
         }
-    }
-
-    /// `replace`, unless the file already holds something newer (`at_of` reads when the
-    /// contents were seen): several probes share a state dir (liveness, readiness, startup,
-    /// `diagnose`), and the one that asked first but writes last must not put its older
-    /// view over a newer one. Under an exclusive lock on the dir's `.lock`, held for the
-    /// read and the rename.
-    pub(crate) fn replace_unless_newer(
-        &self,
-        target: &Path,
-        body: &[u8],
-        at_ms: i64,
-        at_of: impl Fn(&[u8]) -> Option<i64>,
-    ) -> Result<(), String> {
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(self.path.join(".lock"))
-            .ok()
-            .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).ok());
-        // Without a lock (a dir without room for the lock file), the check still stands.
-        let newer = self
-            .read_small(target)
-            .and_then(|text| at_of(&text))
-            .is_some_and(|there| there > at_ms);
-        let result = match newer {
-            true => Ok(()),
-            false => self.replace(target, body),
-        };
-        drop(lock);
-        result
     }
 
     /// Removes temporary files a run left when it was killed between writing and renaming
