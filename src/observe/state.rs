@@ -410,12 +410,9 @@ fn text(e: &io::Error) -> String {
 
 /// A stable file name per key (FNV-1a, 64 bit); the key inside the file settles collisions.
 fn key_hash(key: &Key) -> u64 {
-    let parts = [&key.server, &key.of];
-    fnv1a(parts.iter().flat_map(|p| p.bytes().chain([0u8])))
-}
-
-/// FNV-1a, 64 bit: the state files' names.
-fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    let bytes = [&key.server, &key.of]
+        .into_iter()
+        .flat_map(|p| p.bytes().chain([0u8]));
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         hash ^= u64::from(b);
