@@ -44,10 +44,7 @@ pub async fn look(
     deadline: Instant,
     each: &mut dyn FnMut(ConsumerName, Observed),
 ) -> Result<Look, Unknown> {
-    let mut streams: BTreeSet<String> = BTreeSet::new();
-    for page in pages(session, &session.api("STREAM.NAMES"), deadline).await? {
-        streams.extend(jetstream::parse_stream_names(&page).map_err(unknown)?.items);
-    }
+    let streams = stream_names(session, deadline).await?;
     let names: Vec<&String> = streams.iter().collect();
     let next = Cell::new(0);
     let look = RefCell::new(Look::default());
@@ -207,28 +204,30 @@ fn paged(offset: u64) -> String {
     format!(r#"{{"offset":{offset}}}"#)
 }
 
-/// Every page of a listing, raw: the first, then the rest at once (stream names: a few pages
-/// even for thousands of streams).
-async fn pages(
-    session: &Session,
-    subject: &str,
-    deadline: Instant,
-) -> Result<Vec<Vec<u8>>, Unknown> {
-    let first = ask_one(session, (subject.to_string(), paged(0)), deadline).await?;
+/// Every stream's name, every page of `$JS.API.STREAM.NAMES`: the first, then the rest at once
+/// (a few pages even for thousands of streams).
+async fn stream_names(session: &Session, deadline: Instant) -> Result<BTreeSet<String>, Unknown> {
+    let subject = session.api("STREAM.NAMES");
+    let first = ask_one(session, (subject.clone(), paged(0)), deadline).await?;
     let head = jetstream::parse_stream_names(&first).map_err(unknown)?;
-    let mut pages = vec![first];
+    let mut names: BTreeSet<String> = head.items.into_iter().collect();
     if head.limit == 0 || head.total <= head.limit {
-        return Ok(pages);
+        return Ok(names);
     }
     let requests = (1..)
         .map(|i| i * head.limit)
         .take_while(|o| *o < head.total)
-        .map(|o| (subject.to_string(), paged(o)))
+        .map(|o| (subject.clone(), paged(o)))
         .collect();
-    for answer in ask_again(session, requests, deadline).await {
-        pages.push(bounded(answer?)?);
+    let pages: Vec<Vec<u8>> = ask_again(session, requests, deadline)
+        .await
+        .into_iter()
+        .map(|answer| bounded(answer?))
+        .collect::<Result<_, _>>()?;
+    for page in pages {
+        names.extend(jetstream::parse_stream_names(&page).map_err(unknown)?.items);
     }
-    Ok(pages)
+    Ok(names)
 }
 
 fn unknown(e: ParseError) -> Unknown {
