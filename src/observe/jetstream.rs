@@ -3,7 +3,7 @@
 //! libraries drop or default: `ts` (absent before 2.10), `push_bound` (absent when false),
 //! `last_active` (absent until the first ack since the server started).
 
-use crate::facts::{AckPolicy, ConsumerFacts, Sequence, ServerTime, StreamFacts};
+use crate::facts::{AckPolicy, ConsumerFacts, Sequence, ServerTime, StreamFacts, Unknown};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -37,6 +37,14 @@ impl ParseError {
         match self {
             ParseError::Api(e) => Some(e.err_code),
             ParseError::Malformed(_) => None,
+        }
+    }
+
+    /// What it leaves unknown: an election (10008), or its words.
+    pub fn unknown(self) -> Unknown {
+        match self.api_code() {
+            Some(ApiError::TEMPORARILY_UNAVAILABLE) => Unknown::TemporarilyUnavailable,
+            _ => Unknown::Failed(self.to_string()),
         }
     }
 }

@@ -124,7 +124,7 @@ async fn one_stream(
         let body = ask_one(session, (subject.clone(), paged(offset)), deadline).await?;
         let page = jetstream::parse_consumer_list(&body).map_err(|e| match e.api_code() {
             Some(ApiError::STREAM_NOT_FOUND) => Unknown::Failed(STREAM_GONE.into()),
-            _ => unknown(e),
+            _ => e.unknown(),
         })?;
         drop(body);
         let unreported = unreported(session, stream, &page.missing, deadline).await;
@@ -209,7 +209,7 @@ fn paged(offset: u64) -> String {
 async fn stream_names(session: &Session, deadline: Instant) -> Result<BTreeSet<String>, Unknown> {
     let subject = session.api("STREAM.NAMES");
     let first = ask_one(session, (subject.clone(), paged(0)), deadline).await?;
-    let head = jetstream::parse_stream_names(&first).map_err(unknown)?;
+    let head = jetstream::parse_stream_names(&first).map_err(ParseError::unknown)?;
     let mut names: BTreeSet<String> = head.items.into_iter().collect();
     if head.limit == 0 || head.total <= head.limit {
         return Ok(names);
@@ -225,16 +225,10 @@ async fn stream_names(session: &Session, deadline: Instant) -> Result<BTreeSet<S
         .map(|answer| bounded(answer?))
         .collect::<Result<_, _>>()?;
     for page in pages {
-        names.extend(jetstream::parse_stream_names(&page).map_err(unknown)?.items);
+        let page = jetstream::parse_stream_names(&page).map_err(ParseError::unknown)?;
+        names.extend(page.items);
     }
     Ok(names)
-}
-
-fn unknown(e: ParseError) -> Unknown {
-    match e.api_code() {
-        Some(ApiError::TEMPORARILY_UNAVAILABLE) => Unknown::TemporarilyUnavailable,
-        _ => Unknown::Failed(e.to_string()),
-    }
 }
 
 /// An answer no larger than any real page, or why not.

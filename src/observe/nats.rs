@@ -425,13 +425,10 @@ fn classify(e: ParseError) -> Observed {
     match e.api_code() {
         Some(ApiError::STREAM_NOT_FOUND) => Observed::StreamMissing,
         Some(ApiError::CONSUMER_NOT_FOUND) => Observed::ConsumerMissing,
-        Some(ApiError::TEMPORARILY_UNAVAILABLE) => {
-            Observed::NotJudged(Unknown::TemporarilyUnavailable)
-        }
         Some(ApiError::NOT_ENABLED_FOR_ACCOUNT) => {
             Observed::NotJudged(Unknown::JetStreamNotEnabled)
         }
-        _ => Observed::NotJudged(Unknown::Failed(e.to_string())),
+        _ => Observed::NotJudged(e.unknown()),
     }
 }
 
