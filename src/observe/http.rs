@@ -116,34 +116,28 @@ pub fn serve(
             !done[i - 1]
         });
         if fds[0].revents != 0 {
-            loop {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        if stream.set_nonblocking(true).is_err() {
-                            continue;
-                        }
-                        if conns.len() >= limits.most_connections {
-                            let oldest = conns
-                                .iter()
-                                .enumerate()
-                                .min_by_key(|(_, c)| c.since)
-                                .map(|(i, _)| i)
-                                .expect("full");
-                            conns.swap_remove(oldest);
-                        }
-                        conns.push(Conn {
-                            stream,
-                            since: Instant::now(),
-                            got: Vec::new(),
-                            out: Vec::new(),
-                            sent: 0,
-                        });
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    // A connection reset before it was accepted, or out of descriptors for
-                    // now: the next poll tries again.
-                    Err(_) => break,
+            // Until none is left, a connection reset before it was accepted, or out of
+            // descriptors for now: the next poll tries again.
+            while let Ok((stream, _)) = listener.accept() {
+                if stream.set_nonblocking(true).is_err() {
+                    continue;
                 }
+                if conns.len() >= limits.most_connections {
+                    let oldest = conns
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, c)| c.since)
+                        .map(|(i, _)| i)
+                        .expect("full");
+                    conns.swap_remove(oldest);
+                }
+                conns.push(Conn {
+                    stream,
+                    since: Instant::now(),
+                    got: Vec::new(),
+                    out: Vec::new(),
+                    sent: 0,
+                });
             }
         }
     }
