@@ -245,26 +245,16 @@ pub fn memory_limit() -> Option<(u64, u64)> {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         let path = path.trim_end_matches('/');
-        let (dirs, limit, usage) = match controllers {
-            "" => (
-                [
-                    format!("/sys/fs/cgroup{path}"),
-                    "/sys/fs/cgroup".to_string(),
-                ],
-                "memory.max",
-                "memory.current",
-            ),
+        let (root, limit, usage) = match controllers {
+            "" => ("/sys/fs/cgroup", "memory.max", "memory.current"),
             c if c.split(',').any(|c| c == "memory") => (
-                [
-                    format!("/sys/fs/cgroup/memory{path}"),
-                    "/sys/fs/cgroup/memory".to_string(),
-                ],
+                "/sys/fs/cgroup/memory",
                 "memory.limit_in_bytes",
                 "memory.usage_in_bytes",
             ),
             _ => continue,
         };
-        for dir in dirs {
+        for dir in [format!("{root}{path}"), root.to_string()] {
             if let (Some(limit), Some(usage)) = (
                 read(&format!("{dir}/{limit}")),
                 read(&format!("{dir}/{usage}")),
