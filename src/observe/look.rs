@@ -282,13 +282,11 @@ pub fn parse(out: &[u8], code: u8, startup: bool) -> Option<Judged> {
     struct Answer {
         verdict: String,
         summary: String,
-        #[serde(default)]
         not_judged: Option<String>,
         #[serde(default)]
         consumers: Vec<Consumer>,
         #[serde(default)]
         subscriptions: Vec<Subscription>,
-        #[serde(default)]
         consumers_looked: Option<String>,
     }
     #[derive(serde::Deserialize)]
