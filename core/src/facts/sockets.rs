@@ -216,13 +216,7 @@ pub struct SocketScan {
 /// Both readers report IPv4 peers of a dual-stack socket as `::ffff:a.b.c.d`; matching and
 /// display want the IPv4 address.
 pub fn unmap(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    }
+    ip.to_canonical()
 }
 
 /// The same address and port, an IPv4-mapped IPv6 address as its IPv4 one.
