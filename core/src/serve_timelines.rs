@@ -27,9 +27,9 @@
 //!    across its restarts; and the app unhealthy from the start makes it exit in bounded
 //!    time.
 
-use crate::facts::{Ended, Judged, Meaning};
+use crate::facts::{Ended, Judged, Meaning, ProbePath};
 use crate::prelude::*;
-use crate::rules::serve::{ExitUnhealthy, Left, Looks, Path};
+use crate::rules::serve::{ExitUnhealthy, Left, Looks};
 use crate::timing::stale_after;
 use core::time::Duration;
 use proptest::prelude::*;
@@ -92,7 +92,7 @@ impl Timeline {
 
     /// Plays the looks as `serve`'s scheduler starts them, and the kubelet's probes of `path`
     /// in between, answered from what the looks left.
-    fn play(&self, path: Path) -> Played {
+    fn play(&self, path: ProbePath) -> Played {
         let mut played = Played::default();
         let mut serve_at: Ms = 0;
         played.starts.push(0);
@@ -271,7 +271,7 @@ proptest! {
         any_stuck(),
         some_restarts(),
     )) {
-        for (at, passed) in t.play(Path::Live).probes {
+        for (at, passed) in t.play(ProbePath::Live).probes {
             prop_assert!(passed, "/livez failed at {at}");
         }
     }
@@ -285,7 +285,7 @@ proptest! {
         some_restarts(),
     )) {
         at_most_one_trouble_in_a_row(&mut t);
-        let played = t.play(Path::Live);
+        let played = t.play(ProbePath::Live);
         let first_answer = played.looks.iter().find(|l| l.2 != Outcome::Trouble).map(|l| l.1);
         for (at, passed) in played.probes {
             let last = played.looks.iter().rev().find(|l| l.1 <= at && l.2 != Outcome::Trouble);
@@ -316,10 +316,10 @@ proptest! {
         let bound = 2 * t.every.max(slowest) + 2 * slowest + t.offset + u64::from(t.threshold) * t.period;
         // Long enough to reach the bound: quick unhealthy looks after the generated ones.
         let quick = Look { took: 1, outcome: Outcome::Unhealthy, stuck: 0, restart: false };
-        while t.play(Path::Live).looks.last().unwrap().1 < bound {
+        while t.play(ProbePath::Live).looks.last().unwrap().1 < bound {
             t.looks.push(quick);
         }
-        let restarted = restarted_at(&t.play(Path::Live).probes, t.threshold);
+        let restarted = restarted_at(&t.play(ProbePath::Live).probes, t.threshold);
         prop_assert!(restarted.is_some_and(|r| r <= bound), "restarted at {restarted:?}, bound {bound}");
     }
 
@@ -331,7 +331,7 @@ proptest! {
         any_stuck(),
         some_restarts(),
     )) {
-        let played = t.play(Path::Own);
+        let played = t.play(ProbePath::Own);
         for &(at, passed) in &played.probes {
             let ended = played.looks.iter().rev().find(|l| l.1 <= at).map_or(0, |l| l.1);
             let started = played.starts.iter().rev().find(|s| **s <= at).copied().unwrap_or(0);
@@ -352,7 +352,7 @@ proptest! {
         Just(false),
     )) {
         t.startup = true;
-        let played = t.play(Path::Startup);
+        let played = t.play(ProbePath::Startup);
         let first_end = played.looks.first().map(|l| l.1).unwrap_or(Ms::MAX);
         for (at, passed) in &played.probes {
             if *at < first_end {
@@ -379,7 +379,7 @@ proptest! {
         some_restarts(),
     ), after in 1u32..=5) {
         t.exit_after = Some(after);
-        let played = t.play(Path::Live);
+        let played = t.play(ProbePath::Live);
         for &e in &played.exits {
             let began = played.starts.iter().copied().filter(|s| *s < e).max().unwrap();
             let judged: Vec<_> = played
@@ -404,7 +404,7 @@ proptest! {
         some_restarts(),
     ), after in 1u32..=5) {
         t.exit_after = Some(after);
-        prop_assert!(t.play(Path::Live).exits.is_empty());
+        prop_assert!(t.play(ProbePath::Live).exits.is_empty());
     }
 
     /// 6: unhealthy from the start (never two troubled looks in a row), `serve` exits within
@@ -423,10 +423,10 @@ proptest! {
         let bound = 2 * u64::from(after) * t.every.max(slowest) + slowest;
         let quick = Look { took: 1, outcome: Outcome::Unhealthy, stuck: 0, restart: false };
         // Long enough to exit or to reach the bound.
-        while t.play(Path::Live).exits.is_empty() && t.play(Path::Live).looks.last().unwrap().1 < bound {
+        while t.play(ProbePath::Live).exits.is_empty() && t.play(ProbePath::Live).looks.last().unwrap().1 < bound {
             t.looks.push(quick);
         }
-        let exited = t.play(Path::Live).exits.first().copied();
+        let exited = t.play(ProbePath::Live).exits.first().copied();
         prop_assert!(exited.is_some_and(|e| e <= bound), "exited at {exited:?}, bound {bound}");
     }
 }
@@ -452,17 +452,23 @@ fn a_restarted_serve_answers_with_the_verdict_it_kept() {
     };
     let at = |age: i64| Looks::new(every, timeout, true, Some(unhealthy.clone()), WALL + age);
     let fresh = at(5_000);
-    assert!(!fresh.memory().answer(Path::Live, Duration::ZERO).passes());
+    assert!(!fresh
+        .memory()
+        .answer(ProbePath::Live, Duration::ZERO)
+        .passes());
     assert!(fresh.startup_passed());
     assert_eq!(fresh.next().1, Meaning::Live);
     let stale_one = at(stale.as_millis() as i64 + 1);
     assert!(stale_one
         .memory()
-        .answer(Path::Live, Duration::ZERO)
+        .answer(ProbePath::Live, Duration::ZERO)
         .passes());
     assert_eq!(stale_one.next().1, Meaning::Startup);
     assert!(!stale_one.startup_passed());
     let future = at(-1);
-    assert!(future.memory().answer(Path::Live, Duration::ZERO).passes());
+    assert!(future
+        .memory()
+        .answer(ProbePath::Live, Duration::ZERO)
+        .passes());
     assert!(!future.startup_passed());
 }

@@ -5,8 +5,8 @@
 use super::check::SCHEMA_VERSION;
 use super::human;
 use super::words::clip;
-use crate::facts::{Judged, Refusal};
-use crate::rules::serve::{Answer, NotJudged, Path};
+use crate::facts::{Judged, ProbePath, Refusal};
+use crate::rules::serve::{Answer, NotJudged};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -115,7 +115,7 @@ fn own_line(answer: &Answer) -> String {
             why: NotJudged::FirstLook { since },
             path,
         } => match path {
-            Path::Startup => format!(
+            ProbePath::Startup => format!(
                 "not judged yet: natsprobe's first look has not ended (serving for {})",
                 ago(*since)
             ),
@@ -310,7 +310,7 @@ mod tests {
             why: NotJudged::Stalled {
                 beat: Duration::from_secs(20),
             },
-            path: Path::Live,
+            path: ProbePath::Live,
         };
         assert_eq!(answer(&stalled, false).status, 200);
         let v: serde_json::Value = serde_json::from_str(&answer(&stalled, true).body).unwrap();

@@ -9,14 +9,11 @@
 //! property tests below drive it with simulated ones.
 
 use crate::exit::Exit;
-use crate::facts::{Ended, Judged, Meaning, Part, PartName};
+use crate::facts::{Ended, Judged, Meaning, Part, PartName, ProbePath};
 use crate::timing::{stale_after, LOOK_GRACE};
 use alloc::string::String;
 use alloc::sync::Arc;
 use core::time::Duration;
-
-/// What the kubelet asks.
-pub use crate::facts::ProbePath as Path;
 
 /// What `serve` holds when a probe asks, as ages.
 #[derive(Debug, Clone, Copy)]
@@ -129,7 +126,7 @@ impl Memory {
     }
 
     /// The answer to `path` at `now`.
-    pub fn answer(&self, path: Path, now: Duration) -> Answer<'_> {
+    pub fn answer(&self, path: ProbePath, now: Duration) -> Answer<'_> {
         answer(path, &self.held(now), self.stale)
     }
 }
@@ -361,7 +358,7 @@ pub enum Answer<'a> {
     Verdict { judged: &'a Judged, age: Duration },
     /// Not judged: a restart of the app would not help. Passes, except a startup probe
     /// before the first look (the app has not been judged started).
-    NotJudged { why: NotJudged<'a>, path: Path },
+    NotJudged { why: NotJudged<'a>, path: ProbePath },
     /// natsprobe's own path: its looks move (pass) or are stalled (fail: restart natsprobe).
     Own { beat: Duration, stalled: bool },
 }
@@ -381,7 +378,7 @@ impl Answer<'_> {
         match self {
             Answer::Verdict { judged, .. } => judged.code == 0,
             Answer::NotJudged { why, path } => {
-                !(matches!(why, NotJudged::FirstLook { .. }) && *path == Path::Startup)
+                !(matches!(why, NotJudged::FirstLook { .. }) && *path == ProbePath::Startup)
             }
             Answer::Own { stalled, .. } => !stalled,
         }
@@ -389,9 +386,9 @@ impl Answer<'_> {
 }
 
 /// The answer to `path`, from what the looks left.
-pub fn answer<'a>(path: Path, held: &Held<'a>, stale_after: Duration) -> Answer<'a> {
+pub fn answer<'a>(path: ProbePath, held: &Held<'a>, stale_after: Duration) -> Answer<'a> {
     let stalled = held.beat > stale_after;
-    if path == Path::Own {
+    if path == ProbePath::Own {
         return Answer::Own {
             beat: held.beat,
             stalled,
@@ -464,7 +461,7 @@ mod tests {
                 trouble: None,
                 beat: secs(3),
             };
-            for path in [Path::Live, Path::Startup] {
+            for path in [ProbePath::Live, ProbePath::Startup] {
                 let a = answer(path, &held, S);
                 assert_eq!(a.passes(), code == 0, "{path:?} {code}");
                 assert!(matches!(a, Answer::Verdict { .. }));
@@ -482,12 +479,12 @@ mod tests {
             trouble: Some(("killed by signal 9", secs(1))),
             beat: secs(1),
         };
-        assert!(!answer(Path::Live, &held, S).passes());
+        assert!(!answer(ProbePath::Live, &held, S).passes());
         let held = Held {
             judged: Some((&j, secs(13))),
             ..held
         };
-        let a = answer(Path::Live, &held, S);
+        let a = answer(ProbePath::Live, &held, S);
         assert!(a.passes());
         assert!(matches!(
             a,
@@ -506,7 +503,7 @@ mod tests {
             trouble: None,
             beat: secs(20),
         };
-        for path in [Path::Live, Path::Startup] {
+        for path in [ProbePath::Live, ProbePath::Startup] {
             let a = answer(path, &held, S);
             assert!(a.passes(), "{path:?}");
             assert!(matches!(
@@ -517,12 +514,12 @@ mod tests {
                 }
             ));
         }
-        assert!(!answer(Path::Own, &held, S).passes());
+        assert!(!answer(ProbePath::Own, &held, S).passes());
         let moving = Held {
             beat: secs(2),
             ..held
         };
-        assert!(answer(Path::Own, &moving, S).passes());
+        assert!(answer(ProbePath::Own, &moving, S).passes());
     }
 
     #[test]
@@ -532,14 +529,14 @@ mod tests {
             trouble: None,
             beat: secs(0),
         };
-        assert!(answer(Path::Live, &held, S).passes());
-        assert!(!answer(Path::Startup, &held, S).passes());
-        assert!(answer(Path::Own, &held, S).passes());
+        assert!(answer(ProbePath::Live, &held, S).passes());
+        assert!(!answer(ProbePath::Startup, &held, S).passes());
+        assert!(answer(ProbePath::Own, &held, S).passes());
         let troubled = Held {
             trouble: Some(("could not start", secs(0))),
             ..held
         };
-        assert!(answer(Path::Startup, &troubled, S).passes());
+        assert!(answer(ProbePath::Startup, &troubled, S).passes());
     }
 
     /// `--exit-unhealthy`: only unhealthy live looks count; not judged, a configuration
@@ -673,7 +670,7 @@ mod tests {
         }
         let words: Vec<&str> = [judged(0), judged(1), unjudged, judged(2), judged(3)]
             .iter()
-            .map(|j| answer(Path::Live, &fresh(j), S).word())
+            .map(|j| answer(ProbePath::Live, &fresh(j), S).word())
             .collect();
         assert_eq!(words, VERDICTS);
         let none = Held {
@@ -681,7 +678,7 @@ mod tests {
             trouble: None,
             beat: secs(1),
         };
-        assert_eq!(answer(Path::Live, &none, S).word(), "not_judged");
+        assert_eq!(answer(ProbePath::Live, &none, S).word(), "not_judged");
     }
 
     /// Every word a consumer or subscription is not judged with is a cause `serve` counts.
