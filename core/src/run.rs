@@ -125,7 +125,7 @@ pub enum Ask<'r> {
         every: bool,
     },
     /// How long ago the youngest holder of the counted connections started.
-    ClientAge(ClientOf<'r>),
+    ClientAge(ClientOf),
     /// The state to keep for the next run.
     Store(&'r State),
 }
@@ -141,9 +141,9 @@ pub struct Lookup1 {
 
 /// Whose age: the named processes holding these (`pids`), else whoever holds these inodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClientOf<'r> {
+pub enum ClientOf {
     Pids(Vec<u32>),
-    Inodes(&'r [u64]),
+    Inodes(Vec<u64>),
 }
 
 /// The answer to an `Ask`, of the same kind.
@@ -452,7 +452,6 @@ pub struct Run<'c> {
     lookups: Vec<Lookup1>,
     wanted: Vec<Wanted>,
     ours: Vec<SocketAddr>,
-    client_inodes: Vec<u64>,
     consumers: Vec<JudgedConsumer>,
     subscriptions: Vec<JudgedSubscription>,
     refusal: Option<Refusal>,
@@ -510,7 +509,6 @@ impl<'c> Run<'c> {
             lookups: Vec::new(),
             wanted: Vec::new(),
             ours: Vec::new(),
-            client_inodes: Vec::new(),
             consumers: Vec::new(),
             subscriptions: Vec::new(),
             refusal: None,
@@ -536,16 +534,17 @@ impl<'c> Run<'c> {
                     .iter()
                     .any(|s| s.result.is_none() && s.pull.is_some()),
             },
-            Step::ClientAge => Ask::ClientAge(match &self.obs.pod.owned {
-                Some(owned) => ClientOf::Pids(
-                    self.connections
-                        .established
-                        .iter()
-                        .filter_map(|s| owned.get(&s.inode).map(|h| h.pid))
-                        .collect(),
-                ),
-                None => ClientOf::Inodes(&self.client_inodes),
-            }),
+            Step::ClientAge => {
+                let inodes = self.connections.established.iter().map(|s| s.inode);
+                Ask::ClientAge(match &self.obs.pod.owned {
+                    Some(owned) => ClientOf::Pids(
+                        inodes
+                            .filter_map(|i| owned.get(&i).map(|h| h.pid))
+                            .collect(),
+                    ),
+                    None => ClientOf::Inodes(inodes.collect()),
+                })
+            }
             Step::Store => Ask::Store(&self.state),
             Step::Done => return None,
         })
@@ -776,12 +775,6 @@ impl<'c> Run<'c> {
         self.obs.state_dir = Some(place);
         let (sockets, live) = our_sockets(&self.connections);
         self.ours = sockets.iter().map(|s| s.addr).collect();
-        self.client_inodes = self
-            .connections
-            .established
-            .iter()
-            .map(|s| s.inode)
-            .collect();
         let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
         if !check.consumers.is_empty() {
             self.obs.sampling = Some(remembered::sampling(
