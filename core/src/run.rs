@@ -482,15 +482,8 @@ impl<'c> Run<'c> {
             (true, true) => (Step::Walk, Walked::NothingRemembered),
             (false, _) => (Step::Walk, Walked::NotTried),
         };
+        // The pod is the exact lookup's or the walk's, whichever decides.
         let obs = Observations {
-            pod: Pod {
-                scan: SocketScan {
-                    lookup: Lookup::Walk(walked),
-                    ..SocketScan::default()
-                },
-                netns_of: check.netns_of,
-                ..Pod::default()
-            },
             now_ms: start.now_ms,
             ..Observations::default()
         };
