@@ -363,15 +363,6 @@ pub enum Loaded {
     Foreign,
 }
 
-impl Loaded {
-    pub fn sample(&self) -> Option<&Sample> {
-        match self {
-            Loaded::Sample(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
 /// What one look at the account learnt besides its consumers, which are handed on one by one
 /// as they come (`observe::listing::look`).
 #[derive(Debug, Clone, Default)]
