@@ -455,8 +455,6 @@ pub struct Run<'c> {
     consumers: Vec<JudgedConsumer>,
     subscriptions: Vec<JudgedSubscription>,
     refusal: Option<Refusal>,
-    /// Decided by the exact lookup alone.
-    decided: Option<Verdict>,
 }
 
 impl<'c> Run<'c> {
@@ -505,7 +503,6 @@ impl<'c> Run<'c> {
             consumers: Vec::new(),
             subscriptions: Vec::new(),
             refusal: None,
-            decided: None,
             start,
         }
     }
@@ -579,20 +576,18 @@ impl<'c> Run<'c> {
         if let Some(refusal) = self.refusal {
             return Err(refusal);
         }
-        let verdict = self.decided.unwrap_or_else(|| {
-            let healths: Vec<_> = self
-                .consumers
-                .iter()
-                .map(JudgedConsumer::health)
-                .chain(self.subscriptions.iter().map(JudgedSubscription::health))
-                .collect();
-            verdict::decide(
-                &self.connections,
-                server_state(&self.obs.servers),
-                &healths,
-                &self.check.connection,
-            )
-        });
+        let healths: Vec<_> = self
+            .consumers
+            .iter()
+            .map(JudgedConsumer::health)
+            .chain(self.subscriptions.iter().map(JudgedSubscription::health))
+            .collect();
+        let verdict = verdict::decide(
+            &self.connections,
+            server_state(&self.obs.servers),
+            &healths,
+            &self.check.connection,
+        );
         Ok(Ended {
             verdict,
             connections: self.connections,
@@ -645,7 +640,6 @@ impl<'c> Run<'c> {
             netns_of: self.check.netns_of,
         };
         self.connections = connections;
-        self.decided = Some(verdict::decide(&self.connections, None, &[], policy));
         self.keep_connections();
         self.finish();
     }
