@@ -86,15 +86,13 @@ impl Check {
     }
 }
 
-/// Where the state dir is, or every place tried with why it cannot be used.
-pub type Place = Result<StateDirUsed, Vec<(String, String)>>;
-
 /// What the run starts from besides the configuration.
 #[derive(Debug, Clone)]
 pub struct Start {
     /// The check's state file, as read.
     pub kept: Kept,
-    pub place: Place,
+    /// Where the state dir is, or every place tried with why it cannot be used.
+    pub place: Result<StateDirUsed, Vec<(String, String)>>,
     /// When any probe of this check last ran (the state file's mark): how far apart the runs
     /// come.
     pub previous_run_ms: Option<i64>,
