@@ -329,11 +329,6 @@ impl Looks {
     pub fn memory(&self) -> Memory {
         self.memory.clone()
     }
-
-    /// A look with `--startup`'s meaning has passed.
-    pub fn startup_passed(&self) -> bool {
-        self.startup_passed
-    }
 }
 
 /// A look with `--startup`'s meaning that passed.
@@ -434,6 +429,13 @@ mod tests {
     use super::*;
     use crate::facts::Part;
     use crate::prelude::*;
+
+    impl Looks {
+        /// A look with `--startup`'s meaning has passed (for `serve_timelines`).
+        pub(crate) fn startup_passed(&self) -> bool {
+            self.startup_passed
+        }
+    }
 
     fn judged(code: u8) -> Judged {
         Judged {
