@@ -405,6 +405,99 @@ mod tests {
         );
     }
 
+    /// The summary: how many durables and where, each faulted one by name, and what else in
+    /// brackets (unknown, ignored, losses not counted); no durables said plainly.
+    #[test]
+    fn the_summary_names_every_faulted_durable() {
+        let row = |durable: &str, verdict| {
+            Box::new(GuardConsumer {
+                stream: "S".into(),
+                durable: durable.into(),
+                expected: false,
+                mode: None,
+                push_bound: [None, None],
+                num_pending: [None, None],
+                num_ack_pending: [None, None],
+                ack_floor: [None, None],
+                losses: None,
+                progress: None,
+                window_ms: None,
+                verdict,
+                reason: "r".into(),
+            })
+        };
+        let counted = Advisories::Counted(Default::default());
+        let unavailable = Advisories::Unavailable("no permission".into());
+        let five = Duration::from_secs(5);
+        let rows = vec![
+            row("b", "fault"),
+            row("a", "fault"),
+            row("c", "unknown"),
+            row("d", "ignored"),
+            row("e", "healthy"),
+        ];
+        let faulted = guard(rows, five, &unavailable, Some("JetStream domain hub"));
+        assert_eq!(
+            faulted.summary,
+            "2 of 5 durables in JetStream domain hub faulted in both of two looks 5s apart (1 unknown, 1 ignored, losses not counted): S/a, S/b"
+        );
+        assert_eq!(faulted.health, Health::Unhealthy);
+        let one = guard(vec![row("a", "healthy")], five, &counted, None);
+        assert_eq!(one.summary, "1 durable, no fault in two looks 5s apart");
+        assert_eq!(one.health, Health::Healthy);
+        let two = guard(
+            vec![row("a", "ignored"), row("b", "ignored")],
+            five,
+            &counted,
+            None,
+        );
+        assert_eq!(
+            two.summary,
+            "2 durables, no fault in two looks 5s apart (2 ignored)"
+        );
+        assert_eq!(
+            guard(vec![], five, &counted, Some("x")).summary,
+            "no durables in this account in x (none listed in two looks 5s apart, none --expect'ed)"
+        );
+    }
+
+    /// A row's cells: each look's numbers as a pair, `-` where a look has none, the losses
+    /// counted (or `-`).
+    #[test]
+    fn a_row_is_shown_as_cells() {
+        let row = GuardConsumer {
+            stream: "S".into(),
+            durable: "d".into(),
+            expected: false,
+            mode: Some("push"),
+            push_bound: [None, Some(false)],
+            num_pending: [None, Some(2)],
+            num_ack_pending: [None, Some(0)],
+            ack_floor: [None, Some(5)],
+            losses: Some(Losses {
+                deleted_unacked: 3,
+                exhausted: 2,
+                terminated_by_client: 1,
+            }),
+            progress: None,
+            window_ms: None,
+            verdict: "healthy",
+            reason: "r".into(),
+        };
+        assert_eq!(
+            cells(&row),
+            ["S", "d", "push", "-→no", "-→2", "-→0", "-→5", "5", "healthy", "r"].map(String::from)
+        );
+        let unseen = GuardConsumer {
+            mode: None,
+            push_bound: [None, None],
+            num_pending: [None, None],
+            losses: None,
+            ..row
+        };
+        assert_eq!(cells(&unseen)[2..8], ["-", "-", "-→-", "-→0", "-→5", "-"]);
+    }
+
     /// Text: the table, the advisories' note, the summary line; JSON: the document and a
     /// newline.
     #[test]

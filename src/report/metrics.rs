@@ -320,6 +320,10 @@ mod tests {
             "natsprobe_subscription_state{subject=\"a\\\"b\\\\c\",queue=\"\",consumer=\"\",state=\"not_judged\"} 1",
             "natsprobe_looks_total{verdict=\"unhealthy\"} 1",
             "# TYPE natsprobe_looks_total counter",
+            "natsprobe_looks_not_judged_total{cause=\"look_failed\"} 0",
+            "# TYPE natsprobe_looks_not_judged_total counter",
+            "natsprobe_nats_logins_total 0",
+            "# TYPE natsprobe_nats_logins_total counter",
             "natsprobe_build_info{version=\"0.1.0 (git x)\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line}\n{text}");
