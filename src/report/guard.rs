@@ -161,14 +161,14 @@ pub fn guard(
     jetstream: Option<&str>,
 ) -> GuardReport {
     consumers.sort_unstable_by(|a, b| (&a.stream, &a.durable).cmp(&(&b.stream, &b.durable)));
-    let faulted: Vec<&GuardConsumer> = consumers
+    let faulted: Vec<String> = consumers
         .iter()
-        .map(|c| &**c)
         .filter(|c| c.verdict == "fault")
+        .map(|c| format!("{}/{}", c.stream, c.durable))
         .collect();
-    let count = |v: &str| consumers.iter().filter(|c| c.verdict == v).count();
     let mut extras = Vec::new();
-    for (n, word) in [(count("unknown"), "unknown"), (count("ignored"), "ignored")] {
+    for word in ["unknown", "ignored"] {
+        let n = consumers.iter().filter(|c| c.verdict == word).count();
         if n > 0 {
             extras.push(format!("{n} {word}"));
         }
@@ -184,12 +184,9 @@ pub fn guard(
         true => String::new(),
         false => format!(" ({})", extras.join(", ")),
     };
-    let mut durables = match consumers.len() {
-        1 => "1 durable".to_string(),
-        n => format!("{n} durables"),
-    };
     let place = jetstream.map(|p| format!(" in {p}")).unwrap_or_default();
-    durables.push_str(&place);
+    let plural = if consumers.len() == 1 { "" } else { "s" };
+    let durables = format!("{} durable{plural}{place}", consumers.len());
     let looks = format!("two looks {} apart", display(interval));
     let summary = match faulted.len() {
         // Nothing listed and nothing expected: a wrong account, credentials or JetStream
@@ -198,18 +195,12 @@ pub fn guard(
             format!("no durables in this account{place} (none listed in {looks}, none --expect'ed){extras}")
         }
         0 => format!("{durables}, no fault in {looks}{extras}"),
-        n => {
-            // Every faulted durable by name (the table above says why): a CronJob's log, not
-            // a kubelet event, so nothing is cut.
-            let named: Vec<String> = faulted
-                .iter()
-                .map(|c| format!("{}/{}", c.stream, c.durable))
-                .collect();
-            format!(
-                "{n} of {durables} faulted in both of {looks}{extras}: {}",
-                named.join(", ")
-            )
-        }
+        // Every faulted durable by name (the table above says why): a CronJob's log, not a
+        // kubelet event, so nothing is cut.
+        n => format!(
+            "{n} of {durables} faulted in both of {looks}{extras}: {}",
+            faulted.join(", ")
+        ),
     };
     let health = match faulted.is_empty() {
         true => Health::Healthy,
@@ -330,10 +321,7 @@ fn cells(c: &GuardConsumer) -> [String; 10] {
         [None, None] => "-".to_string(),
         [a, b] => format!("{}→{}", yes(a), yes(b)),
     };
-    let lost = match c.losses {
-        None => "-".to_string(),
-        Some(l) => (l.deleted_unacked + l.exhausted).to_string(),
-    };
+    let lost = opt(c.losses.map(|l| l.deleted_unacked + l.exhausted));
     [
         c.stream.to_string(),
         c.durable.to_string(),
