@@ -71,7 +71,10 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
         .parts
         .iter()
         .filter_map(|n| match n {
-            PartName::Consumer { stream, durable } => Some((stream, durable, found(n))),
+            PartName::Consumer { stream, durable } => Some((
+                [("stream", stream.as_str()), ("durable", durable)],
+                found(n),
+            )),
             _ => None,
         })
         .collect();
@@ -81,18 +84,12 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
             "gauge",
             "Each --consumer's state in the verdict /livez answers (the JSON's state): 1 for it, 0 for the others.",
         );
-        for (stream, durable, part) in &consumers {
-            let labels = [("stream", stream.as_str()), ("durable", durable)];
-            p.state_set(
-                "natsprobe_consumer_state",
-                &labels,
-                &consumer::STATES,
-                *part,
-            );
+        for (labels, part) in &consumers {
+            p.state_set("natsprobe_consumer_state", labels, &consumer::STATES, *part);
         }
         let waiting: Vec<_> = consumers
             .iter()
-            .filter_map(|(s, d, part)| Some((s, d, part.as_ref()?.no_progress_ms?)))
+            .filter_map(|(labels, part)| Some((labels, part.as_ref()?.no_progress_ms?)))
             .collect();
         if !waiting.is_empty() {
             p.family(
@@ -100,11 +97,10 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
                 "gauge",
                 "A --consumer's time without progress while work waits (the JSON's no_progress_ms), where the verdict measured one.",
             );
-            for (stream, durable, ms) in waiting {
-                let labels = [("stream", stream.as_str()), ("durable", durable)];
+            for (labels, ms) in waiting {
                 p.sample(
                     "natsprobe_consumer_no_progress_seconds",
-                    &labels,
+                    labels,
                     seconds_ms(ms as i64),
                 );
             }
