@@ -145,26 +145,22 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
         }
     }
     let tally = &s.memory.tally;
-    p.counter("natsprobe_looks", "Looks since serve started, by verdict.");
+    let looks = p.counter("natsprobe_looks", "Looks since serve started, by verdict.");
     for (v, n) in VERDICTS.iter().zip(tally.looks) {
-        p.sample("natsprobe_looks_total", &[("verdict", v)], n.to_string());
+        p.sample(&looks, &[("verdict", v)], n.to_string());
     }
-    p.counter(
+    let not_judged = p.counter(
         "natsprobe_looks_not_judged",
         "Looks not judged since serve started, by cause: look_failed (natsprobe's own trouble), server_down, or the consumer's or subscription's not_judged word.",
     );
     for (c, n) in CAUSES.iter().zip(tally.not_judged) {
-        p.sample(
-            "natsprobe_looks_not_judged_total",
-            &[("cause", c)],
-            n.to_string(),
-        );
+        p.sample(&not_judged, &[("cause", c)], n.to_string());
     }
-    p.counter(
+    let logins = p.counter(
         "natsprobe_nats_logins",
         "Logins to NATS the looks made since serve started (each connection NATS accepted).",
     );
-    p.sample("natsprobe_nats_logins_total", &[], tally.logins.to_string());
+    p.sample(&logins, &[], tally.logins.to_string());
     match open_metrics {
         true => p.family("natsprobe_build", "info", "natsprobe's version."),
         false => p.family("natsprobe_build_info", "gauge", "natsprobe's version."),
@@ -199,12 +195,14 @@ impl Page {
     }
 
     /// A counter: its family is named without `_total` in OpenMetrics, with it in
-    /// Prometheus's format.
-    fn counter(&mut self, name: &str, help: &str) {
+    /// Prometheus's format; its samples are named with it, the name returned.
+    fn counter(&mut self, name: &str, help: &str) -> String {
+        let total = format!("{name}_total");
         match self.open_metrics {
             true => self.family(name, "counter", help),
-            false => self.family(&format!("{name}_total"), "counter", help),
+            false => self.family(&total, "counter", help),
         }
+        total
     }
 
     /// A part's state as a state set: a sample for each of `states`, 1 for the part's (not
