@@ -19,7 +19,7 @@ use super::words::display;
 use crate::facts::Process;
 use crate::rules::advice::Advice;
 use crate::rules::cause::Class;
-use crate::rules::check::Health;
+use crate::rules::check::{ConsumerHealth, Health};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -75,7 +75,7 @@ pub fn diagnose(
     version: &str,
 ) -> DiagnoseReport {
     let document = document(input, holders);
-    let advice_json = advice
+    let advice_json: Vec<AdviceJson> = advice
         .iter()
         .map(|a| AdviceJson {
             kind: advice::kind(a),
@@ -91,7 +91,7 @@ pub fn diagnose(
     consumer::consumers(input, &mut lines);
     subscriptions(input, &mut lines);
     could_not_run(input, &mut lines);
-    verdict(input, advice, &mut lines);
+    verdict(input, &advice_json, &mut lines);
     DiagnoseReport {
         check: document,
         advice: advice_json,
@@ -119,11 +119,9 @@ fn subscriptions(input: &CheckInput, lines: &mut Vec<Line>) {
         lines.push(vec![(Style::Heading, "Subscriptions".into())]);
         for s in input.subscriptions {
             let style = match s.health() {
-                crate::rules::check::ConsumerHealth::Healthy => Style::Good,
-                crate::rules::check::ConsumerHealth::Unhealthy
-                | crate::rules::check::ConsumerHealth::Misconfigured => Style::Bad,
-                crate::rules::check::ConsumerHealth::NotJudged
-                | crate::rules::check::ConsumerHealth::NeverJudged => Style::Warn,
+                ConsumerHealth::Healthy => Style::Good,
+                ConsumerHealth::Unhealthy | ConsumerHealth::Misconfigured => Style::Bad,
+                ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged => Style::Warn,
             };
             lines.push(vec![
                 (Style::Plain, format!("  {}: ", subscription_subject(s))),
@@ -140,7 +138,7 @@ fn subscriptions(input: &CheckInput, lines: &mut Vec<Line>) {
 }
 
 /// The verdict as `check` gives it, its exit code, and what to do.
-fn verdict(input: &CheckInput, advice: &[Advice], lines: &mut Vec<Line>) {
+fn verdict(input: &CheckInput, advice: &[AdviceJson], lines: &mut Vec<Line>) {
     lines.push(vec![]);
     let (word, style, code) = match input.verdict.health {
         Health::Healthy => ("healthy", Style::Good, 0),
@@ -156,7 +154,7 @@ fn verdict(input: &CheckInput, advice: &[Advice], lines: &mut Vec<Line>) {
     lines.push(vec![]);
     lines.push(vec![(Style::Heading, "What to do".into())]);
     for a in advice {
-        lines.push(plain(format!("  - {}", advice::words(a, input))));
+        lines.push(plain(format!("  - {}", a.text)));
     }
 }
 
