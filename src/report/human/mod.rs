@@ -180,9 +180,9 @@ fn server_answers(report: &CheckInput) -> String {
 /// No connection while no server answers: a restart would not help (`--when-server-down`
 /// decides the verdict).
 fn server_down(report: &CheckInput) -> String {
-    let urls: Vec<String> = report.servers.to_vec();
+    let urls = report.servers;
     let verb = if urls.len() == 1 { "is" } else { "are" };
-    let urls = list(&urls, 3).replace(", ", " and ");
+    let urls = list(urls, 3).replace(", ", " and ");
     let why = why_not_answering(report);
     match report.verdict.health {
         Health::Healthy | Health::Misconfigured => format!(
