@@ -167,6 +167,23 @@ mod tests {
         }
     }
 
+    /// A subscription NATS could not answer for is "never judged" (which `--startup` fails)
+    /// only until a run has found this pod's connection at the server; after that it is "not
+    /// judged", which passes.
+    #[test]
+    fn a_subscription_is_never_judged_until_its_connection_was_found() {
+        let unknown = |judged_before| JudgedSubscription {
+            judged_before,
+            ..subscription(Held::NotJudged(Unknown::Deadline))
+        };
+        assert_eq!(unknown(false).health(), ConsumerHealth::NeverJudged);
+        assert_eq!(unknown(true).health(), ConsumerHealth::NotJudged);
+        let held = subscription(Held::Yes {
+            by: "10.0.0.2:40000".parse().unwrap(),
+        });
+        assert_eq!(held.health(), ConsumerHealth::Healthy);
+    }
+
     /// The first consumer NATS could not answer for names the word, then the first
     /// subscription; "failed" when neither says; nothing when the verdict judged.
     #[test]
