@@ -20,11 +20,8 @@ pub fn display_step(d: Duration) -> Duration {
 
 pub fn display(d: Duration) -> String {
     // Whole seconds read best in an event; below 10 s a tenth still says something.
-    let d = match d.as_secs() {
-        0..=9 => Duration::from_millis(d.as_millis() as u64 / 100 * 100),
-        _ => Duration::from_secs(d.as_secs()),
-    };
-    duration::display(d)
+    let below_step = d.as_nanos() % display_step(d).as_nanos();
+    duration::display(d - Duration::from_nanos(below_step as u64))
 }
 
 /// `512 bytes`, `1.2 KiB`, `3.4 MiB`.
