@@ -19,12 +19,10 @@ pub fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut 
     if let Some(skipped) = skipped(scan) {
         lines.push(vec![(Style::Warn, format!("  {skipped}"))]);
     }
+    let named = |p: &Process| format!("{}[{}]", p.name, p.pid);
     let procs = &input.observations.pod.processes;
     if !procs.is_empty() {
-        let names: Vec<String> = procs
-            .iter()
-            .map(|p| format!("{}[{}]", p.name, p.pid))
-            .collect();
+        let names: Vec<String> = procs.iter().map(named).collect();
         lines.push(vec![(
             Style::Plain,
             format!("  counting only sockets held by {}", names.join(", ")),
@@ -36,7 +34,7 @@ pub fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut 
     }
     for s in all {
         let who = match holders.get(&s.inode) {
-            Some(p) => format!("{}[{}]", p.name, p.pid),
+            Some(p) => named(p),
             None if s.inode == 0 => "no process (closing)".into(),
             None => "holder not readable".into(),
         };
