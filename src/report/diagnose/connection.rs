@@ -54,12 +54,8 @@ pub fn sockets(input: &CheckInput, holders: &HashMap<u64, Process>, lines: &mut 
 /// `Sockets to remote port 4222 (reader: netlink; this network namespace)`.
 fn sockets_heading(input: &CheckInput) -> Line {
     let scan = &input.observations.pod.scan;
-    let ports: Vec<String> = input.policy.ports.iter().map(u16::to_string).collect();
-    let mut heading = format!(
-        "Sockets to remote port{} {}",
-        if ports.len() == 1 { "" } else { "s" },
-        ports.join(", ")
-    );
+    let ports = human::connection::remote_ports(input.policy, usize::MAX);
+    let mut heading = format!("Sockets to {ports}");
     if !input.policy.remotes.is_empty() {
         let remotes: Vec<String> = input.policy.remotes.iter().map(|r| r.to_string()).collect();
         let _ = write!(heading, " at {}", remotes.join(", "));

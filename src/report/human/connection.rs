@@ -4,7 +4,7 @@
 
 use crate::report::input::CheckInput;
 use crate::report::words::{bytes, display, list, peer};
-use crate::rules::connection::live;
+use crate::rules::connection::{live, Policy};
 use std::fmt::Write;
 
 /// `no ESTABLISHED TCP connection to remote port 4222 held by bento[7]`; after a half-open
@@ -110,11 +110,7 @@ pub fn why_not_answering(report: &CheckInput) -> String {
 
 fn target(report: &CheckInput) -> String {
     let policy = report.policy;
-    let ports: Vec<String> = policy.ports.iter().map(u16::to_string).collect();
-    let mut text = match ports.len() {
-        1 => format!("remote port {}", ports[0]),
-        _ => format!("remote ports {}", list(&ports, 4)),
-    };
+    let mut text = remote_ports(policy, 4);
     if !policy.remotes.is_empty() {
         let remotes: Vec<String> = policy.remotes.iter().map(|r| r.to_string()).collect();
         let _ = write!(text, " on {}", list(&remotes, 3).replace(", ", " or "));
@@ -130,6 +126,13 @@ fn target(report: &CheckInput) -> String {
         }
     }
     text
+}
+
+/// `remote port 4222`, `remote ports 4222, 7422`: at most `max` of them named.
+pub fn remote_ports(policy: &Policy, max: usize) -> String {
+    let ports: Vec<String> = policy.ports.iter().map(u16::to_string).collect();
+    let plural = if ports.len() == 1 { "" } else { "s" };
+    format!("remote port{plural} {}", list(&ports, max))
 }
 
 /// ` held by bento[42]`: the syslog convention for a process and its PID(s). Only the named
