@@ -76,17 +76,16 @@ fn healthy_phrase(h: &Healthy, w: &str, observed: &Observed) -> String {
     match h {
     Healthy::Idle => "idle (nothing waiting)".into(),
     Healthy::Paused => "paused".into(),
-    Healthy::Progressing(Moved::LastAck(since)) => {
-        format!("progressing (last ack {} ago; {w})", display(*since))
-    }
-    Healthy::Progressing(Moved::Floor) => {
-        format!("progressing (ack floor moved since the last run; {w})")
-    }
-    Healthy::Progressing(Moved::AboveFloor) => format!(
-        "progressing (acks since the last run; the ack floor waits on an older message; {w})"
-    ),
-    Healthy::Progressing(Moved::Deliveries) => {
-        format!("progressing (delivered since the last run, ack policy none; {w})")
+    Healthy::Progressing(moved) => {
+        let how = match moved {
+            Moved::LastAck(since) => format!("last ack {} ago", display(*since)),
+            Moved::Floor => "ack floor moved since the last run".into(),
+            Moved::AboveFloor => {
+                "acks since the last run; the ack floor waits on an older message".into()
+            }
+            Moved::Deliveries => "delivered since the last run, ack policy none".into(),
+        };
+        format!("progressing ({how}; {w})")
     }
     Healthy::Waiting {
         stalled,
@@ -101,15 +100,16 @@ fn healthy_phrase(h: &Healthy, w: &str, observed: &Observed) -> String {
         "ack floor moving, but acks or losses: retention ({}) deletes unacknowledged messages too, and one look cannot tell which ({w})",
         retention(&deletes.settings)
     ),
-    Healthy::Unmeasured(Unmeasured::FirstSample) => {
-        format!("first sample (progress is judged from the next run; {w})")
+    Healthy::Unmeasured(unmeasured) => {
+        let what = match unmeasured {
+            Unmeasured::FirstSample => "first sample",
+            Unmeasured::Gap => "not measured: it could not be observed since the last run",
+            Unmeasured::ServerRestarted => {
+                "not measured: the server restarted since the last run"
+            }
+        };
+        format!("{what} (progress is judged from the next run; {w})")
     }
-    Healthy::Unmeasured(Unmeasured::Gap) => format!(
-        "not measured: it could not be observed since the last run (progress is judged from the next run; {w})"
-    ),
-    Healthy::Unmeasured(Unmeasured::ServerRestarted) => format!(
-        "not measured: the server restarted since the last run (progress is judged from the next run; {w})"
-    ),
     Healthy::YoungClient { stalled, client_age } => format!(
         "no progress for {}, but the client started {} ago ({w})",
         display(*stalled),
@@ -193,5 +193,51 @@ pub fn describe_previous(previous: &Loaded) -> String {
         Loaded::Missing => "no previous sample".into(),
         Loaded::Corrupt(why) => format!("previous sample ignored ({why})"),
         Loaded::Foreign => "previous sample ignored (another consumer's)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::Unknown;
+    use std::time::Duration;
+
+    /// How a consumer progressed, and why it was not measured, each with the window.
+    #[test]
+    fn each_progress_and_each_unmeasured_look_is_said() {
+        let name = ConsumerName {
+            stream: "S".into(),
+            durable: "d".into(),
+        };
+        let window = Some(Window {
+            duration: Duration::from_secs(60),
+            raised_for_ack_wait: None,
+        });
+        let said = |h: Healthy| {
+            let observed = Observed::NotJudged(Unknown::TemporarilyUnavailable);
+            outcome_phrase(&Outcome::Healthy(h), window, &observed, &name)
+        };
+        let progressing = Healthy::Progressing;
+        let unmeasured = Healthy::Unmeasured;
+        assert_eq!(
+            [
+                said(progressing(Moved::LastAck(Duration::from_millis(1500)))),
+                said(progressing(Moved::Floor)),
+                said(progressing(Moved::AboveFloor)),
+                said(progressing(Moved::Deliveries)),
+                said(unmeasured(Unmeasured::FirstSample)),
+                said(unmeasured(Unmeasured::Gap)),
+                said(unmeasured(Unmeasured::ServerRestarted)),
+            ],
+            [
+                "progressing (last ack 1.5s ago; window 1m)",
+                "progressing (ack floor moved since the last run; window 1m)",
+                "progressing (acks since the last run; the ack floor waits on an older message; window 1m)",
+                "progressing (delivered since the last run, ack policy none; window 1m)",
+                "first sample (progress is judged from the next run; window 1m)",
+                "not measured: it could not be observed since the last run (progress is judged from the next run; window 1m)",
+                "not measured: the server restarted since the last run (progress is judged from the next run; window 1m)",
+            ]
+        );
     }
 }
