@@ -64,24 +64,14 @@ pub fn decode_info(bytes: &[u8]) -> (Answer, Vec<SocketAddr>, Option<Identity>) 
 /// A cluster's members kept from one INFO: more than any cluster has.
 const MAX_PEERS: usize = 64;
 
-/// What one URL's connect found: the answer, the cluster members its INFO announced, which
-/// NATS it is, and the probe's own connection that got it.
-#[derive(Clone)]
-struct Asked {
-    answer: Answer,
-    peers: Vec<SocketAddr>,
-    identity: Option<Identity>,
-    reached: Option<Reached>,
-}
-
-impl Asked {
-    fn only(answer: Answer) -> Asked {
-        Asked {
-            answer,
-            peers: Vec::new(),
-            identity: None,
-            reached: None,
-        }
+/// What one connect found, its URL not yet named: the answer alone.
+fn only(answer: Answer) -> ServerAnswer {
+    ServerAnswer {
+        url: String::new(),
+        answer,
+        reached: None,
+        peers: Vec::new(),
+        identity: None,
     }
 }
 
@@ -104,7 +94,7 @@ pub async fn at_once<T: Clone + Send + 'static>(
     outputs
 }
 
-async fn ask(url: &ServerUrl, deadline: Instant) -> Asked {
+async fn ask(url: &ServerUrl, deadline: Instant) -> ServerAnswer {
     let left = deadline.saturating_duration_since(Instant::now());
     // Name resolution runs on a blocking thread that cannot be cancelled; the timeout only
     // stops waiting for it, which is all the deadline needs.
@@ -112,14 +102,12 @@ async fn ask(url: &ServerUrl, deadline: Instant) -> Asked {
         match tokio::time::timeout(left, tokio::net::lookup_host((url.host.as_str(), url.port)))
             .await
         {
-            Err(_) => {
-                return Asked::only(Answer::Unresolved("no answer before the deadline".into()))
-            }
-            Ok(Err(e)) => return Asked::only(Answer::Unresolved(e.to_string())),
+            Err(_) => return only(Answer::Unresolved("no answer before the deadline".into())),
+            Ok(Err(e)) => return only(Answer::Unresolved(e.to_string())),
             Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
         };
     if addrs.is_empty() {
-        return Asked::only(Answer::Unresolved("no addresses".into()));
+        return only(Answer::Unresolved("no addresses".into()));
     }
     // Every address at once; the best answer wins (NATS over anything else).
     let mut tasks = tokio::task::JoinSet::new();
@@ -128,12 +116,12 @@ async fn ask(url: &ServerUrl, deadline: Instant) -> Asked {
             let left = deadline.saturating_duration_since(Instant::now());
             tokio::time::timeout(left, hello(addr, Some(deadline)))
                 .await
-                .unwrap_or(Asked::only(Answer::Silent))
+                .unwrap_or(only(Answer::Silent))
         });
     }
-    let mut best: Option<Asked> = None;
+    let mut best: Option<ServerAnswer> = None;
     while let Some(done) = tasks.join_next().await {
-        let asked = done.unwrap_or(Asked::only(Answer::Silent));
+        let asked = done.unwrap_or(only(Answer::Silent));
         if asked.answer.is_nats() {
             return asked;
         }
@@ -142,7 +130,7 @@ async fn ask(url: &ServerUrl, deadline: Instant) -> Asked {
             _ => asked,
         });
     }
-    best.unwrap_or(Asked::only(Answer::Silent))
+    best.unwrap_or(only(Answer::Silent))
 }
 
 /// Which failure says the most when several addresses fail differently.
@@ -159,25 +147,23 @@ fn rank(a: &Answer) -> u8 {
 
 /// One connect and its first line. With `learn` (a deadline), where the kernel holds the
 /// probe's connection is read before it is closed.
-async fn hello(addr: SocketAddr, learn: Option<Instant>) -> Asked {
+async fn hello(addr: SocketAddr, learn: Option<Instant>) -> ServerAnswer {
     let mut stream = match TcpStream::connect(addr).await {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            return Asked::only(Answer::Refused)
+            return only(Answer::Refused)
         }
-        Err(e) => return Asked::only(Answer::Failed(connect_error(&e))),
+        Err(e) => return only(Answer::Failed(connect_error(&e))),
     };
     // INFO is one line; a server behind a load balancer may split it across segments.
     let mut buf = Vec::with_capacity(512);
     loop {
         let mut chunk = [0u8; 512];
         match stream.read(&mut chunk).await {
-            Ok(0) if buf.is_empty() => {
-                return Asked::only(Answer::Failed("closed without a word".into()))
-            }
+            Ok(0) if buf.is_empty() => return only(Answer::Failed("closed without a word".into())),
             Ok(0) => break,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Asked::only(Answer::Failed(e.to_string())),
+            Err(e) => return only(Answer::Failed(e.to_string())),
         }
         if buf.contains(&b'\n')
             || buf.len() >= 5 && !buf.starts_with(b"INFO")
@@ -210,11 +196,11 @@ async fn hello(addr: SocketAddr, learn: Option<Instant>) -> Asked {
         }
         _ => None,
     };
-    Asked {
-        answer,
+    ServerAnswer {
         peers,
         identity,
         reached,
+        ..only(answer)
     }
 }
 
@@ -244,16 +230,13 @@ pub fn ask_blocking(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerA
         .iter()
         .cloned()
         .map(|url| async move { ask(&url, deadline).await });
-    let asked = on_network_runtime(at_once(asks, Asked::only(Answer::Silent)))?;
+    let asked = on_network_runtime(at_once(asks, only(Answer::Silent)))?;
     Ok(urls
         .iter()
         .zip(asked)
         .map(|(url, asked)| ServerAnswer {
             url: url.to_string(),
-            answer: asked.answer,
-            reached: asked.reached,
-            peers: asked.peers,
-            identity: asked.identity,
+            ..asked
         })
         .collect())
 }
