@@ -123,15 +123,6 @@ unsafe fn allocate(layout: Layout) -> *mut u8 {
 }
 
 /// # Safety
-/// As `GlobalAlloc::dealloc`.
-unsafe fn deallocate(ptr: *mut u8, layout: Layout) {
-    match Arena::holds(ptr) {
-        true => Arena::free(ptr, layout.size()),
-        false => System.dealloc(ptr, layout),
-    }
-}
-
-/// # Safety
 /// As `GlobalAlloc::realloc`.
 unsafe fn reallocate(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
     if !Arena::holds(ptr) {
@@ -195,7 +186,10 @@ unsafe impl GlobalAlloc for Budget {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        deallocate(ptr, layout);
+        match Arena::holds(ptr) {
+            true => Arena::free(ptr, layout.size()),
+            false => System.dealloc(ptr, layout),
+        }
         self.give(layout.size());
     }
 
