@@ -289,7 +289,7 @@ mod tests {
 
     fn dumped(port: u16, local: SocketAddr) -> Socket {
         let deadline = Instant::now() + Duration::from_secs(5);
-        netlink::scan(&[port], None, true, deadline)
+        netlink::scan(netlink::INET_DIAG_BC_D_COND, &[port], None, true, deadline)
             .unwrap()
             .into_iter()
             .find(|s| s.local == local && s.state == TcpState::Established)
@@ -317,7 +317,8 @@ mod tests {
             .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
             .collect();
         let _accepted: Vec<_> = clients.iter().map(|_| server.accept().unwrap()).collect();
-        let table = netlink::scan(&[port], None, false, deadline).unwrap();
+        let table =
+            netlink::scan(netlink::INET_DIAG_BC_D_COND, &[port], None, false, deadline).unwrap();
         let mut known: Vec<KnownSocket> = clients
             .iter()
             .map(|c| {

@@ -8,6 +8,7 @@ pub(crate) mod procnet;
 
 use crate::config::ReaderChoice;
 use crate::facts::{Lookup, Reader, Socket, SocketScan, Walked};
+use netlink::{INET_DIAG_BC_D_COND, INET_DIAG_BC_S_COND};
 use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Instant;
 
@@ -60,7 +61,7 @@ fn read(
     let netlink_error = match choice {
         ReaderChoice::Proc => None,
         ReaderChoice::Auto | ReaderChoice::Netlink => {
-            match netlink::scan(ports, netns_of, info, deadline) {
+            match netlink::scan(INET_DIAG_BC_D_COND, ports, netns_of, info, deadline) {
                 Ok(sockets) => {
                     return Ok(SocketScan {
                         sockets,
@@ -103,7 +104,7 @@ pub fn held_as(
     deadline: Instant,
 ) -> Result<Vec<(SocketAddr, SocketAddr)>, ScanError> {
     let ports: Vec<u16> = own.iter().map(|(local, _)| local.port()).collect();
-    let sockets = match netlink::scan_local(&ports, deadline) {
+    let sockets = match netlink::scan(INET_DIAG_BC_S_COND, &ports, None, false, deadline) {
         Ok(sockets) => sockets,
         Err(e) if Instant::now() >= deadline => return Err(ScanError::Netlink(e)),
         Err(_) => procnet::scan(&[], None)?.0,

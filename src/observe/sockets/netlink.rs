@@ -34,8 +34,8 @@ const INET_DIAG_REQ_BYTECODE: u16 = 1;
 const INET_DIAG_INFO: u16 = 2;
 pub(crate) const INFO_EXT: u8 = 1 << (INET_DIAG_INFO - 1);
 const INET_DIAG_BC_JMP: u8 = 1;
-const INET_DIAG_BC_S_COND: u8 = 7;
-const INET_DIAG_BC_D_COND: u8 = 8;
+pub(crate) const INET_DIAG_BC_S_COND: u8 = 7;
+pub(crate) const INET_DIAG_BC_D_COND: u8 = 8;
 pub(crate) const NLMSG_HDR_LEN: usize = 16;
 const INET_DIAG_MSG_LEN: usize = 72;
 /// TCP_ESTABLISHED (1) through TCP_NEW_SYN_RECV (12), without TCP_LISTEN (10).
@@ -50,44 +50,23 @@ enum Request {
     PerFamily,
 }
 
-/// Reads the matching sockets of both families. `Err` carries why netlink could not be used,
-/// so the caller can fall back to /proc and say so.
+/// Reads the sockets of both families whose remote port (`cond` `INET_DIAG_BC_D_COND`) or
+/// local port (`INET_DIAG_BC_S_COND`: the probe's own connections, found by the ports the
+/// kernel bound them to) is one of `ports`, in the namespace of `netns_of` (or ours). `Err`
+/// carries why netlink could not be used, so the caller can fall back to /proc and say so.
 /// With `info`, each socket comes with its `tcp_info`, in the same request.
 pub fn scan(
+    cond: u8,
     ports: &[u16],
     netns_of: Option<u32>,
     info: bool,
     deadline: Instant,
 ) -> Result<Vec<Socket>, String> {
-    scan_filtered(
-        &port_filter(INET_DIAG_BC_D_COND, ports),
-        netns_of,
-        info,
-        deadline,
-    )
-}
-
-/// Reads the sockets of our own namespace whose **local** port is one of `ports`, both
-/// families (the probe's own connections, found by the ports the kernel bound them to).
-pub fn scan_local(ports: &[u16], deadline: Instant) -> Result<Vec<Socket>, String> {
-    scan_filtered(
-        &port_filter(INET_DIAG_BC_S_COND, ports),
-        None,
-        false,
-        deadline,
-    )
-}
-
-fn scan_filtered(
-    bytecode: &[u8],
-    netns_of: Option<u32>,
-    info: bool,
-    deadline: Instant,
-) -> Result<Vec<Socket>, String> {
+    let bytecode = port_filter(cond, ports);
     let fd = open(netns_of)?;
-    match scan_with(&fd, Request::BothFamilies, bytecode, info, deadline) {
+    match scan_with(&fd, Request::BothFamilies, &bytecode, info, deadline) {
         // The kernel refused the legacy request itself: ask per family.
-        Err(DumpError::Kernel(_)) => scan_with(&fd, Request::PerFamily, bytecode, info, deadline),
+        Err(DumpError::Kernel(_)) => scan_with(&fd, Request::PerFamily, &bytecode, info, deadline),
         result => result,
     }
     .map_err(|e| e.to_string())
@@ -560,11 +539,12 @@ mod tests {
             .map(|c| c.local_addr().unwrap().port())
             .collect();
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        let mut found: Vec<(SocketAddr, SocketAddr)> = scan_local(&asked, deadline)
-            .unwrap()
-            .into_iter()
-            .map(|s| (s.local, s.remote))
-            .collect();
+        let mut found: Vec<(SocketAddr, SocketAddr)> =
+            scan(INET_DIAG_BC_S_COND, &asked, None, false, deadline)
+                .unwrap()
+                .into_iter()
+                .map(|s| (s.local, s.remote))
+                .collect();
         found.sort();
         let mut want: Vec<_> = clients[..2]
             .iter()
@@ -584,12 +564,13 @@ mod tests {
     fn the_kernel_accepts_the_filter_for_many_ports() {
         let ports: Vec<u16> = (40000..40016).collect();
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        assert!(scan(&ports, None, true, deadline).is_ok());
+        assert!(scan(INET_DIAG_BC_D_COND, &ports, None, true, deadline).is_ok());
     }
 
     #[test]
     fn an_unreadable_namespace_is_an_error_not_a_panic() {
         let err = scan(
+            INET_DIAG_BC_D_COND,
             &[4222],
             Some(u32::MAX),
             false,
