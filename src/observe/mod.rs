@@ -17,10 +17,11 @@ pub mod nats;
 pub mod server;
 pub mod sockets;
 pub mod state;
+pub use server::servers;
 
 use crate::config::{Auth, JsApi, Owner, ReaderChoice, ServerUrl, Setting};
 use crate::error::Error;
-use crate::facts::{ConsumerName, KnownSocket, Observed, Pod, Process, Rechecked, ServerAnswer};
+use crate::facts::{ConsumerName, KnownSocket, Observed, Pod, Process, Rechecked};
 use natsprobe_core::timing::{LOOKUP_SHARE, MONITOR_SHARE};
 use sockets::owner::{self, OwnerError};
 use std::time::{Duration, Instant, SystemTime};
@@ -144,12 +145,6 @@ pub fn pod_again(
         }
     };
     Ok((rechecked, processes))
-}
-
-/// Asks every server URL whether NATS answers (its INFO line), at once.
-pub fn servers(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerAnswer>, Error> {
-    crate::deadline::set_phase(crate::deadline::Phase::AskingServer);
-    server::ask_blocking(urls, deadline).map_err(Error::CannotEvaluate)
 }
 
 /// One NATS connection with the pod's credentials, on its own runtime, for the observations

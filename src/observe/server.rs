@@ -8,6 +8,7 @@
 //! runs on.
 
 use crate::config::ServerUrl;
+use crate::error::Error;
 use crate::facts::{unmap, Answer, Identity, Reached, ServerAnswer};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -222,15 +223,17 @@ fn connect_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Asks every URL at once on the network runtime, by `deadline`; one answer per URL, in order,
-/// each with where the kernel held the probe's own connection to it, the cluster members it
-/// announced and which NATS it is.
-pub fn ask_blocking(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerAnswer>, String> {
+/// Asks every server URL whether NATS answers (its INFO line), at once on the network runtime,
+/// by `deadline`; one answer per URL, in order, each with where the kernel held the probe's
+/// own connection to it, the cluster members it announced and which NATS it is.
+pub fn servers(urls: &[ServerUrl], deadline: Instant) -> Result<Vec<ServerAnswer>, Error> {
+    crate::deadline::set_phase(crate::deadline::Phase::AskingServer);
     let asks = urls
         .iter()
         .cloned()
         .map(|url| async move { ask(&url, deadline).await });
-    let asked = on_network_runtime(at_once(asks, only(Answer::Silent)))?;
+    let asked =
+        on_network_runtime(at_once(asks, only(Answer::Silent))).map_err(Error::CannotEvaluate)?;
     Ok(urls
         .iter()
         .zip(asked)
