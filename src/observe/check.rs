@@ -4,7 +4,7 @@
 //! and closed before the state is kept.
 
 use super::state::{Key, StateDir};
-use super::{server, Nats, PodTarget};
+use super::{server, Nats};
 use crate::config::CheckConfig;
 use crate::error::Error;
 use natsprobe_core::run::{Ask, ClientOf, Seen};
@@ -47,10 +47,8 @@ impl<'a> Eyes<'a> {
         let config = self.config;
         let monitor = config.monitor.as_ref();
         Ok(match ask {
-            Ask::Exact(known) => {
-                Seen::Exact(super::pod_again(target(config, &[]), known, self.deadline))
-            }
-            Ask::Walk(ports) => Seen::Walk(super::pod(target(config, ports), self.deadline)?),
+            Ask::Exact(known) => Seen::Exact(super::pod_again(config, known, self.deadline)),
+            Ask::Walk(ports) => Seen::Walk(super::pod(config, ports, self.deadline)?),
             Ask::Servers => Seen::Servers(super::servers(&config.servers, self.network())?),
             Ask::Identities(addrs) => {
                 Seen::Identities(server::identities(addrs, self.network()).ok())
@@ -127,16 +125,5 @@ impl<'a> Eyes<'a> {
             self.nats = Some(Nats::open(&c.servers, &c.auth, &c.js_api, until)?);
         }
         Ok((until, self.nats.as_ref().expect("opened above")))
-    }
-}
-
-/// Which sockets to read: whose, from which namespace, with which reader, to which ports.
-pub fn target<'c>(config: &'c CheckConfig, ports: &'c [u16]) -> PodTarget<'c> {
-    PodTarget {
-        owner: &config.owner,
-        netns_of: config.netns_of,
-        reader: config.reader,
-        ports,
-        tcp_info: config.core.connection.half_open_after.is_some() || config.verbose,
     }
 }

@@ -19,40 +19,36 @@ pub mod sockets;
 pub mod state;
 pub use server::servers;
 
-use crate::config::{Auth, JsApi, Owner, ReaderChoice, ServerUrl, Setting};
+use crate::config::{Auth, CheckConfig, JsApi, Owner, ServerUrl, Setting};
 use crate::error::Error;
 use crate::facts::{ConsumerName, KnownSocket, Observed, Pod, Process, Rechecked};
 use natsprobe_core::timing::{LOOKUP_SHARE, MONITOR_SHARE};
 use sockets::owner::{self, OwnerError};
 use std::time::{Duration, Instant, SystemTime};
 
-/// Which sockets to read: whose, from which namespace, with which reader, to which ports.
-#[derive(Debug, Clone, Copy)]
-pub struct PodTarget<'a> {
-    pub owner: &'a Owner,
-    pub netns_of: Option<u32>,
-    pub reader: ReaderChoice,
-    pub ports: &'a [u16],
-    /// Ask for each socket's `tcp_info` (the half-open rule needs it).
-    pub tcp_info: bool,
+/// Whether each socket's `tcp_info` is asked for: the half-open rule needs it, and `-v` shows
+/// it.
+fn tcp_info(config: &CheckConfig) -> bool {
+    config.core.connection.half_open_after.is_some() || config.verbose
 }
 
-/// The named processes, their sockets, and the socket table. The descriptors are read before
-/// the table, so a PID that does not exist is reported as such rather than as "no connection".
-pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
+/// The processes `config` names, their sockets, and the socket table (to `ports`, from the
+/// namespace `config` names, with its reader). The descriptors are read before the table, so
+/// a PID that does not exist is reported as such rather than as "no connection".
+pub fn pod(config: &CheckConfig, ports: &[u16], deadline: Instant) -> Result<Pod, Error> {
     use crate::deadline::{set_phase, Phase};
     set_phase(Phase::LookingUpProcess);
     // The flag that named the owner, for its errors.
-    let setting = match target.owner {
+    let setting = match &config.owner {
         Owner::Pid(_) => Setting::Pid,
         _ => Setting::Process,
     };
-    let processes = match target.owner {
+    let processes = match &config.owner {
         Owner::Anyone => Vec::new(),
         Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| owner_error(setting, e))?],
         Owner::Name(name) => owner::processes_named(name).map_err(|e| owner_error(setting, e))?,
     };
-    let owned = match target.owner {
+    let owned = match &config.owner {
         Owner::Anyone => None,
         _ => {
             set_phase(Phase::ReadingDescriptors);
@@ -60,15 +56,15 @@ pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
             Some(owner::socket_inodes(&pids).map_err(|e| owner_error(setting, e))?)
         }
     };
-    if let Some(pid) = target.netns_of {
+    if let Some(pid) = config.netns_of {
         owner::process(pid).map_err(|e| owner_error(Setting::NetnsOf, e))?;
     }
     set_phase(Phase::ReadingSockets);
     let mut scan = sockets::scan(
-        target.ports,
-        target.netns_of,
-        target.reader,
-        target.tcp_info,
+        ports,
+        config.netns_of,
+        config.reader,
+        tcp_info(config),
         deadline,
     )
     .map_err(|e| Error::CannotEvaluate(format!("cannot read the socket table: {e}")))?;
@@ -81,7 +77,7 @@ pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
         processes,
         owned,
         scan,
-        netns_of: target.netns_of,
+        netns_of: config.netns_of,
     })
 }
 
@@ -91,13 +87,13 @@ pub fn pod(target: PodTarget, deadline: Instant) -> Result<Pod, Error> {
 /// (one readlink each, not a walk of /proc/PID/fd); and the owner's processes that do, for the
 /// report. Err: why the questions could not be asked; the walk then finds out the rest.
 pub fn pod_again(
-    target: PodTarget,
+    config: &CheckConfig,
     known: &[KnownSocket],
     deadline: Instant,
 ) -> Result<(Vec<Rechecked>, Vec<Process>), String> {
     use crate::deadline::{set_phase, Phase};
     set_phase(Phase::ReadingSockets);
-    let answers = sockets::exact::look_up(known, target.netns_of, target.tcp_info, deadline)?;
+    let answers = sockets::exact::look_up(known, config.netns_of, tcp_info(config), deadline)?;
     // A few holders at most: a list, not a HashMap (whose first use asks the kernel for random
     // keys).
     let mut named: Vec<(u32, bool)> = Vec::new();
@@ -105,7 +101,7 @@ pub fn pod_again(
         .iter()
         .zip(answers)
         .map(|(k, socket)| {
-            let held = match (target.owner, k.holder) {
+            let held = match (&config.owner, k.holder) {
                 (Owner::Anyone, _) => true,
                 (_, None) => false,
                 (Owner::Pid(pid), Some(h)) => h.pid == *pid && owner::still_holds(h, k.inode),
@@ -124,7 +120,7 @@ pub fn pod_again(
             Rechecked { socket, held }
         })
         .collect();
-    let processes = match target.owner {
+    let processes = match &config.owner {
         Owner::Anyone => Vec::new(),
         Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| e.to_string())?],
         Owner::Name(name) => {
