@@ -15,7 +15,7 @@
 //! election (10008) or a request that timed out is asked again inside the look's deadline.
 
 use super::jetstream::{self, ApiError, ParseError};
-use super::nats::{needs_stream, observed, Session};
+use super::nats::{needs_stream, observed, stream_of, Session};
 use crate::facts::{ConsumerName, Look, Observed, StreamFacts, Unknown};
 use natsprobe_core::timing::{LISTING_PAUSE, LISTING_TRY};
 use std::cell::{Cell, RefCell};
@@ -129,10 +129,7 @@ async fn one_stream(
         drop(body);
         let unreported = unreported(session, stream, &page.missing, deadline).await;
         let needs_stream = page.items.iter().any(needs_stream)
-            || unreported.iter().any(|(_, o)| match o {
-                Observed::Found { facts, .. } => needs_stream(facts),
-                _ => false,
-            });
+            || unreported.iter().any(|(_, o)| stream_of(o).is_some());
         let stream_facts = match needs_stream {
             true => stream_info(session, stream, deadline).await,
             false => None,

@@ -151,13 +151,7 @@ impl Session {
         // there a consumer cannot be judged without it (a moving floor is acks only where
         // retention deletes nothing unacknowledged): a stream that cannot be read leaves its
         // consumers not judged, for the stream's own reason (late, refused, gone).
-        let mut wanted: Vec<String> = observed
-            .iter()
-            .filter_map(|o| match o {
-                Observed::Found { facts, .. } if needs_stream(facts) => Some(facts.stream.clone()),
-                _ => None,
-            })
-            .collect();
+        let mut wanted: Vec<String> = observed.iter().filter_map(stream_of).cloned().collect();
         wanted.sort();
         wanted.dedup();
         let requests = wanted
@@ -176,10 +170,7 @@ impl Session {
             })
             .collect();
         for o in &mut observed {
-            let read = match o {
-                Observed::Found { facts, .. } if needs_stream(facts) => streams.get(&facts.stream),
-                _ => None,
-            };
+            let read = stream_of(o).and_then(|s| streams.get(s));
             match (read, &mut *o) {
                 (Some(Ok(read)), Observed::Found { stream, .. }) => *stream = Some(read.clone()),
                 (Some(Err(why)), _) => *o = why.clone(),
@@ -194,6 +185,14 @@ impl Session {
 pub(crate) fn needs_stream(facts: &crate::facts::ConsumerFacts) -> bool {
     let unbound = facts.push() && !facts.push_bound;
     facts.waiting() > 0 && !facts.paused && !unbound
+}
+
+/// The stream whose facts an observed consumer needs: one found where work waits.
+pub(super) fn stream_of(o: &Observed) -> Option<&String> {
+    match o {
+        Observed::Found { facts, .. } if needs_stream(facts) => Some(&facts.stream),
+        _ => None,
+    }
 }
 
 async fn ask(
