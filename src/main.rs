@@ -4,7 +4,7 @@
 //! codes.
 
 use clap::error::ErrorKind;
-use natsprobe::cli::{self, Command};
+use natsprobe::cli::{self, CheckCommand::Check, Command};
 use natsprobe::config::{duration, CheckConfig, GuardConfig};
 use natsprobe::error::Error;
 use natsprobe::exit::Exit;
@@ -70,7 +70,7 @@ fn main() -> ExitCode {
     };
     let env = |name: &str| std::env::var(name).ok();
     let outcome = match cli.command {
-        Command::Check(args) => validated(args.json, args.validate(&env), &|config| {
+        Command::Check(Check(args)) => validated(args.json, args.validate(&env), &|config| {
             run_check(config, started, None)
         }),
         Command::Guard(args) => validated(args.json, args.validate(&env), &|config| {

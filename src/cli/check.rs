@@ -452,7 +452,7 @@ pub(super) fn consumer_name(flag: &str, text: &str, whole: bool) -> Result<Consu
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cli::{describe, with_default_subcommand, Command};
+    use crate::cli::{describe, with_default_subcommand, CheckCommand, Command};
     use crate::rules::connection::WhenServerDown;
     use std::ffi::OsString;
 
@@ -463,7 +463,7 @@ pub(crate) mod tests {
     pub(crate) fn parse_env(args: &[&str], env: &[(&str, &str)]) -> Result<CheckConfig, String> {
         let argv = with_default_subcommand(args.iter().map(OsString::from));
         let cli = crate::cli::parse(&argv).map_err(|e| e.to_string())?;
-        let Command::Check(check) = cli.command else {
+        let Command::Check(CheckCommand::Check(check)) = cli.command else {
             return Err("not a check".into());
         };
         let lookup = |k: &str| {

@@ -46,11 +46,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check this pod's NATS client (the default): a live ESTABLISHED connection to the NATS
-    /// port (not half-open); with --server, fail only while NATS answers; with --consumer, the
-    /// consumer bound and progressing; with --own-subscription or --subscription, this pod's
-    /// connection holding the subscription
-    Check(CheckArgs),
+    #[command(flatten)]
+    Check(CheckCommand),
     /// Judge every durable in the account from two looks an interval apart; exit 1 on a fault
     /// seen in both (run it from a CronJob: the failed Job is the alert)
     Guard(GuardArgs),
@@ -79,8 +76,9 @@ struct Alone<C: Subcommand> {
     command: C,
 }
 
+/// `check`, parsed alone or with the others.
 #[derive(Debug, Subcommand)]
-enum CheckCommand {
+pub enum CheckCommand {
     /// Check this pod's NATS client (the default): a live ESTABLISHED connection to the NATS
     /// port (not half-open); with --server, fail only while NATS answers; with --consumer, the
     /// consumer bound and progressing; with --own-subscription or --subscription, this pod's
@@ -93,10 +91,8 @@ enum CheckCommand {
 /// way (`a_check_parses_and_errs_alike_alone`).
 pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("check") => parsed(args).map(|c: Alone<CheckCommand>| match c.command {
-            CheckCommand::Check(args) => Cli {
-                command: Command::Check(args),
-            },
+        Some("check") => parsed(args).map(|c: Alone<CheckCommand>| Cli {
+            command: Command::Check(c.command),
         }),
         // serve's looks' process, as serve starts it (never typed by a person).
         Some("serve") if args.get(2).is_some_and(|a| a == "--look") => {
