@@ -39,9 +39,9 @@ pub const VERSION: &str = concat!(
 #[derive(Debug, Parser)]
 #[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
 #[command(max_term_width = 100)]
-pub struct Cli {
+pub struct Cli<C: Subcommand = Command> {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: C,
 }
 
 #[derive(Debug, Subcommand)]
@@ -64,18 +64,6 @@ pub enum Command {
     Install(InstallArgs),
 }
 
-/// The command line of one subcommand alone (`check`, or `serve`'s looks' process): the same
-/// program, version and subcommand as `Cli`, without the others. clap builds every
-/// subcommand's arguments before it parses one; a probe runs in every pod every few seconds,
-/// and `check` is nearly all of its runs.
-#[derive(Debug, Parser)]
-#[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
-#[command(max_term_width = 100)]
-struct Alone<C: Subcommand> {
-    #[command(subcommand)]
-    command: C,
-}
-
 /// `check`, parsed alone or with the others.
 #[derive(Debug, Subcommand)]
 pub enum CheckCommand {
@@ -86,17 +74,19 @@ pub enum CheckCommand {
     Check(CheckArgs),
 }
 
-/// Parses a command line (`with_default_subcommand`'s): a `check` with `check`'s arguments
-/// only, anything else with the whole `Cli`. The words of help and errors are the same either
-/// way (`a_check_parses_and_errs_alike_alone`).
+/// Parses a command line (`with_default_subcommand`'s): a `check` (or `serve`'s looks'
+/// process) as the same program with that one subcommand, anything else with the whole `Cli`.
+/// clap builds every subcommand's arguments before it parses one; a probe runs in every pod
+/// every few seconds, and `check` is nearly all of its runs. The words of help and errors are
+/// the same either way (`a_check_parses_and_errs_alike_alone`).
 pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("check") => parsed(args).map(|c: Alone<CheckCommand>| Cli {
+        Some("check") => parsed(args).map(|c: Cli<CheckCommand>| Cli {
             command: Command::Check(c.command),
         }),
         // serve's looks' process, as serve starts it (never typed by a person).
         Some("serve") if args.get(2).is_some_and(|a| a == "--look") => {
-            parsed(args).map(|c: Alone<LookCommand>| match c.command {
+            parsed(args).map(|c: Cli<LookCommand>| match c.command {
                 LookCommand::Serve(args) => Cli {
                     command: Command::Serve(args),
                 },
@@ -108,7 +98,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
 
 /// The whole command line as it is parsed, with the environment twins.
 pub fn command() -> clap::Command {
-    with_twins(Cli::command())
+    with_twins(<Cli>::command())
 }
 
 /// Every flag a person may give has its environment twin: `NATSPROBE_` and the flag's name
@@ -277,8 +267,8 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         command().debug_assert();
-        with_twins(Alone::<CheckCommand>::command()).debug_assert();
-        with_twins(Alone::<LookCommand>::command()).debug_assert();
+        with_twins(Cli::<CheckCommand>::command()).debug_assert();
+        with_twins(Cli::<LookCommand>::command()).debug_assert();
     }
 
     /// A look's command line parses alone as it does whole.
@@ -306,7 +296,7 @@ mod tests {
     /// their usage lines and suggestions), and its values.
     #[test]
     fn a_check_parses_and_errs_alike_alone() {
-        let alone = with_twins(Alone::<CheckCommand>::command());
+        let alone = with_twins(Cli::<CheckCommand>::command());
         let whole = command();
         let mut check_alone = alone.find_subcommand("check").unwrap().clone();
         let mut check_whole = whole.find_subcommand("check").unwrap().clone();
