@@ -9,9 +9,8 @@ mod guard;
 mod nats;
 mod serve;
 
-pub use check::{CheckArgs, HalfOpenAfter, WhenDownArg};
+pub use check::CheckArgs;
 pub use guard::GuardArgs;
-pub use nats::{AuthArgs, JsArgs};
 pub use serve::ServeArgs;
 
 use crate::config::Setting;
