@@ -452,7 +452,7 @@ pub(super) fn consumer_name(flag: &str, text: &str, whole: bool) -> Result<Consu
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cli::{describe, with_default_subcommand, CheckCommand, Command};
+    use crate::cli::{with_default_subcommand, CheckCommand, Command};
     use crate::rules::connection::WhenServerDown;
     use std::ffi::OsString;
 
@@ -462,18 +462,9 @@ pub(crate) mod tests {
 
     pub(crate) fn parse_env(args: &[&str], env: &[(&str, &str)]) -> Result<CheckConfig, String> {
         let argv = with_default_subcommand(args.iter().map(OsString::from));
-        let cli = crate::cli::parse(&argv).map_err(|e| e.to_string())?;
-        let Command::Check(CheckCommand::Check(check)) = cli.command else {
-            return Err("not a check".into());
-        };
-        let lookup = |k: &str| {
-            env.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        };
-        check.validate(&lookup).map_err(|e| match e {
-            Error::Usage(m) => m,
-            other => describe(&other),
+        crate::cli::validated(&argv, env, |command, env| match command {
+            Command::Check(CheckCommand::Check(check)) => check.validate(env),
+            _ => Err(Error::Usage("not a check".into())),
         })
     }
 

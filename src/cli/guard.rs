@@ -107,21 +107,12 @@ impl GuardArgs {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cli::{describe, Command};
+    use crate::cli::Command;
 
     pub(crate) fn guard(args: &[&str], env: &[(&str, &str)]) -> Result<GuardConfig, String> {
-        let cli = crate::cli::parse(&crate::cli::argv(args)).map_err(|e| e.to_string())?;
-        let Command::Guard(guard) = cli.command else {
-            return Err("not a guard".into());
-        };
-        let lookup = |k: &str| {
-            env.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        };
-        guard.validate(&lookup).map_err(|e| match e {
-            Error::Usage(m) => m,
-            other => describe(&other),
+        crate::cli::validated(&crate::cli::argv(args), env, |command, env| match command {
+            Command::Guard(guard) => guard.validate(env),
+            _ => Err(Error::Usage("not a guard".into())),
         })
     }
 

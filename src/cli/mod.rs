@@ -148,6 +148,26 @@ pub(crate) fn argv(words: &[&str]) -> Vec<OsString> {
     words.iter().map(OsString::from).collect()
 }
 
+/// A command line parsed, and its command validated by `validate` with `env`'s variables, for
+/// tests: the configuration, or the error's words (a usage error's message alone).
+#[cfg(test)]
+pub(crate) fn validated<C>(
+    argv: &[OsString],
+    env: &[(&str, &str)],
+    validate: impl FnOnce(Command, &dyn Fn(&str) -> Option<String>) -> Result<C, Error>,
+) -> Result<C, String> {
+    let cli = parse(argv).map_err(|e| e.to_string())?;
+    let lookup = |k: &str| {
+        env.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    };
+    validate(cli.command, &lookup).map_err(|e| match e {
+        Error::Usage(m) => m,
+        other => describe(&other),
+    })
+}
+
 /// An error in words: usage errors name their flag (or environment variable).
 pub fn describe(e: &Error) -> String {
     match e {
@@ -273,7 +293,7 @@ mod tests {
     /// A look's command line parses alone as it does whole.
     #[test]
     fn a_look_parses_alike_alone() {
-        let argv: Vec<OsString> = [
+        let argv = argv(&[
             "natsprobe",
             "serve",
             "--look",
@@ -281,10 +301,7 @@ mod tests {
             "4222",
             "--every",
             "2s",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
+        ]);
         assert_eq!(
             format!("{:?}", super::parse(&argv).unwrap()),
             format!("{:?}", parsed::<Cli>(&argv).unwrap())
@@ -320,7 +337,7 @@ mod tests {
             &["natsprobe", "check", "--json=maybe"],
             &["natsprobe", "check", "--timeout", "5"],
         ] {
-            let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+            let argv = super::argv(argv);
             let words = |r: Result<Cli, clap::Error>| match r {
                 Ok(cli) => format!("{cli:?}"),
                 Err(e) => format!("{:?}: {}", e.kind(), e.render()),
@@ -331,10 +348,7 @@ mod tests {
                 "{argv:?}"
             );
         }
-        let argv: Vec<OsString> = ["natsprobe", "check", "--port", "4222", "-v", "--pid", "7"]
-            .iter()
-            .map(OsString::from)
-            .collect();
+        let argv = argv(&["natsprobe", "check", "--port", "4222", "-v", "--pid", "7"]);
         assert_eq!(
             format!("{:?}", super::parse(&argv).unwrap()),
             format!("{:?}", parsed::<Cli>(&argv).unwrap())
