@@ -251,8 +251,9 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
         (Memory::mib(budget::CHECK, ""), Some(cut_short)),
         |deadline| match diagnose {
             None => commands::check::run(&config, deadline).map(Report::Check),
-            Some(colour) => commands::diagnose::run(&config, deadline, cli::VERSION)
-                .map(|r| Report::Diagnose(r, colour)),
+            Some(colour) => {
+                commands::diagnose::run(&config, deadline).map(|r| Report::Diagnose(r, colour))
+            }
         },
     );
     let (text, health) = match ran {

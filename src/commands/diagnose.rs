@@ -15,11 +15,7 @@ use std::time::{Duration, Instant};
 const RESERVE: Duration = natsprobe_core::timing::AFTER_THE_NETWORK.at_least;
 
 /// `config` is the check's, with every socket listed (the caller sets `verbose`).
-pub fn run(
-    config: &CheckConfig,
-    deadline: Instant,
-    version: &str,
-) -> Result<DiagnoseReport, Error> {
+pub fn run(config: &CheckConfig, deadline: Instant) -> Result<DiagnoseReport, Error> {
     // Every socket is listed: the table is walked.
     let mut checked = check::judge(config, deadline, true)?;
     // The check asks the servers only without a connection; a person wants to know anyway.
@@ -50,7 +46,7 @@ pub fn run(
         &holders,
         asked_for_diagnose,
         &advice,
-        version,
+        crate::cli::VERSION,
     ))
 }
 
@@ -90,7 +86,7 @@ mod tests {
         .unwrap();
         config.verbose = true;
         let deadline = Instant::now() + Duration::from_secs(2);
-        let report = run(&config, deadline, "test").unwrap();
+        let report = run(&config, deadline).unwrap();
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["verdict"], "healthy");
         assert_eq!(json["server"]["asked"], true, "{json}");
