@@ -265,67 +265,34 @@ mod tests {
         };
         looks.ended(judged(1), Duration::ZERO, Duration::from_millis(5));
         let memory = looks.memory();
-        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
-        let at = |s| Now {
-            since_start: Duration::from_secs(s),
-            wall_ms: 1_700_000_000_000,
+        // The answer to `request`, `startup` asked or not, `s` seconds after the start.
+        let answer = |request, startup, s| {
+            let now = Now {
+                since_start: Duration::from_secs(s),
+                wall_ms: 1_700_000_000_000,
+            };
+            String::from_utf8(respond(request, startup, &memory, now, &[])).unwrap()
         };
         let probe = |path, head| Request::Probe {
             path,
             json: false,
             head,
         };
-        let live = text(respond(
-            probe(ProbePath::Live, false),
-            false,
-            &memory,
-            at(1),
-            &[],
-        ));
+        let live = answer(probe(ProbePath::Live, false), false, 1);
         assert!(live.starts_with("HTTP/1.1 503"), "{live}");
         assert!(live.contains("no progress"), "{live}");
-        let head = text(respond(
-            probe(ProbePath::Live, true),
-            false,
-            &memory,
-            at(1),
-            &[],
-        ));
+        let head = answer(probe(ProbePath::Live, true), false, 1);
         assert!(
             head.starts_with("HTTP/1.1 503") && !head.contains("no progress"),
             "{head}"
         );
-        let startup = text(respond(
-            probe(ProbePath::Startup, false),
-            false,
-            &memory,
-            at(1),
-            &[],
-        ));
+        let startup = answer(probe(ProbePath::Startup, false), false, 1);
         assert!(startup.starts_with("HTTP/1.1 404"), "{startup}");
-        let asked = text(respond(
-            probe(ProbePath::Startup, false),
-            true,
-            &memory,
-            at(1),
-            &[],
-        ));
+        let asked = answer(probe(ProbePath::Startup, false), true, 1);
         assert!(asked.starts_with("HTTP/1.1 503"), "{asked}");
-        let own = text(respond(
-            probe(ProbePath::Own, false),
-            false,
-            &memory,
-            at(1),
-            &[],
-        ));
+        let own = answer(probe(ProbePath::Own, false), false, 1);
         assert!(own.starts_with("HTTP/1.1 200"), "{own}");
-        let refused = text(respond(
-            Request::Refused(Refusal::Method),
-            false,
-            &memory,
-            at(0),
-            &[],
-        ));
+        let refused = answer(Request::Refused(Refusal::Method), false, 0);
         assert!(refused.starts_with("HTTP/1.1 405"), "{refused}");
     }
 
