@@ -82,7 +82,7 @@ pub fn parse(text: &str) -> Result<ServerUrl, String> {
         Some(_) => return Err("empty userinfo before '@'".into()),
         None => (None, rest),
     };
-    let (host, port) = split_host_port(hostport)?;
+    let (host, port) = split_host_port(hostport, DEFAULT_PORT)?;
     if host.is_empty() {
         return Err("no host".into());
     }
@@ -94,7 +94,7 @@ pub fn parse(text: &str) -> Result<ServerUrl, String> {
     })
 }
 
-fn split_host_port(text: &str) -> Result<(String, u16), String> {
+fn split_host_port(text: &str, default: u16) -> Result<(String, u16), String> {
     let port = |p: &str| -> Result<u16, String> {
         p.parse::<u16>()
             .ok()
@@ -108,7 +108,7 @@ fn split_host_port(text: &str) -> Result<(String, u16), String> {
         host.parse::<std::net::Ipv6Addr>()
             .map_err(|_| "not an IPv6 address in [...]")?;
         return match after {
-            "" => Ok((host.to_string(), DEFAULT_PORT)),
+            "" => Ok((host.to_string(), default)),
             _ => Ok((
                 host.to_string(),
                 port(after.strip_prefix(':').ok_or("junk after ']'")?)?,
@@ -117,11 +117,9 @@ fn split_host_port(text: &str) -> Result<(String, u16), String> {
     }
     match text.rsplit_once(':') {
         // A bare IPv6 address has colons but no port.
-        Some(_) if text.parse::<std::net::Ipv6Addr>().is_ok() => {
-            Ok((text.to_string(), DEFAULT_PORT))
-        }
+        Some(_) if text.parse::<std::net::Ipv6Addr>().is_ok() => Ok((text.to_string(), default)),
         Some((host, p)) => Ok((host.to_string(), port(p)?)),
-        None => Ok((text.to_string(), DEFAULT_PORT)),
+        None => Ok((text.to_string(), default)),
     }
 }
 
@@ -158,12 +156,7 @@ pub fn parse_monitor(text: &str) -> Result<MonitorUrl, String> {
     if rest.contains(['/', '?', '#', '@']) {
         return Err("a monitoring URL is http://host[:port], without a path or credentials".into());
     }
-    let (host, port) = split_host_port(rest)?;
-    let port = if rest.ends_with(&format!(":{port}")) {
-        port
-    } else {
-        DEFAULT_MONITOR_PORT
-    };
+    let (host, port) = split_host_port(rest, DEFAULT_MONITOR_PORT)?;
     if host.is_empty() {
         return Err("no host".into());
     }
@@ -203,6 +196,9 @@ mod tests {
             "http://nats:8222"
         );
         assert_eq!(parse_monitor("nats").unwrap().port, 8222);
+        // A bare IPv6 address has no port, whatever its last group.
+        assert_eq!(parse_monitor("fd00::4222").unwrap().port, 8222);
+        assert_eq!(parse_monitor("[fd00::1]").unwrap().port, 8222);
         assert_eq!(
             parse_monitor("http://[::1]:9000/").unwrap().to_string(),
             "http://[::1]:9000"
