@@ -457,7 +457,7 @@ pub struct Run<'c> {
 
 impl<'c> Run<'c> {
     pub fn new(check: &'c Check, start: Start) -> Run<'c> {
-        let state = start.kept.state();
+        let state = start.kept.state().into_owned();
         // The connections the last healthy run counted stand for the addresses they stood
         // for while they last (`Via::Counted`).
         let routes: Vec<Route> = state
@@ -1239,10 +1239,7 @@ impl<'c> Run<'c> {
 
     /// The state is kept when it changed (and there is a place for it).
     fn finish(&mut self) {
-        let changed = match &self.start.kept {
-            Kept::State(kept) => self.state != *kept,
-            _ => self.state != State::default(),
-        };
+        let changed = self.state != *self.start.kept.state();
         self.step = match changed && self.start.place.is_ok() {
             true => Step::Store,
             false => Step::Done,

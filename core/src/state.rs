@@ -6,6 +6,7 @@ use crate::facts::{ConsumerName, KnownSocket, Loaded, Sample, SubscriptionMemo, 
 use crate::prelude::*;
 use crate::rules::cause::Persisting;
 use crate::rules::remembered::{LastLook, Of, SeenFault};
+use alloc::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 /// Everything a check keeps.
@@ -40,10 +41,10 @@ pub enum Kept {
 
 impl Kept {
     /// The state to go on from: nothing remembered unless one was read.
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> Cow<'_, State> {
         match self {
-            Kept::State(s) => s.clone(),
-            _ => State::default(),
+            Kept::State(s) => Cow::Borrowed(s),
+            _ => Cow::Owned(State::default()),
         }
     }
 
