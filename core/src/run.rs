@@ -978,43 +978,32 @@ impl<'c> Run<'c> {
                 sub.window,
                 self.window_of_subscription(sub.consumer.as_ref())
             );
-            let (held, carried) = self.freshest(&of, j.held, &live, sub.window, |h| match h {
-                Held::NotByThisConnection { connection } => Some(Wrong::NotHeld {
-                    connection: *connection,
-                }),
+            let (held, carried) = self.freshest(&of, j.held, &live, sub.window, |h| match *h {
+                Held::NotByThisConnection { connection } => Some(Wrong::NotHeld { connection }),
                 Held::NotPulling {
                     connection,
                     quiet,
                     delivered,
                 } => Some(Wrong::NotPulling {
-                    connection: *connection,
+                    connection,
                     quiet_ms: quiet.as_millis() as i64,
-                    delivered: *delivered,
+                    delivered,
                 }),
                 _ => None,
             });
-            let held = match (held, &carried) {
-                (Held::NotJudged(_), Some((Wrong::NotHeld { connection }, _))) => {
-                    Held::NotByThisConnection {
-                        connection: *connection,
-                    }
-                }
-                (
-                    Held::NotJudged(_),
-                    Some((
-                        Wrong::NotPulling {
-                            connection,
-                            quiet_ms,
-                            delivered,
-                        },
-                        _,
-                    )),
-                ) => Held::NotPulling {
-                    connection: *connection,
-                    quiet: ms(*quiet_ms),
-                    delivered: *delivered,
+            // Carried: this run could not judge it; the fault the last look saw says it again.
+            let held = match carried.as_ref().map(|(wrong, _)| wrong) {
+                Some(&Wrong::NotHeld { connection }) => Held::NotByThisConnection { connection },
+                Some(&Wrong::NotPulling {
+                    connection,
+                    quiet_ms,
+                    delivered,
+                }) => Held::NotPulling {
+                    connection,
+                    quiet: ms(quiet_ms),
+                    delivered,
                 },
-                (held, _) => held,
+                _ => held,
             };
             self.state.set_memo(
                 &sub.wanted,
@@ -1119,11 +1108,9 @@ impl<'c> Run<'c> {
                 Outcome::Unhealthy(f) => Some(Wrong::Consumer(f.clone())),
                 _ => None,
             });
-            let outcome = match (outcome, &carried) {
-                (Outcome::NotJudged(_), Some((Wrong::Consumer(f), _))) => {
-                    Outcome::Unhealthy(f.clone())
-                }
-                (outcome, _) => outcome,
+            let outcome = match carried.as_ref().map(|(wrong, _)| wrong) {
+                Some(Wrong::Consumer(f)) => Outcome::Unhealthy(f.clone()),
+                _ => outcome,
             };
             all_unanswered &= matches!(j.outcome, Outcome::NotJudged(_));
             calm &= remembered::calm(&[(&outcome, j.sample.as_ref())]);
