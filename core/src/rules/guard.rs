@@ -80,22 +80,17 @@ pub fn judge(seen: Seen, policy: &Policy, first_ms: i64, second_ms: i64) -> (Ver
         .second
         .map(|o| consumer::judge(o, previous, policy, second_ms));
     let interval = interval(first_ms, second_ms);
-    let verdict = verdict(&seen, seen.first, second.as_ref(), interval);
+    let verdict = verdict(&seen, second.as_ref(), interval);
     let missing = consumer::bare(Outcome::Unhealthy(Fault::ConsumerMissing), None);
     let shown = second.or_else(|| seen.first.cloned()).unwrap_or(missing);
     (verdict, shown)
 }
 
-fn verdict(
-    seen: &Seen,
-    first: Option<&Judgement>,
-    second: Option<&Judgement>,
-    interval: Duration,
-) -> Verdict {
+fn verdict(seen: &Seen, second: Option<&Judgement>, interval: Duration) -> Verdict {
     if seen.ignored {
         return Verdict::Ignored;
     }
-    for (is_first, j) in [(true, first), (false, second)] {
+    for (is_first, j) in [(true, seen.first), (false, second)] {
         if let Some(Outcome::NotJudged(why)) = j.map(|j| &j.outcome) {
             return Verdict::Unknown {
                 first: is_first,
@@ -106,8 +101,8 @@ fn verdict(
     // A consumer in one look only: created or deleted during the interval. Absent (or
     // unbound) in one look is never a fault; an expected one absent from the listing is asked
     // for by name in each look, so it is never in one look only.
-    let (Some(first), Some(second)) = (first, second) else {
-        let in_first = first.is_some();
+    let (Some(first), Some(second)) = (seen.first, second) else {
+        let in_first = seen.first.is_some();
         return Verdict::Healthy(Note::InOneLook { in_first });
     };
     let absent = |o: &Outcome| {
