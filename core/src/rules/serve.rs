@@ -250,10 +250,8 @@ impl Looks {
                 self.unhealthy_in_a_row + 1
             }
             Ended::Judged(_) => 0,
-            Ended::Trouble(_) => match self.memory.judged {
-                Some((_, judged_at)) if ms - judged_at <= self.memory.stale.as_millis() as i64 => {
-                    self.unhealthy_in_a_row
-                }
+            Ended::Trouble(_) => match self.memory.answer(ProbePath::Live, at) {
+                Answer::Verdict { .. } => self.unhealthy_in_a_row,
                 _ => 0,
             },
         };
