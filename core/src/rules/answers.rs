@@ -99,15 +99,10 @@ pub fn meaning(why: &Unknown) -> Meaning {
     Meaning { row, cause, word }
 }
 
-/// What the answer does to the clocks (the table's "the clock" column).
-pub fn clock(why: &Unknown) -> Gap {
-    meaning(why).row.clock()
-}
-
 /// Whether the fault the last look saw may still stand after this answer: where the clock
 /// counts on.
 pub fn leaves_evidence(why: &Unknown) -> bool {
-    clock(why) == Gap::None
+    meaning(why).row.clock() == Gap::None
 }
 
 /// Whether the answer is an ask the server took and left unanswered: the next one waits

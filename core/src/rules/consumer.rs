@@ -266,7 +266,7 @@ pub fn judge(
         Observed::ConsumerMissing => return bare(Outcome::Unhealthy(Fault::ConsumerMissing), None),
         // Not observed: what this answer does to the clocks is the one table's.
         Observed::NotJudged(why) => {
-            let kept = prev.map(|p| gapped(p, answers::clock(why)));
+            let kept = prev.map(|p| gapped(p, answers::meaning(why).row.clock()));
             return bare(Outcome::NotJudged(why.clone()), kept);
         }
     };
