@@ -274,12 +274,16 @@ pub fn judge(
     let prev = prev.filter(|p| same_consumer(p, facts, now_ms));
     let deletes = stream.and_then(deletes_unacked);
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
-    let unbound = facts.push() && !facts.push_bound;
+    // The work the consumer could do: paused or unbound, none, so no stall runs.
+    let waiting = match facts.paused || facts.push() && !facts.push_bound {
+        true => 0,
+        false => facts.waiting(),
+    };
     let unmeasured = unmeasured(facts, prev);
     let interval = counted(unmeasured, prev, now_ms);
-    let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), unbound);
+    let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), waiting);
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
-    let sample = next_sample(facts, unbound, (stalled, pinned), &window, now_ms);
+    let sample = next_sample(facts, waiting, (stalled, pinned), &window, now_ms);
     let outcome = verdict(Verdict {
         facts,
         stream,
@@ -348,19 +352,18 @@ fn counted(unmeasured: Option<Unmeasured>, prev: Option<&Sample>, now_ms: i64) -
     }
 }
 
-/// The stall clock: how long work has been seen waiting with no progress, and by what
-/// evidence; None when nothing can say.
+/// The stall clock: how long work has been seen waiting with no progress (`waiting`: the
+/// work the consumer could do now), and by what evidence; None when nothing can say.
 fn stall_clock(
     facts: &ConsumerFacts,
     prev: Option<&Sample>,
     interval: Option<Duration>,
     progress: Option<Progress>,
     deletes: Option<&Deletes>,
-    unbound: bool,
+    waiting: u64,
 ) -> Option<(Duration, Evidence)> {
     let server_clock = stall_by_server_clock(facts, deletes);
-    let nothing_to_count = facts.waiting() == 0 || facts.paused || unbound;
-    if nothing_to_count || progress.is_some_and(Progress::may_have_worked) {
+    if waiting == 0 || progress.is_some_and(Progress::may_have_worked) {
         return Some((Duration::ZERO, Evidence::Samples));
     }
     match (prev, interval) {
@@ -402,7 +405,7 @@ fn pinned(
 /// What this run keeps for the next: observations and the clocks, never a verdict.
 fn next_sample(
     facts: &ConsumerFacts,
-    unbound: bool,
+    waiting: u64,
     (stalled, pinned): (Option<(Duration, Evidence)>, Option<Duration>),
     window: &Window,
     now_ms: i64,
@@ -414,12 +417,7 @@ fn next_sample(
         delivered_stream_seq: facts.delivered.stream_seq,
         ack_last_active: facts.ack_floor.last_active,
         delivered_last_active: facts.delivered.last_active,
-        // Paused or unbound, the consumer could not work: no stall was running.
-        waiting: if facts.paused || unbound {
-            0
-        } else {
-            facts.waiting()
-        },
+        waiting,
         stalled_ms: stalled.map_or(0, |(d, _)| d.as_millis() as i64),
         pinned_ms: pinned.map(|d| d.as_millis() as i64),
         seen_at_ms: now_ms,
