@@ -496,12 +496,15 @@ fn stall_by_server_clock(
     facts: &ConsumerFacts,
     deletes: Option<&Deletes>,
 ) -> Option<(Duration, Evidence)> {
-    if deletes.is_some() || facts.ack_policy == AckPolicy::None {
-        return None;
-    }
-    let since_ack = facts.age(facts.ack_floor.last_active)?;
+    let since_ack = since_ack(facts, deletes)?;
     let since_delivery = facts.age(facts.delivered.last_active).unwrap_or(since_ack);
     Some((since_ack.min(since_delivery), Evidence::LastActive))
+}
+
+/// The time since the last ack by the server's clock, where `last_active` can only be acks.
+fn since_ack(facts: &ConsumerFacts, deletes: Option<&Deletes>) -> Option<Duration> {
+    let acks_only = deletes.is_none() && facts.ack_policy != AckPolicy::None;
+    facts.age(facts.ack_floor.last_active).filter(|_| acks_only)
 }
 
 /// Everything the verdict is drawn from.
@@ -547,11 +550,7 @@ fn verdict(v: Verdict) -> Outcome {
             return Outcome::Healthy(Healthy::Progressing(Moved::Deliveries))
         }
         (Some(Progress::Acked), deletes) => {
-            // The server's clock, where last_active can only be acks.
-            let since = deletes
-                .is_none()
-                .then(|| f.age(f.ack_floor.last_active))
-                .flatten();
+            let since = since_ack(f, deletes.as_ref());
             return Outcome::Healthy(Healthy::Progressing(match (since, v.floor_moved) {
                 (Some(since), _) => Moved::LastAck(since),
                 (None, true) => Moved::Floor,
