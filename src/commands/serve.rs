@@ -9,7 +9,7 @@
 
 use crate::config::ServeConfig;
 use crate::error::Error;
-use crate::facts::{Ended, PartName, ProbePath, Refusal, Request};
+use crate::facts::{Ended, ProbePath, Refusal, Request};
 use crate::observe;
 use crate::report::{metrics, serve as words};
 use crate::rules::serve::{self as rule, Looks};
@@ -17,7 +17,7 @@ use natsprobe_core::timing::EXCHANGE_WITHIN;
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Connections held at once; a new one past it closes the oldest.
 pub const MOST_CONNECTIONS: usize = 32;
@@ -81,52 +81,31 @@ pub fn run(
     let parts = config.check.parts();
     let error = observe::http::serve(&listener, limits, &mut |request| {
         let memory = looks.lock().unwrap_or_else(|e| e.into_inner()).memory();
-        let now = Now {
+        let now = metrics::Scrape {
+            memory: &memory,
             since_start: started.elapsed(),
-            wall_ms: observe::now_ms(),
+            now_ms: observe::now_ms(),
+            parts: &parts,
+            version: crate::cli::VERSION,
         };
-        respond(request, startup, &memory, now, &parts)
+        respond(request, startup, &now)
     });
     Err(Error::CannotEvaluate(format!(
         "could not answer on {shown}: {error}"
     )))
 }
 
-/// When a request is answered: since `serve` started, and by the wall clock (ms since the
-/// epoch).
-#[derive(Debug, Clone, Copy)]
-struct Now {
-    since_start: Duration,
-    wall_ms: i64,
-}
-
-/// The bytes a request is answered with, from what the looks left at `now`; `parts`: the
-/// consumers and subscriptions the configuration names.
-fn respond(
-    request: Request,
-    startup: bool,
-    memory: &rule::Memory,
-    now: Now,
-    parts: &[PartName],
-) -> Vec<u8> {
+/// The bytes a request is answered with, from what the looks left at `now`.
+fn respond(request: Request, startup: bool, now: &metrics::Scrape) -> Vec<u8> {
     let (response, head) = match request {
-        Request::Metrics { open_metrics, head } => {
-            let scrape = metrics::Scrape {
-                memory,
-                since_start: now.since_start,
-                now_ms: now.wall_ms,
-                parts,
-                version: crate::cli::VERSION,
-            };
-            (words::metrics(&scrape, open_metrics), head)
-        }
+        Request::Metrics { open_metrics, head } => (words::metrics(now, open_metrics), head),
         Request::Probe {
             path: ProbePath::Startup,
             head,
             ..
         } if !startup => (words::refusal(Refusal::StartupNotAsked), head),
         Request::Probe { path, json, head } => (
-            words::answer(&memory.answer(path, now.since_start), json),
+            words::answer(&now.memory.answer(path, now.since_start), json),
             head,
         ),
         Request::Refused(refusal) => (words::refusal(refusal), false),
@@ -241,6 +220,7 @@ pub fn end_on_signals() {
 mod tests {
     use super::*;
     use crate::facts::Judged;
+    use std::time::Duration;
 
     /// A probe's answer: the verdict from memory, `/startupz` refused without `--startup`,
     /// anything else refused; HEAD without a body.
@@ -267,11 +247,14 @@ mod tests {
         let memory = looks.memory();
         // The answer to `request`, `startup` asked or not, `s` seconds after the start.
         let answer = |request, startup, s| {
-            let now = Now {
+            let now = metrics::Scrape {
+                memory: &memory,
                 since_start: Duration::from_secs(s),
-                wall_ms: 1_700_000_000_000,
+                now_ms: 1_700_000_000_000,
+                parts: &[],
+                version: crate::cli::VERSION,
             };
-            String::from_utf8(respond(request, startup, &memory, now, &[])).unwrap()
+            String::from_utf8(respond(request, startup, &now)).unwrap()
         };
         let probe = |path, head| Request::Probe {
             path,

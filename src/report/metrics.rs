@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub const OPEN_METRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// What a scrape reads.
+/// What a scrape reads (a probe, only the memory now).
 #[derive(Debug, Clone, Copy)]
 pub struct Scrape<'a> {
     pub memory: &'a Memory,
