@@ -42,6 +42,14 @@ struct FirstLook {
     glance: Option<Glance>,
 }
 
+/// What the first look keeps of a durable it saw (or whose stream it could not list).
+fn kept(observed: &Observed, config: &GuardConfig, first_ms: i64) -> FirstLook {
+    FirstLook {
+        judgement: consumer::judge(observed, None, &config.consumer_policy, first_ms),
+        glance: Glance::of(observed),
+    }
+}
+
 /// A look's durables not yet judged, by name. Boxed: the table's slots stay small, and each
 /// durable's part is freed as it is judged.
 type FirstLooks = HashMap<ConsumerName, Box<FirstLook>>;
@@ -106,9 +114,7 @@ async fn first_look(
     let mut first: FirstLooks = HashMap::new();
     let look = listing::look(session, &config.expect, deadline, &mut |name, o| {
         budget::allow(budget::GUARD_PER_DURABLE);
-        let judgement = consumer::judge(&o, None, &config.consumer_policy, first_ms);
-        let glance = Glance::of(&o);
-        first.insert(name, Box::new(FirstLook { judgement, glance }));
+        first.insert(name, Box::new(kept(&o, config, first_ms)));
     })
     .await
     .map_err(unreachable)?;
@@ -129,7 +135,7 @@ async fn second_look(
     let second_look = listing::look(session, &config.expect, second_deadline, &mut |name, o| {
         let was = first.remove(&name).or_else(|| {
             let unlisted = not_listed(first_look, &name.stream)?;
-            Some(Box::new(judge.unlisted(&unlisted)))
+            Some(Box::new(kept(&unlisted, config, judge.first_ms)))
         });
         budget::allow(budget::GUARD_PER_DURABLE);
         rows.push(Box::new(judge.row(&name, was.as_deref(), Some(&o))));
@@ -209,17 +215,9 @@ impl Judge<'_> {
                 stream: stream.clone(),
                 durable: "*".into(),
             };
-            let was = not_listed(first, stream).map(|o| self.unlisted(&o));
+            let was = not_listed(first, stream).map(|o| kept(&o, self.config, self.first_ms));
             self.row(&name, was.as_ref(), not_listed(second, stream).as_ref())
         })
-    }
-
-    /// What the first look keeps of a durable whose stream it could not list.
-    fn unlisted(&self, observed: &Observed) -> FirstLook {
-        FirstLook {
-            judgement: consumer::judge(observed, None, &self.config.consumer_policy, self.first_ms),
-            glance: None,
-        }
     }
 }
 
