@@ -66,17 +66,14 @@ pub fn metrics(scrape: &super::metrics::Scrape, open_metrics: bool) -> Response 
 pub fn answer(answer: &Answer, json: bool) -> Response {
     let status = if answer.passes() { 200 } else { 503 };
     let body = match (answer, json) {
-        (Answer::Verdict { judged, age }, false) => {
-            format!("{} (looked {} ago)", look_line(judged), ago(*age))
-        }
         (Answer::Verdict { judged, age }, true) => with_age(&judged.json, *age),
-        (other, false) => own_line(other),
+        (other, false) => line(other),
         (other, true) => serde_json::to_string(&ServeJson {
             schema_version: SCHEMA_VERSION,
             command: "serve",
             verdict: other.word(),
             passes: other.passes(),
-            summary: own_line(other),
+            summary: line(other),
             age_ms: match other {
                 Answer::NotJudged {
                     why: NotJudged::Trouble { age, .. },
@@ -106,11 +103,13 @@ struct ServeJson {
     age_ms: Option<u64>,
 }
 
-/// The words of an answer that is not a check's verdict.
-fn own_line(answer: &Answer) -> String {
+/// The words of an answer: a check's verdict with its age, or `serve`'s own.
+fn line(answer: &Answer) -> String {
     let not_judged = "a restart of the app would not help";
     match answer {
-        Answer::Verdict { judged, .. } => look_line(judged),
+        Answer::Verdict { judged, age } => {
+            format!("{} (looked {} ago)", look_line(judged), ago(*age))
+        }
         Answer::NotJudged {
             why: NotJudged::FirstLook { since },
             path,
