@@ -15,7 +15,7 @@
 //! election (10008) or a request that timed out is asked again inside the look's deadline.
 
 use super::jetstream::{self, ApiError, ParseError};
-use super::nats::{needs_stream, observed, stream_of, Session};
+use super::nats::{observed, stream_of, Session};
 use crate::facts::{ConsumerName, Look, Observed, StreamFacts, Unknown};
 use natsprobe_core::timing::{LISTING_PAUSE, LISTING_TRY};
 use std::cell::{Cell, RefCell};
@@ -128,7 +128,7 @@ async fn one_stream(
         })?;
         drop(body);
         let unreported = unreported(session, stream, &page.missing, deadline).await;
-        let needs_stream = page.items.iter().any(needs_stream)
+        let needs_stream = page.items.iter().any(|c| c.workable() > 0)
             || unreported.iter().any(|(_, o)| stream_of(o).is_some());
         let stream_facts = match needs_stream {
             true => stream_info(session, stream, deadline).await,

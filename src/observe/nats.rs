@@ -181,16 +181,11 @@ impl Session {
     }
 }
 
-/// What a stream's retention can do matters only where work waits.
-pub(crate) fn needs_stream(facts: &crate::facts::ConsumerFacts) -> bool {
-    let unbound = facts.push() && !facts.push_bound;
-    facts.waiting() > 0 && !facts.paused && !unbound
-}
-
-/// The stream whose facts an observed consumer needs: one found where work waits.
+/// The stream whose facts an observed consumer needs: one found where it could work, since
+/// what a stream's retention can do matters only there.
 pub(super) fn stream_of(o: &Observed) -> Option<&String> {
     match o {
-        Observed::Found { facts, .. } if needs_stream(facts) => Some(&facts.stream),
+        Observed::Found { facts, .. } if facts.workable() > 0 => Some(&facts.stream),
         _ => None,
     }
 }

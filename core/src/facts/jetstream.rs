@@ -88,6 +88,15 @@ impl ConsumerFacts {
         self.num_pending + self.num_ack_pending
     }
 
+    /// The work the consumer could do: none while paused or unbound (a push consumer with no
+    /// subscriber on its deliver subject), else what waits.
+    pub fn workable(&self) -> u64 {
+        match self.paused || self.push() && !self.push_bound {
+            true => 0,
+            false => self.waiting(),
+        }
+    }
+
     /// A bound push consumer in a deliver group (`max_ack_pending: 1`, `ack_wait` 30 s), as a
     /// 2.10 server describes it at `ts` with no ack since it started: where the examples and the
     /// simulated world begin.

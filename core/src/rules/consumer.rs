@@ -274,11 +274,8 @@ pub fn judge(
     let prev = prev.filter(|p| same_consumer(p, facts, now_ms));
     let deletes = stream.and_then(deletes_unacked);
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
-    // The work the consumer could do: paused or unbound, none, so no stall runs.
-    let waiting = match facts.paused || facts.push() && !facts.push_bound {
-        true => 0,
-        false => facts.waiting(),
-    };
+    // Paused or unbound, the consumer could do no work, so no stall runs.
+    let waiting = facts.workable();
     let unmeasured = unmeasured(facts, prev);
     let interval = counted(unmeasured, prev, now_ms);
     let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), waiting);
