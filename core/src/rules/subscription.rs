@@ -214,6 +214,38 @@ pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
 mod tests {
     use super::*;
 
+    /// Each verdict has its word among `STATES` (the JSON's `state`, `/metrics`' state set),
+    /// and every word is some verdict's; a carried verdict says `carried` whatever it was.
+    #[test]
+    fn each_verdict_has_its_word() {
+        let by = "10.0.0.2:40000".parse().unwrap();
+        let quiet = Duration::from_secs(4);
+        let words = [
+            (Held::Yes { by }, "held"),
+            (Held::Pulls { by, quiet }, "held"),
+            (
+                Held::NotByThisConnection { connection: by },
+                "not_by_this_connection",
+            ),
+            (
+                Held::NotPulling {
+                    connection: by,
+                    quiet,
+                    delivered: 1,
+                },
+                "not_by_this_connection",
+            ),
+            (Held::NotJudged(Unknown::Deadline), "not_judged"),
+        ];
+        for (held, word) in &words {
+            assert_eq!(held.state(false), *word, "{held:?}");
+            assert_eq!(held.state(true), "carried", "{held:?}");
+        }
+        for state in STATES {
+            assert!(state == "carried" || words.iter().any(|(_, w)| *w == state));
+        }
+    }
+
     fn conn(addr: &str, subs: Option<&[(&str, Option<&str>)]>) -> ServerConnection {
         ServerConnection {
             addr: addr.parse().unwrap(),
