@@ -638,8 +638,7 @@ impl<'c> Run<'c> {
             netns_of: self.check.netns_of,
         };
         self.connections = connections;
-        self.keep_connections();
-        self.finish();
+        self.sockets_done();
     }
 
     fn walk(&mut self, why: Walked) {
