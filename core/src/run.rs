@@ -198,6 +198,8 @@ enum Step {
     ClientAge,
     Store,
     Done,
+    /// Ended by a configuration that can never work: no place to keep samples.
+    Refused,
 }
 
 /// One subscription on its way through the run.
@@ -452,7 +454,6 @@ pub struct Run<'c> {
     ours: Vec<SocketAddr>,
     consumers: Vec<JudgedConsumer>,
     subscriptions: Vec<JudgedSubscription>,
-    refusal: Option<Refusal>,
 }
 
 impl<'c> Run<'c> {
@@ -500,7 +501,6 @@ impl<'c> Run<'c> {
             ours: Vec::new(),
             consumers: Vec::new(),
             subscriptions: Vec::new(),
-            refusal: None,
             start,
         }
     }
@@ -534,7 +534,7 @@ impl<'c> Run<'c> {
                 })
             }
             Step::Store => Ask::Store(&self.state),
-            Step::Done => return None,
+            Step::Done | Step::Refused => return None,
         })
     }
 
@@ -570,10 +570,10 @@ impl<'c> Run<'c> {
 
     /// The run's end: its verdict and facts, or a configuration that can never work.
     pub fn end(self) -> Result<Ended, Refusal> {
-        assert_eq!(self.step, Step::Done, "a run ended before it was done");
-        if let Some(refusal) = self.refusal {
-            return Err(refusal);
+        if let (Step::Refused, Err(tried)) = (self.step, self.start.place) {
+            return Err(Refusal::NoPlace(tried));
         }
+        assert_eq!(self.step, Step::Done, "a run ended before it was done");
         let healths: Vec<_> = self
             .consumers
             .iter()
@@ -748,15 +748,11 @@ impl<'c> Run<'c> {
             }
             return self.finish();
         }
-        let place = match &self.start.place {
-            Ok(place) => place.clone(),
-            Err(tried) => {
-                self.refusal = Some(Refusal::NoPlace(tried.clone()));
-                self.step = Step::Done;
-                return;
-            }
+        let Ok(place) = &self.start.place else {
+            self.step = Step::Refused;
+            return;
         };
-        self.obs.state_dir = Some(place);
+        self.obs.state_dir = Some(place.clone());
         let (sockets, live) = our_sockets(&self.connections);
         self.ours = sockets.iter().map(|s| s.addr).collect();
         let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
