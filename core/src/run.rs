@@ -452,6 +452,8 @@ pub struct Run<'c> {
     lookups: Vec<Lookup1>,
     wanted: Vec<Wanted>,
     ours: Vec<SocketAddr>,
+    /// The inodes of this pod's live connections (`our_sockets`), once they are known.
+    live: Vec<u64>,
     consumers: Vec<JudgedConsumer>,
     subscriptions: Vec<JudgedSubscription>,
 }
@@ -499,6 +501,7 @@ impl<'c> Run<'c> {
             lookups: Vec::new(),
             wanted: Vec::new(),
             ours: Vec::new(),
+            live: Vec::new(),
             consumers: Vec::new(),
             subscriptions: Vec::new(),
             start,
@@ -755,12 +758,12 @@ impl<'c> Run<'c> {
         self.obs.state_dir = Some(place.clone());
         let (sockets, live) = our_sockets(&self.connections);
         self.ours = sockets.iter().map(|s| s.addr).collect();
-        let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
+        self.live = live.iter().map(|s| s.inode).collect();
         if !check.consumers.is_empty() {
             self.obs.sampling = Some(remembered::sampling(
                 self.state.look.as_ref(),
                 self.start.previous_run_ms,
-                &live,
+                &self.live,
                 check.sample_every,
                 self.start.now_ms,
             ));
@@ -961,8 +964,6 @@ impl<'c> Run<'c> {
     /// and what is kept for it.
     fn subscriptions_done(&mut self) {
         let now = self.start.now_ms;
-        let (_, live) = our_sockets(&self.connections);
-        let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
         let subs = core::mem::take(&mut self.subs);
         for sub in subs {
             let j = sub.result.expect("every subscription judged");
@@ -973,7 +974,7 @@ impl<'c> Run<'c> {
                 sub.window,
                 self.window_of_subscription(sub.consumer.as_ref())
             );
-            let (held, carried) = self.freshest(&of, j.held, &live, sub.window, |h| match *h {
+            let (held, carried) = self.freshest(&of, j.held, sub.window, |h| match *h {
                 Held::NotByThisConnection { connection } => Some(Wrong::NotHeld { connection }),
                 Held::NotPulling {
                     connection,
@@ -1045,7 +1046,6 @@ impl<'c> Run<'c> {
         &mut self,
         of: &Of,
         now_seen: T,
-        live: &[u64],
         window: Duration,
         wrong: impl Fn(&T) -> Option<Wrong>,
     ) -> (T, Option<(Wrong, Carried)>)
@@ -1059,7 +1059,7 @@ impl<'c> Run<'c> {
                 wrong,
                 at_ms: now,
                 window_ms: window.as_millis() as i64,
-                inodes: live.to_vec(),
+                inodes: self.live.clone(),
             });
             self.state.set_fault(of, fault);
             return (now_seen, None);
@@ -1067,7 +1067,7 @@ impl<'c> Run<'c> {
         let standing = self
             .state
             .fault(of)
-            .filter(|f| f.stands(&why, live, now))
+            .filter(|f| f.stands(&why, &self.live, now))
             .cloned();
         self.state.set_fault(of, standing.clone());
         let carried = standing.map(|f| {
@@ -1084,8 +1084,6 @@ impl<'c> Run<'c> {
     /// from, the samples and the causes.
     fn settle(&mut self) {
         let (check, now) = (self.check, self.start.now_ms);
-        let (_, live) = our_sockets(&self.connections);
-        let live: Vec<u64> = live.iter().map(|s| s.inode).collect();
         let judgements = core::mem::take(&mut self.judgements);
         let looked = !judgements.is_empty();
         let mut calm = true;
@@ -1099,7 +1097,7 @@ impl<'c> Run<'c> {
             let outcome =
                 verdict::excuse_young_client(j.outcome.clone(), j.window, self.obs.client_age);
             let of = Of::Consumer(name.clone());
-            let (outcome, carried) = self.freshest(&of, outcome, &live, window, |o| match o {
+            let (outcome, carried) = self.freshest(&of, outcome, window, |o| match o {
                 Outcome::Unhealthy(f) => Some(Wrong::Consumer(f.clone())),
                 _ => None,
             });
@@ -1142,7 +1140,7 @@ impl<'c> Run<'c> {
             self.state.look = Some(LastLook {
                 at_ms: now,
                 calm,
-                inodes: live,
+                inodes: self.live.clone(),
                 wanted: self
                     .subscriptions
                     .iter()
