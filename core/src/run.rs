@@ -1089,8 +1089,7 @@ impl<'c> Run<'c> {
         let mut calm = true;
         let mut all_unanswered = looked;
         let mut least_window: Option<Duration> = None;
-        for (i, j) in judgements.iter().enumerate() {
-            let seen = self.obs.consumers[i].clone();
+        for (j, seen) in judgements.iter().zip(self.obs.consumers.clone()) {
             let name = &seen.name;
             let window = check.window_of(&self.state, name, Some(j));
             least_window = Some(least_window.map_or(window, |w| w.min(window)));
