@@ -974,7 +974,7 @@ impl<'c> Run<'c> {
                 sub.window,
                 self.window_of_subscription(sub.consumer.as_ref())
             );
-            let (held, carried) = self.freshest(&of, j.held, sub.window, |h| match *h {
+            let carried = self.freshest(&of, &j.held, sub.window, |h| match *h {
                 Held::NotByThisConnection { connection } => Some(Wrong::NotHeld { connection }),
                 Held::NotPulling {
                     connection,
@@ -999,7 +999,7 @@ impl<'c> Run<'c> {
                     quiet: ms(quiet_ms),
                     delivered,
                 },
-                _ => held,
+                _ => j.held,
             };
             self.state.set_memo(
                 &sub.wanted,
@@ -1040,21 +1040,19 @@ impl<'c> Run<'c> {
         }
     }
 
-    /// The freshest evidence of `of`: this run's, where it looked (its fault kept, or none);
-    /// else the fault the last look saw, while it stands (`SeenFault::stands`), carried.
-    fn freshest<T>(
+    /// The freshest evidence of `of`: this run's `now_seen`, where it looked (its fault kept,
+    /// or none); else the fault the last look saw, while it stands (`SeenFault::stands`),
+    /// carried (returned).
+    fn freshest<T: NotJudged>(
         &mut self,
         of: &Of,
-        now_seen: T,
+        now_seen: &T,
         window: Duration,
         wrong: impl Fn(&T) -> Option<Wrong>,
-    ) -> (T, Option<(Wrong, Carried)>)
-    where
-        T: NotJudged,
-    {
+    ) -> Option<(Wrong, Carried)> {
         let now = self.start.now_ms;
         let Some(why) = now_seen.not_judged().cloned() else {
-            let fault = wrong(&now_seen).map(|wrong| SeenFault {
+            let fault = wrong(now_seen).map(|wrong| SeenFault {
                 of: of.clone(),
                 wrong,
                 at_ms: now,
@@ -1062,7 +1060,7 @@ impl<'c> Run<'c> {
                 inodes: self.live.clone(),
             });
             self.state.set_fault(of, fault);
-            return (now_seen, None);
+            return None;
         };
         let standing = self
             .state
@@ -1070,11 +1068,10 @@ impl<'c> Run<'c> {
             .filter(|f| f.stands(&why, &self.live, now))
             .cloned();
         self.state.set_fault(of, standing.clone());
-        let carried = standing.map(|f| {
+        standing.map(|f| {
             let ago = f.ago(now);
             (f.wrong, Carried { why, ago })
-        });
-        (now_seen, carried)
+        })
     }
 
     // The look settled.
@@ -1096,7 +1093,7 @@ impl<'c> Run<'c> {
             let outcome =
                 verdict::excuse_young_client(j.outcome.clone(), j.window, self.obs.client_age);
             let of = Of::Consumer(name.clone());
-            let (outcome, carried) = self.freshest(&of, outcome, window, |o| match o {
+            let carried = self.freshest(&of, &outcome, window, |o| match o {
                 Outcome::Unhealthy(f) => Some(Wrong::Consumer(f.clone())),
                 _ => None,
             });
