@@ -186,7 +186,7 @@ pub struct Ended {
     pub subscriptions: Vec<JudgedSubscription>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
     Exact,
     Walk,
@@ -194,7 +194,7 @@ enum Step {
     Identities,
     Consumers,
     Lookups,
-    Connz,
+    Connz(Vec<Wanted>),
     ClientAge,
     Store,
     Done,
@@ -450,7 +450,6 @@ pub struct Run<'c> {
     judgements: Vec<Judgement>,
     subs: Vec<Sub>,
     lookups: Vec<Lookup1>,
-    wanted: Vec<Wanted>,
     ours: Vec<SocketAddr>,
     /// The inodes of this pod's live connections (`our_sockets`), once they are known.
     live: Vec<u64>,
@@ -499,7 +498,6 @@ impl<'c> Run<'c> {
             judgements: Vec::new(),
             subs: Vec::new(),
             lookups: Vec::new(),
-            wanted: Vec::new(),
             ours: Vec::new(),
             live: Vec::new(),
             consumers: Vec::new(),
@@ -510,15 +508,15 @@ impl<'c> Run<'c> {
 
     /// What the run needs next; None when it has ended.
     pub fn ask(&self) -> Option<Ask<'_>> {
-        Some(match self.step {
+        Some(match &self.step {
             Step::Exact => Ask::Exact(&self.state.sockets),
             Step::Walk => Ask::Walk(&self.ports),
             Step::Servers => Ask::Servers,
             Step::Identities => Ask::Identities(&self.candidates),
             Step::Consumers => Ask::Consumers(&self.check.consumers),
             Step::Lookups => Ask::Lookups(&self.lookups),
-            Step::Connz => Ask::Connz {
-                wanted: &self.wanted,
+            Step::Connz(wanted) => Ask::Connz {
+                wanted,
                 ours: &self.ours,
                 every: self
                     .subs
@@ -543,7 +541,7 @@ impl<'c> Run<'c> {
 
     /// Feeds the answer to the last ask.
     pub fn feed(&mut self, seen: Seen) {
-        match (self.step, seen) {
+        match (&self.step, seen) {
             (Step::Exact, Seen::Exact(answer)) => self.exact(answer),
             (Step::Walk, Seen::Walk(pod)) => self.walked(pod),
             (Step::Servers, Seen::Servers(answers)) => self.servers(answers),
@@ -561,7 +559,7 @@ impl<'c> Run<'c> {
                 self.consumers_seen(observed);
             }
             (Step::Lookups, Seen::Lookups(answers)) => self.looked_up(answers),
-            (Step::Connz, Seen::Connz(answer, reached)) => self.matched(answer, reached),
+            (Step::Connz(_), Seen::Connz(answer, reached)) => self.matched(answer, reached),
             (Step::ClientAge, Seen::ClientAge(age)) => {
                 self.obs.client_age = Some(age);
                 self.settle();
@@ -573,7 +571,7 @@ impl<'c> Run<'c> {
 
     /// The run's end: its verdict and facts, or a configuration that can never work.
     pub fn end(self) -> Result<Ended, Refusal> {
-        if let (Step::Refused, Err(tried)) = (self.step, self.start.place) {
+        if let (Step::Refused, Err(tried)) = (&self.step, self.start.place) {
             return Err(Refusal::NoPlace(tried));
         }
         assert_eq!(self.step, Step::Done, "a run ended before it was done");
@@ -933,7 +931,7 @@ impl<'c> Run<'c> {
     /// The subscriptions still without an answer are matched by address in the server's
     /// connection list.
     fn match_rest(&mut self) {
-        self.wanted = self
+        let wanted = self
             .subs
             .iter()
             .filter(|s| s.result.is_none() && s.pull.is_none())
@@ -941,7 +939,7 @@ impl<'c> Run<'c> {
             .collect();
         match self.subs.iter().all(|s| s.result.is_some()) {
             true => self.subscriptions_done(),
-            false => self.step = Step::Connz,
+            false => self.step = Step::Connz(wanted),
         }
     }
 
