@@ -194,7 +194,8 @@ enum Step {
     Identities,
     Consumers,
     Lookups,
-    Connz(Vec<Wanted>),
+    /// `Ask::Connz`'s: the subscriptions to match, and whether a pull part wants `every` one.
+    Connz(Vec<Wanted>, bool),
     ClientAge,
     Store,
     Done,
@@ -515,13 +516,10 @@ impl<'c> Run<'c> {
             Step::Identities => Ask::Identities(&self.candidates),
             Step::Consumers => Ask::Consumers(&self.check.consumers),
             Step::Lookups => Ask::Lookups(&self.lookups),
-            Step::Connz(wanted) => Ask::Connz {
+            Step::Connz(wanted, every) => Ask::Connz {
                 wanted,
                 ours: &self.ours,
-                every: self
-                    .subs
-                    .iter()
-                    .any(|s| s.result.is_none() && s.pull.is_some()),
+                every: *every,
             },
             Step::ClientAge => {
                 let inodes = self.connections.established.iter().map(|s| s.inode);
@@ -559,7 +557,7 @@ impl<'c> Run<'c> {
                 self.consumers_seen(observed);
             }
             (Step::Lookups, Seen::Lookups(answers)) => self.looked_up(answers),
-            (Step::Connz(_), Seen::Connz(answer, reached)) => self.matched(answer, reached),
+            (Step::Connz(..), Seen::Connz(answer, reached)) => self.matched(answer, reached),
             (Step::ClientAge, Seen::ClientAge(age)) => {
                 self.obs.client_age = Some(age);
                 self.settle();
@@ -931,15 +929,13 @@ impl<'c> Run<'c> {
     /// The subscriptions still without an answer are matched by address in the server's
     /// connection list.
     fn match_rest(&mut self) {
-        let wanted = self
-            .subs
-            .iter()
-            .filter(|s| s.result.is_none() && s.pull.is_none())
-            .map(|s| s.wanted.clone())
-            .collect();
-        match self.subs.iter().all(|s| s.result.is_some()) {
+        let rest: Vec<&Sub> = self.subs.iter().filter(|s| s.result.is_none()).collect();
+        let wanted = rest.iter().filter(|s| s.pull.is_none());
+        let wanted = wanted.map(|s| s.wanted.clone()).collect();
+        let every = rest.iter().any(|s| s.pull.is_some());
+        match rest.is_empty() {
             true => self.subscriptions_done(),
-            false => self.step = Step::Connz(wanted),
+            false => self.step = Step::Connz(wanted, every),
         }
     }
 
