@@ -912,11 +912,7 @@ impl<'c> Run<'c> {
     /// answered (not judged, asked again later), or another's (matched by address again).
     fn looked_up(&mut self, answers: Vec<(Result<Vec<LookedUp>, Unknown>, bool)>) {
         let now = self.start.now_ms;
-        for sub in self
-            .subs
-            .iter_mut()
-            .filter(|s| s.result.is_none() && s.looking_up)
-        {
+        for sub in self.subs.iter_mut().filter(|s| s.looking_up) {
             match sub.looked_up(&self.lookups, &answers, now) {
                 Some(Ok(judged)) => sub.result = Some(judged),
                 Some(Err(why)) => sub.rematch = why,
