@@ -783,26 +783,22 @@ impl<'c> Run<'c> {
 
     fn consumers_seen(&mut self, observed: Vec<Observed>) {
         let (check, now) = (self.check, self.start.now_ms);
-        self.obs.consumers = check
+        let seen = check
             .consumers
             .iter()
             .zip(observed)
-            .map(|(name, observed)| ConsumerSeen {
-                previous: Some(self.start.kept.sample(name)),
-                state_problem: None,
-                name: name.clone(),
-                observed,
-            })
-            .collect();
-        self.judgements = self
-            .obs
-            .consumers
-            .iter()
-            .map(|c| {
-                let previous = self.state.sample(&c.name);
-                consumer::judge(&c.observed, previous, &check.consumer, now)
-            })
-            .collect();
+            .map(|(name, observed)| {
+                let previous = self.state.sample(name);
+                let judged = consumer::judge(&observed, previous, &check.consumer, now);
+                let seen = ConsumerSeen {
+                    previous: Some(self.start.kept.sample(name)),
+                    state_problem: None,
+                    name: name.clone(),
+                    observed,
+                };
+                (seen, judged)
+            });
+        (self.obs.consumers, self.judgements) = seen.unzip();
         if check.own_subscription {
             self.subs = self.own_parts();
         }
