@@ -819,14 +819,13 @@ impl<'c> Run<'c> {
                         kept.filter(|(_, c)| *c == seen.name)
                             .map(|(w, c)| self.sub(w.clone(), Some(c.clone()))),
                     );
-                    let pulls = Wanted::pulls_of(&seen.name);
-                    if self.state.memo(&pulls).pull.is_some() {
-                        let mut sub = self.sub(pulls, Some(seen.name.clone()));
-                        // Still a pull part: never kept, nor judged, as a deliver subject.
-                        sub.pull = sub.memo.pull.as_ref().map(|p| Work {
-                            created: p.created.clone(),
-                            delivered: p.delivered,
-                        });
+                    let mut sub = self.sub(Wanted::pulls_of(&seen.name), Some(seen.name.clone()));
+                    // Still a pull part: never kept, nor judged, as a deliver subject.
+                    sub.pull = sub.memo.pull.as_ref().map(|p| Work {
+                        created: p.created.clone(),
+                        delivered: p.delivered,
+                    });
+                    if sub.pull.is_some() {
                         sub.result = Some(sub.judged(Held::NotJudged(why.clone()), Found::Waited));
                         subs.push(sub);
                     }
