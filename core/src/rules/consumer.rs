@@ -17,9 +17,9 @@
 //!
 //! One clock for the stall and the floor pinned by retention: the time during which work was
 //! seen waiting with no progress, each interval between looks counted up to the window. What
-//! a run that could not look does to it is one table (`gap_for`): a refusal or a late answer
-//! lets the time count, anything else (NATS unreachable, an election) starts it over, as does
-//! a server restart.
+//! a run that could not look does to it is one table (`rules::answers`): a refusal or a late
+//! answer lets the time count, anything else (NATS unreachable, an election) starts it over,
+//! as does a server restart.
 
 use super::answers;
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};
@@ -276,8 +276,8 @@ pub fn judge(
     let progress = prev.map(|p| progress(facts, stream, deletes.as_ref(), p));
     // Paused or unbound, the consumer could do no work, so no stall runs.
     let waiting = facts.workable();
-    let unmeasured = unmeasured(facts, prev);
-    let interval = counted(unmeasured, prev, now_ms);
+    let measured = counted(facts, prev, now_ms);
+    let interval = measured.ok();
     let stalled = stall_clock(facts, prev, interval, progress, deletes.as_ref(), waiting);
     let pinned = pinned(facts, stream, deletes.as_ref(), prev, interval);
     let sample = next_sample(facts, waiting, (stalled, pinned), &window, now_ms);
@@ -290,7 +290,7 @@ pub fn judge(
         stalled,
         pinned,
         window: &window,
-        unmeasured,
+        unmeasured: measured.err(),
     });
     Judgement {
         outcome,
@@ -321,15 +321,21 @@ pub fn gapped(prev: &Sample, gap: Gap) -> Sample {
     }
 }
 
-/// Why the samples cannot measure this run's interval: a reset since (`gap_for`), a server
+/// The interval the clocks count since the previous sample: as long as it was, whoever
+/// looked (nothing moved between two looks is a fact: an ack moves `last_active`, a restart
+/// loses it). Else why the samples cannot measure it: a reset since (`Sample::gap`), a server
 /// that restarted since (it forgot the last_active times it had), or no previous sample at
-/// all. None: the interval since the previous sample counts.
-fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>) -> Option<Unmeasured> {
+/// all.
+fn counted(
+    facts: &ConsumerFacts,
+    prev: Option<&Sample>,
+    now_ms: i64,
+) -> Result<Duration, Unmeasured> {
     match prev {
-        None => Some(Unmeasured::FirstSample),
-        Some(p) if restarted_since(facts, p) => Some(Unmeasured::ServerRestarted),
-        Some(p) if p.gap != Gap::None => Some(Unmeasured::Gap),
-        Some(_) => None,
+        None => Err(Unmeasured::FirstSample),
+        Some(p) if restarted_since(facts, p) => Err(Unmeasured::ServerRestarted),
+        Some(p) if p.gap != Gap::None => Err(Unmeasured::Gap),
+        Some(p) => Ok(ms(now_ms - p.seen_at_ms)),
     }
 }
 
@@ -337,16 +343,6 @@ fn unmeasured(facts: &ConsumerFacts, prev: Option<&Sample>) -> Option<Unmeasured
 fn restarted_since(facts: &ConsumerFacts, prev: &Sample) -> bool {
     prev.ack_last_active.is_some() && facts.ack_floor.last_active.is_none()
         || prev.delivered_last_active.is_some() && facts.delivered.last_active.is_none()
-}
-
-/// The interval the clocks count: as long as it was, whoever looked (nothing moved between
-/// two looks is a fact: an ack moves `last_active`, a restart loses it). None when the
-/// samples cannot measure it.
-fn counted(unmeasured: Option<Unmeasured>, prev: Option<&Sample>, now_ms: i64) -> Option<Duration> {
-    match unmeasured {
-        Some(_) => None,
-        None => Some(ms(now_ms - prev?.seen_at_ms)),
-    }
 }
 
 /// The stall clock: how long work has been seen waiting with no progress (`waiting`: the
