@@ -263,31 +263,23 @@ pub struct Asking {
 /// directly; a small account's report is small), else 5 minutes, and longer the more
 /// connections the account has.
 pub fn trust_time(asking: Asking, account_connections: u64) -> Trust {
-    let fixed = |length| Trust {
-        length,
-        stretched_for: None,
-        at_look: false,
-    };
-    match asking.setting {
-        TrustSetting::Fixed(length) => fixed(length),
-        TrustSetting::Auto if asking.direct || account_connections <= AUTO_AT_LOOK_UP_TO => Trust {
-            length: asking.sample_every,
-            stretched_for: None,
-            at_look: true,
-        },
-        TrustSetting::Auto => {
-            // In whole seconds, as it is said.
-            let per = AUTO_TRUST_PER_CONNECTION.as_millis() as u64;
-            let wanted = Duration::from_secs(account_connections.saturating_mul(per) / 1000);
-            match wanted > AUTO_TRUST {
-                true => Trust {
-                    length: wanted.min(AUTO_TRUST_MAX),
-                    stretched_for: Some(account_connections),
-                    at_look: false,
-                },
-                false => fixed(AUTO_TRUST),
-            }
+    // In whole seconds, as it is said.
+    let per = AUTO_TRUST_PER_CONNECTION.as_millis() as u64;
+    let wanted = Duration::from_secs(account_connections.saturating_mul(per) / 1000);
+    let (length, stretched_for, at_look) = match asking.setting {
+        TrustSetting::Fixed(length) => (length, None, false),
+        TrustSetting::Auto if asking.direct || account_connections <= AUTO_AT_LOOK_UP_TO => {
+            (asking.sample_every, None, true)
         }
+        TrustSetting::Auto if wanted > AUTO_TRUST => {
+            (wanted.min(AUTO_TRUST_MAX), Some(account_connections), false)
+        }
+        TrustSetting::Auto => (AUTO_TRUST, None, false),
+    };
+    Trust {
+        length,
+        stretched_for,
+        at_look,
     }
 }
 
