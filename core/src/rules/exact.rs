@@ -35,34 +35,27 @@ pub fn remember(
     if !connected(connections, policy) {
         return Vec::new();
     }
-    let live = connections
+    let mut kept = connections
         .established
         .iter()
-        .filter(|s| !connections.half_open.iter().any(|(h, _)| h == *s));
-    let mut kept = Vec::new();
-    for s in live {
-        let holder = match owned {
-            None => None,
-            Some(owned) => match owned.get(&s.inode) {
-                Some(h) => Some(*h),
-                None => return Vec::new(),
-            },
-        };
-        let Some(diag) = s.diag else {
-            return Vec::new();
-        };
-        kept.push(KnownSocket {
-            local: s.local,
-            remote: s.remote,
-            inode: s.inode,
-            diag,
-            holder,
-            stands_for: stands_for(connections, s.remote),
-        });
-    }
-    if kept.len() > MAX_REMEMBERED {
-        return Vec::new();
-    }
+        .filter(|s| !connections.half_open.iter().any(|(h, _)| h == *s))
+        .map(|s| {
+            let holder = match owned {
+                None => None,
+                Some(owned) => Some(*owned.get(&s.inode)?),
+            };
+            Some(KnownSocket {
+                local: s.local,
+                remote: s.remote,
+                inode: s.inode,
+                diag: s.diag?,
+                holder,
+                stands_for: stands_for(connections, s.remote),
+            })
+        })
+        .collect::<Option<Vec<_>>>()
+        .filter(|k| k.len() <= MAX_REMEMBERED)
+        .unwrap_or_default();
     kept.sort();
     kept
 }
