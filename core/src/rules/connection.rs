@@ -85,16 +85,11 @@ pub fn connections(
         if names(policy, s.remote) {
             return true;
         }
-        match routes
+        let route = routes
             .iter()
-            .find(|r| leads_to(r, s) && names(policy, r.dialled))
-        {
-            Some(route) => {
-                through.push(*route);
-                true
-            }
-            None => false,
-        }
+            .find(|r| leads_to(r, s) && names(policy, r.dialled));
+        through.extend(route);
+        route.is_some()
     });
     for s in mine {
         if s.state == TcpState::Established {
@@ -103,9 +98,7 @@ pub fn connections(
                 .half_open_after
                 .zip(s.info.as_ref())
                 .and_then(|(after, info)| half_open(info, after));
-            if let Some(h) = half {
-                found.half_open.push((s.clone(), h));
-            }
+            found.half_open.extend(half.map(|h| (s.clone(), h)));
         } else {
             found.others.push(s.clone());
         }

@@ -40,24 +40,15 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
     let mut settings = Vec::new();
     let old = stream.discard != "new";
     if old {
-        if let Some(n) = stream.max_msgs {
-            settings.push(RetentionSetting::MaxMsgs(n));
-        }
-        if let Some(n) = stream.max_bytes {
-            settings.push(RetentionSetting::MaxBytes(n));
-        }
+        settings.extend(stream.max_msgs.map(RetentionSetting::MaxMsgs));
+        settings.extend(stream.max_bytes.map(RetentionSetting::MaxBytes));
     }
-    if let Some(age) = stream.max_age {
-        settings.push(RetentionSetting::MaxAge(age));
-    }
-    let per_subject = match stream.max_msgs_per_subject {
-        // Discard new per subject refuses the new message instead of deleting an old one.
-        Some(n) if old || !stream.discard_new_per_subject => {
-            settings.push(RetentionSetting::MaxMsgsPerSubject(n));
-            true
-        }
-        _ => false,
-    };
+    settings.extend(stream.max_age.map(RetentionSetting::MaxAge));
+    // Discard new per subject refuses the new message instead of deleting an old one.
+    let per_subject = stream
+        .max_msgs_per_subject
+        .filter(|_| old || !stream.discard_new_per_subject);
+    settings.extend(per_subject.map(RetentionSetting::MaxMsgsPerSubject));
     if settings.is_empty() {
         return None;
     }
@@ -68,7 +59,7 @@ pub fn deletes_unacked(stream: &StreamFacts) -> Option<Deletes> {
     Some(Deletes {
         // On work-queue and interest streams acks delete messages too, so the front moves
         // with acks and cannot tell how far deletions reached.
-        front_only: !per_subject && stream.retention == "limits",
+        front_only: per_subject.is_none() && stream.retention == "limits",
         settings,
     })
 }

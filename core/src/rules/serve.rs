@@ -387,10 +387,8 @@ pub fn answer<'a>(path: ProbePath, held: &Held<'a>, stale_after: Duration) -> An
             stalled,
         };
     }
-    if let Some((judged, age)) = held.judged {
-        if age <= stale_after {
-            return Answer::Verdict { judged, age };
-        }
+    if let Some((judged, age)) = held.judged.filter(|(_, age)| *age <= stale_after) {
+        return Answer::Verdict { judged, age };
     }
     let why = if stalled {
         NotJudged::Stalled { beat: held.beat }
