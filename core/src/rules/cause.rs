@@ -226,15 +226,13 @@ impl Seen {
 /// judged). `state_problem`: its sample could not be kept; `judged_before`: a sample kept by
 /// an earlier run says this configuration was judged on these servers.
 pub fn of_consumer(outcome: &Outcome, state_problem: bool, judged_before: bool) -> Option<Seen> {
-    let seen = |cause| Seen::new(cause, judged_before);
-    match outcome {
-        _ if state_problem => Some(seen(Cause::NoStateDir)),
-        Outcome::NotJudged(why) => Some(seen(Cause::of(why))),
-        Outcome::Healthy(Healthy::ClientAgeUnknown { .. }) => {
-            Some(seen(Cause::ClientAgeUnreadable))
-        }
-        _ => None,
-    }
+    let cause = match outcome {
+        _ if state_problem => Cause::NoStateDir,
+        Outcome::NotJudged(why) => Cause::of(why),
+        Outcome::Healthy(Healthy::ClientAgeUnknown { .. }) => Cause::ClientAgeUnreadable,
+        _ => return None,
+    };
+    Some(Seen::new(cause, judged_before))
 }
 
 /// Carries a cause over from the previous run: `prev` is what was kept, `now` this run's
