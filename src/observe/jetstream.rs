@@ -59,11 +59,10 @@ pub(super) fn api_error(error: Option<ApiError>) -> Result<(), ParseError> {
     error.map_or(Ok(()), |e| Err(ParseError::Api(e)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawSequence {
-    #[serde(default)]
     consumer_seq: u64,
-    #[serde(default)]
     stream_seq: u64,
     last_active: Option<String>,
 }
@@ -78,30 +77,21 @@ struct RawConsumerConfig {
     max_ack_pending: Option<i64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawConsumer {
     error: Option<ApiError>,
-    #[serde(default)]
     stream_name: String,
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     created: String,
-    #[serde(default)]
     config: RawConsumerConfig,
     delivered: Option<RawSequence>,
     ack_floor: Option<RawSequence>,
-    #[serde(default)]
     num_ack_pending: u64,
-    #[serde(default)]
     num_redelivered: u64,
-    #[serde(default)]
     num_waiting: u64,
-    #[serde(default)]
     num_pending: u64,
-    #[serde(default)]
     push_bound: bool,
-    #[serde(default)]
     paused: bool,
     ts: Option<String>,
 }
@@ -153,26 +143,23 @@ fn consumer_facts(raw: RawConsumer) -> Result<ConsumerFacts, ParseError> {
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawStreamConfig {
-    #[serde(default)]
     retention: String,
-    #[serde(default)]
     discard: String,
     max_msgs: Option<i64>,
     max_bytes: Option<i64>,
     /// Nanoseconds.
     max_age: Option<i64>,
     max_msgs_per_subject: Option<i64>,
-    #[serde(default)]
     discard_new_per_subject: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawStreamState {
-    #[serde(default)]
     first_seq: u64,
-    #[serde(default)]
     last_seq: u64,
 }
 
@@ -320,17 +307,14 @@ pub enum AdvisoryKind {
     ApiAudit,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawAdvisory {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
     stream: String,
-    #[serde(default)]
     consumer: String,
-    #[serde(default)]
     reason: String,
-    #[serde(default)]
     domain: String,
 }
 
@@ -420,12 +404,12 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 /// The `domain` of an account info answer (`$JS.API.INFO`): the JetStream domain that
 /// answered. Ok(None): it has none.
 pub fn parse_account_domain(body: &[u8]) -> Result<Option<String>, ParseError> {
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
     struct Raw {
         error: Option<ApiError>,
-        #[serde(rename = "type", default)]
+        #[serde(rename = "type")]
         kind: String,
-        #[serde(default)]
         domain: String,
     }
     let raw: Raw = json(body)?;

@@ -29,27 +29,22 @@ struct RawSub {
     qgroup: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawConn {
-    #[serde(default)]
     kind: String,
-    #[serde(default)]
     cid: u64,
-    #[serde(default)]
     ip: String,
-    #[serde(default)]
     port: u16,
     name: Option<String>,
-    #[serde(default)]
     in_msgs: u64,
     subscriptions_list_detail: Option<Vec<RawSub>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawConnz {
-    #[serde(default)]
     total: u64,
-    #[serde(default)]
     server_id: String,
     connections: Option<Vec<RawConn>>,
 }
@@ -138,11 +133,10 @@ pub fn parse_connz(body: &[u8], url: &str) -> Result<Page, ParseError> {
 /// The monitoring port's `/leafz`: the leaf nodes that connected to this server (not its own
 /// remotes: `is_spoke` is true on the side that solicited the connection).
 pub fn parse_leafz(body: &[u8]) -> Result<Vec<String>, ParseError> {
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
     struct Leaf {
-        #[serde(default)]
         name: String,
-        #[serde(default)]
         is_spoke: bool,
     }
     #[derive(Deserialize)]
