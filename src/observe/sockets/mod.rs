@@ -40,56 +40,36 @@ pub fn scan(
     info: bool,
     deadline: Instant,
 ) -> Result<SocketScan, ScanError> {
-    let mut scan = read(ports, netns_of, choice, info, deadline)?;
+    let netlink = (choice != ReaderChoice::Proc)
+        .then(|| netlink::scan(INET_DIAG_BC_D_COND, ports, netns_of, info, deadline));
+    let (mut sockets, reader, fallback, skipped_lines) = match netlink {
+        Some(Ok(sockets)) => (sockets, Reader::Netlink, None, 0),
+        Some(Err(e)) if choice == ReaderChoice::Netlink => return Err(ScanError::Netlink(e)),
+        tried => {
+            let refused = tried.and_then(Result::err);
+            let (sockets, skipped) =
+                procnet::scan(ports, netns_of).map_err(|proc| match &refused {
+                    Some(netlink) => ScanError::Neither {
+                        netlink: netlink.clone(),
+                        proc: Box::new(proc),
+                    },
+                    None => proc,
+                })?;
+            let fallback = refused.map(|e| format!("netlink refused: {e}"));
+            (sockets, Reader::Proc, fallback, skipped)
+        }
+    };
     // A table that changes while it is read can show a socket twice: /proc/net/tcp resumes
     // by position between reads, and a netlink dump between datagrams. Seen in the tests,
     // under churn; a duplicate would count one connection as two. The same socket read twice
     // may differ in state or traffic: one entry per connection and inode.
     let key = |s: &Socket| (s.local, s.remote, s.inode);
-    scan.sockets.sort_by_key(key);
-    scan.sockets.dedup_by(|a, b| key(a) == key(b));
-    Ok(scan)
-}
-
-fn read(
-    ports: &[u16],
-    netns_of: Option<u32>,
-    choice: ReaderChoice,
-    info: bool,
-    deadline: Instant,
-) -> Result<SocketScan, ScanError> {
-    let netlink_error = match choice {
-        ReaderChoice::Proc => None,
-        ReaderChoice::Auto | ReaderChoice::Netlink => {
-            match netlink::scan(INET_DIAG_BC_D_COND, ports, netns_of, info, deadline) {
-                Ok(sockets) => {
-                    return Ok(SocketScan {
-                        sockets,
-                        reader: Reader::Netlink,
-                        fallback: None,
-                        skipped_lines: 0,
-                        lookup: Lookup::Walk(Walked::NotTried),
-                    })
-                }
-                Err(e) if choice == ReaderChoice::Netlink => return Err(ScanError::Netlink(e)),
-                Err(e) => Some(e),
-            }
-        }
-    };
-    let (sockets, skipped_lines) = match (procnet::scan(ports, netns_of), &netlink_error) {
-        (Ok(found), _) => found,
-        (Err(e), Some(netlink)) => {
-            return Err(ScanError::Neither {
-                netlink: netlink.clone(),
-                proc: Box::new(e),
-            })
-        }
-        (Err(e), None) => return Err(e),
-    };
+    sockets.sort_by_key(key);
+    sockets.dedup_by(|a, b| key(a) == key(b));
     Ok(SocketScan {
         sockets,
-        reader: Reader::Proc,
-        fallback: netlink_error.map(|e| format!("netlink refused: {e}")),
+        reader,
+        fallback,
         skipped_lines,
         lookup: Lookup::Walk(Walked::NotTried),
     })
