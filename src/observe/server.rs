@@ -96,17 +96,14 @@ pub async fn at_once<T: Clone + Send + 'static>(
 }
 
 async fn ask(url: &ServerUrl, deadline: Instant) -> ServerAnswer {
-    let left = deadline.saturating_duration_since(Instant::now());
     // Name resolution runs on a blocking thread that cannot be cancelled; the timeout only
     // stops waiting for it, which is all the deadline needs.
-    let addrs =
-        match tokio::time::timeout(left, tokio::net::lookup_host((url.host.as_str(), url.port)))
-            .await
-        {
-            Err(_) => return only(Answer::Unresolved("no answer before the deadline".into())),
-            Ok(Err(e)) => return only(Answer::Unresolved(e.to_string())),
-            Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
-        };
+    let resolved = tokio::net::lookup_host((url.host.as_str(), url.port));
+    let addrs = match tokio::time::timeout_at(deadline.into(), resolved).await {
+        Err(_) => return only(Answer::Unresolved("no answer before the deadline".into())),
+        Ok(Err(e)) => return only(Answer::Unresolved(e.to_string())),
+        Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
+    };
     if addrs.is_empty() {
         return only(Answer::Unresolved("no addresses".into()));
     }
@@ -114,8 +111,7 @@ async fn ask(url: &ServerUrl, deadline: Instant) -> ServerAnswer {
     let mut tasks = tokio::task::JoinSet::new();
     for addr in addrs {
         tasks.spawn(async move {
-            let left = deadline.saturating_duration_since(Instant::now());
-            tokio::time::timeout(left, hello(addr, Some(deadline)))
+            tokio::time::timeout_at(deadline.into(), hello(addr, Some(deadline)))
                 .await
                 .unwrap_or(only(Answer::Silent))
         });
@@ -253,8 +249,7 @@ pub fn identities(
     let asks = addrs.iter().map(|&addr| async move {
         // An IPv4-mapped address is dialled as IPv4 (a host without IPv6 has no other way).
         let addr = SocketAddr::new(unmap(addr.ip()), addr.port());
-        let left = deadline.saturating_duration_since(Instant::now());
-        let asked = tokio::time::timeout(left, hello(addr, None)).await;
+        let asked = tokio::time::timeout_at(deadline.into(), hello(addr, None)).await;
         asked.ok().and_then(|a| a.identity)
     });
     on_network_runtime(at_once(asks, None))
