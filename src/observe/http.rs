@@ -69,19 +69,19 @@ pub fn serve(
             Err(e) => return e,
         }
         let now = Instant::now();
-        let mut done = vec![false; conns.len()];
-        for (i, c) in conns.iter_mut().enumerate() {
-            let revents = fds[i + 1].revents;
+        // Each connection's `pollfd` follows the listener's, in order.
+        let mut polled = fds[1..].iter();
+        conns.retain_mut(|c| {
+            let revents = polled.next().expect("one pollfd a connection").revents;
             if now >= c.since + limits.within {
-                done[i] = true;
-                continue;
+                return false;
             }
             if revents == 0 {
-                continue;
+                return true;
             }
             if c.out.is_empty() {
                 match c.stream.read(&mut buf) {
-                    Ok(0) => done[i] = true,
+                    Ok(0) => return false,
                     Ok(read) => {
                         let room = (MOST_REQUEST + 1).saturating_sub(c.got.len());
                         c.got.extend_from_slice(&buf[..read.min(room)]);
@@ -93,7 +93,7 @@ pub fn serve(
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => done[i] = true,
+                    Err(_) => return false,
                 }
             }
             if !c.out.is_empty() {
@@ -102,18 +102,14 @@ pub fn serve(
                         c.sent += wrote;
                         if c.sent == c.out.len() {
                             let _ = c.stream.shutdown(std::net::Shutdown::Write);
-                            done[i] = true;
+                            return false;
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => done[i] = true,
+                    Err(_) => return false,
                 }
             }
-        }
-        let mut i = 0;
-        conns.retain(|_| {
-            i += 1;
-            !done[i - 1]
+            true
         });
         if fds[0].revents != 0 {
             // Until none is left, a connection reset before it was accepted, or out of
