@@ -14,12 +14,10 @@
 //! losses are "not counted", with that reason, never zero.
 
 use super::jetstream::{self, AdvisoryKind};
-use super::nats::Session;
+use super::nats::{next, Session};
 use crate::facts::{Advisories, ConsumerName, Losses};
-use futures_core::Stream;
 use natsprobe_core::timing::{AUDIT_WAIT, AUDIT_WAIT_MOST};
 use std::collections::{BTreeMap, BTreeSet};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -59,9 +57,7 @@ pub async fn watch(session: &Session, deadline: Instant) -> Watch {
             Ok(mut subscriber) => {
                 let counts = Arc::clone(&counts);
                 tasks.push(tokio::spawn(async move {
-                    while let Some(message) =
-                        std::future::poll_fn(|cx| Pin::new(&mut subscriber).poll_next(cx)).await
-                    {
+                    while let Some(message) = next(&mut subscriber).await {
                         if let Some(a) = jetstream::parse_advisory(&message.payload) {
                             count(&counts, a);
                         }
@@ -123,18 +119,12 @@ async fn heard_from(session: &Session, deadline: Instant) -> Result<Option<Strin
         Err(why) => return Err(format!("{info}: {why}")),
     };
     let mut heard: BTreeSet<Option<String>> = BTreeSet::new();
-    loop {
-        let next = std::future::poll_fn(|cx| Pin::new(&mut audits).poll_next(cx));
-        match tokio::time::timeout_at(until.into(), next).await {
-            Ok(Some(message)) => {
-                if let Some(a) = jetstream::parse_advisory(&message.payload) {
-                    if a.domain == domain {
-                        return Ok(domain);
-                    }
-                    heard.insert(a.domain);
-                }
+    while let Ok(Some(message)) = tokio::time::timeout_at(until.into(), next(&mut audits)).await {
+        if let Some(a) = jetstream::parse_advisory(&message.payload) {
+            if a.domain == domain {
+                return Ok(domain);
             }
-            Ok(None) | Err(_) => break,
+            heard.insert(a.domain);
         }
     }
     let from = match &domain {

@@ -214,6 +214,12 @@ async fn ask(
     }
 }
 
+/// A subscription's next message; None once it has ended.
+pub async fn next(subscriber: &mut async_nats::Subscriber) -> Option<async_nats::Message> {
+    use futures_core::Stream;
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *subscriber).poll_next(cx)).await
+}
+
 /// The subjects the server refused with a permissions violation, as they arrive.
 #[derive(Default)]
 struct Denied {

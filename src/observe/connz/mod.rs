@@ -40,14 +40,12 @@
 pub mod monitor;
 pub mod parse;
 
-use super::nats::Session;
+use super::nats::{next, Session};
 use crate::facts::{Connz, LookedUp, ServerConnection, ServerIdent, Unknown, Wanted};
 use crate::rules::subscription::holds;
-use futures_core::Stream;
 use parse::{looked_up, parse_envelope, parse_statz, Page, PAGE};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::time::Instant;
 
 const PING_CONNZ: &str = "$SYS.REQ.ACCOUNT.PING.CONNZ";
@@ -353,10 +351,9 @@ async fn collect<T>(
             true => deadline,
             false => deadline.min(Instant::now() + QUIET),
         };
-        let next = std::future::poll_fn(|cx| Pin::new(&mut replies).poll_next(cx));
         tokio::select! {
             why = &mut refused => return Err(why),
-            message = tokio::time::timeout_at(until.into(), next) => match message {
+            message = tokio::time::timeout_at(until.into(), next(&mut replies)) => match message {
                 // Nobody subscribes to the system's requests: the server has no system
                 // account (its status 503, "no responders", arrives at once).
                 Ok(Some(m)) if m.status == Some(async_nats::StatusCode::NO_RESPONDERS) => {
