@@ -124,14 +124,12 @@ pub fn pod_again(
         Owner::Anyone => Vec::new(),
         Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| e.to_string())?],
         Owner::Name(name) => {
-            let mut pids: Vec<u32> = known
+            let pids: std::collections::BTreeSet<u32> = known
                 .iter()
                 .zip(&rechecked)
                 .filter(|(_, r)| r.held)
                 .filter_map(|(k, _)| k.holder.map(|h| h.pid))
                 .collect();
-            pids.sort_unstable();
-            pids.dedup();
             pids.into_iter()
                 .map(|pid| Process {
                     pid,
@@ -188,8 +186,7 @@ impl Nats {
 
     /// The JetStream domain the connected server announced, if any.
     pub fn server_domain(&self) -> Option<String> {
-        let session = self.session.as_ref().ok()?;
-        session.server_domain()
+        self.session.as_ref().ok()?.server_domain()
     }
 
     /// Whether the connected server announced JetStream of its own.

@@ -9,7 +9,7 @@ use crate::config::{Auth, JsApi, ServerUrl, Setting};
 use crate::error::Error;
 use crate::facts::{ConsumerName, Observed, StreamFacts, Unknown};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, RequestErrorKind, ServerError};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -151,9 +151,7 @@ impl Session {
         // there a consumer cannot be judged without it (a moving floor is acks only where
         // retention deletes nothing unacknowledged): a stream that cannot be read leaves its
         // consumers not judged, for the stream's own reason (late, refused, gone).
-        let mut wanted: Vec<String> = observed.iter().filter_map(stream_of).cloned().collect();
-        wanted.sort();
-        wanted.dedup();
+        let wanted: BTreeSet<String> = observed.iter().filter_map(stream_of).cloned().collect();
         let requests = wanted
             .iter()
             .map(|s| (self.api(&format!("STREAM.INFO.{s}")), String::new()))
