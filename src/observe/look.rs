@@ -126,17 +126,11 @@ impl Looks {
                 running.logins = running.logins.max(logins);
                 let [(_, out), (_, err)] = &running.pipes;
                 let body = &out[..out.len() - end];
-                match parse(body, code, startup) {
-                    Some(judged) => Ended::Judged(judged),
-                    None => {
-                        let why = format!(
-                            "the look ended {code} without a check's answer{}",
-                            said(err)
-                        );
-                        self.stop();
-                        Ended::Trouble(why)
-                    }
+                let ended = answered(body, code.into(), "ended", err, startup);
+                if let Ended::Trouble(_) = ended {
+                    self.stop();
                 }
+                ended
             }
             Ok(Answer::Ended) => {
                 let mut running = self.running.take().expect("read above");
@@ -207,11 +201,16 @@ fn ended(status: ExitStatus, out: &[u8], err: &[u8], startup: bool) -> Ended {
             said(err)
         ));
     }
-    let code = status.code().unwrap_or(-1);
+    answered(out, status.code().unwrap_or(-1), "exited", err, startup)
+}
+
+/// The check's answer a look printed (`out`) with its exit code, else its trouble: it `how`
+/// (ended, exited) with that code without one.
+fn answered(out: &[u8], code: i32, how: &str, err: &[u8], startup: bool) -> Ended {
     match u8::try_from(code).ok().and_then(|c| parse(out, c, startup)) {
         Some(judged) => Ended::Judged(judged),
         None => Ended::Trouble(format!(
-            "the look exited {code} without a check's answer{}",
+            "the look {how} {code} without a check's answer{}",
             said(err)
         )),
     }
