@@ -21,29 +21,24 @@ use tokio::net::TcpStream;
 pub fn decode_info(bytes: &[u8]) -> (Answer, Vec<SocketAddr>, Option<Identity>) {
     if bytes.starts_with(b"INFO ") || bytes.starts_with(b"INFO\t") {
         let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-        let info = std::str::from_utf8(&line[5..])
+        // Anything but a JSON object reads as an INFO without fields.
+        let info: serde_json::Value = std::str::from_utf8(&line[5..])
             .ok()
-            .and_then(|json| serde_json::from_str::<serde_json::Value>(json.trim()).ok());
-        let version = info
-            .as_ref()
-            .and_then(|info| info.get("version")?.as_str().map(str::to_string));
+            .and_then(|json| serde_json::from_str(json.trim()).ok())
+            .unwrap_or_default();
+        let text = |field: &str| info.get(field)?.as_str().map(str::to_string);
+        let version = text("version");
         let peers = info
-            .as_ref()
-            .and_then(|info| info.get("connect_urls")?.as_array().cloned())
-            .unwrap_or_default()
-            .iter()
+            .get("connect_urls")
+            .and_then(|urls| urls.as_array())
+            .into_iter()
+            .flatten()
             .filter_map(|url| url.as_str()?.parse::<SocketAddr>().ok())
             .take(MAX_PEERS)
             .collect();
-        let identity = info.as_ref().and_then(|info| {
-            Some(Identity {
-                server_id: info.get("server_id")?.as_str()?.to_string(),
-                cluster: info
-                    .get("cluster")
-                    .and_then(|c| c.as_str())
-                    .filter(|c| !c.is_empty())
-                    .map(str::to_string),
-            })
+        let identity = text("server_id").map(|server_id| Identity {
+            server_id,
+            cluster: text("cluster").filter(|c| !c.is_empty()),
         });
         return (Answer::Nats { version }, peers, identity);
     }
