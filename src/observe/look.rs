@@ -37,13 +37,11 @@ pub fn next_request() -> Option<Meaning> {
     let stdin = std::io::stdin();
     super::held::idle_until_readable(stdin.as_fd());
     let mut line = String::new();
-    match stdin.lock().take(64).read_line(&mut line) {
-        Ok(_) => match line.trim() {
-            "live" => Some(Meaning::Live),
-            "startup" => Some(Meaning::Startup),
-            _ => None,
-        },
-        Err(_) => None,
+    stdin.lock().take(64).read_line(&mut line).ok()?;
+    match line.trim() {
+        "live" => Some(Meaning::Live),
+        "startup" => Some(Meaning::Startup),
+        _ => None,
     }
 }
 
