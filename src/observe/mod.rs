@@ -38,16 +38,13 @@ fn tcp_info(config: &CheckConfig) -> bool {
 pub fn pod(config: &CheckConfig, ports: &[u16], deadline: Instant) -> Result<Pod, Error> {
     use crate::deadline::{set_phase, Phase};
     set_phase(Phase::LookingUpProcess);
-    // The flag that named the owner, for its errors.
-    let setting = match &config.owner {
-        Owner::Pid(_) => Setting::Pid,
-        _ => Setting::Process,
+    // The owner's processes, and the flag that named it, for its errors.
+    let (processes, setting) = match &config.owner {
+        Owner::Anyone => (Ok(Vec::new()), Setting::Process),
+        Owner::Pid(pid) => (owner::process(*pid).map(|p| vec![p]), Setting::Pid),
+        Owner::Name(name) => (owner::processes_named(name), Setting::Process),
     };
-    let processes = match &config.owner {
-        Owner::Anyone => Vec::new(),
-        Owner::Pid(pid) => vec![owner::process(*pid).map_err(|e| owner_error(setting, e))?],
-        Owner::Name(name) => owner::processes_named(name).map_err(|e| owner_error(setting, e))?,
-    };
+    let processes = processes.map_err(|e| owner_error(setting, e))?;
     let owned = match &config.owner {
         Owner::Anyone => None,
         _ => {
