@@ -100,19 +100,24 @@ pub fn command() -> clap::Command {
     with_twins(<Cli>::command())
 }
 
-/// Every flag a person may give has its environment twin: `NATSPROBE_` and the flag's name
-/// (`--stall-after` reads `NATSPROBE_STALL_AFTER`), whose value help never shows (it may hold a
-/// credential).
+/// Every flag a person may give has its environment twin (`twin`), whose value help never
+/// shows (it may hold a credential).
 fn with_twins(command: clap::Command) -> clap::Command {
     command.mut_subcommands(|sub| {
         sub.mut_args(|arg| match arg.get_long() {
             Some(long) if !arg.is_hide_set() => {
-                let twin = format!("NATSPROBE_{}", long.to_uppercase().replace('-', "_"));
+                let twin = twin(long);
                 arg.env(twin).hide_env_values(true)
             }
             _ => arg,
         })
     })
+}
+
+/// A flag's environment twin: `NATSPROBE_` and the flag's name (`--stall-after` reads
+/// `NATSPROBE_STALL_AFTER`).
+fn twin(long: &str) -> String {
+    format!("NATSPROBE_{}", long.to_uppercase().replace('-', "_"))
 }
 
 /// A command line parsed by `P`'s definition with the environment twins.
@@ -249,15 +254,7 @@ pub fn env_source(
     if given {
         return None;
     }
-    let name = long.strip_prefix("--")?;
-    let command = command();
-    let twin = command
-        .get_subcommands()
-        .flat_map(|sub| sub.get_arguments())
-        .find(|a| a.get_long() == Some(name))?
-        .get_env()?
-        .to_string_lossy()
-        .to_string();
+    let twin = twin(long.strip_prefix("--")?);
     env(&twin).map(|_| format!("the value came from the environment variable {twin}"))
 }
 
