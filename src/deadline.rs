@@ -103,23 +103,11 @@ pub fn phase() -> Phase {
     Phase::ALL[usize::from(PHASE.load(Ordering::SeqCst)).min(Phase::ALL.len() - 1)]
 }
 
-/// An armed deadline; dropping it (or `disarm`) stops the timer.
-pub struct Armed {
-    timer: Option<Timer>,
-}
-
-impl Armed {
-    /// Stops the timer: the answer is ready and must not be interleaved with the message.
-    pub fn disarm(mut self) {
-        self.timer.take();
-    }
-}
-
-/// Arms the timer to fire after `after`. `prefix` and `suffix` surround the phase's text;
-/// they go to stdout when `json`, else to stderr. If no timer can be made (a seccomp profile
-/// that forbids timer_create), the run goes on without one: the kubelet's own timeout is then
-/// the backstop, as for any exec probe.
-pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed {
+/// Arms the timer to fire after `after`; dropping it stops it. `prefix` and `suffix` surround
+/// the phase's text; they go to stdout when `json`, else to stderr. If no timer can be made (a
+/// seccomp profile that forbids timer_create), the run goes on without one (`None`): the
+/// kubelet's own timeout is then the backstop, as for any exec probe.
+pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Option<Timer> {
     DEADLINE.keep(prefix, suffix);
     TO_STDOUT.store(u8::from(json), Ordering::SeqCst);
     let action = SigAction::new(
@@ -129,7 +117,7 @@ pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed
     );
     // SAFETY: the handler only does async-signal-safe work (atomic loads, write, _exit).
     if unsafe { signal::sigaction(Signal::SIGALRM, &action) }.is_err() {
-        return Armed { timer: None };
+        return None;
     }
     let event = SigEvent::new(SigevNotify::SigevSignal {
         signal: Signal::SIGALRM,
@@ -140,7 +128,7 @@ pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Armed
         timer.set(Expiration::OneShot(after), TimerSetTimeFlags::empty())?;
         Ok(timer)
     });
-    Armed { timer: timer.ok() }
+    timer.ok()
 }
 
 /// Prepares the line written, and the exit code, when the deadline passes while the run

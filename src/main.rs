@@ -224,13 +224,14 @@ fn under_deadline<T>(
         json,
     );
     let result = work(deadline);
-    armed.disarm();
+    // Stopped: the answer is ready and must not be interleaved with the deadline's line.
+    drop(armed);
     result
 }
 
 /// `check`, or with `diagnose: Some(colour)` `diagnose` (the check with every socket listed,
 /// explained), under `--timeout`; `diagnose` exits as the check would. The answer is rendered
-/// after the deadline is disarmed, as before it was armed: under emulation formatting is slow.
+/// after the deadline is stopped, as before it was armed: under emulation formatting is slow.
 fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) -> Outcome {
     enum Report {
         Check(natsprobe::report::check::CheckReport),
