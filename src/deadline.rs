@@ -23,7 +23,7 @@ use nix::sys::signal::{
 use nix::sys::time::TimeSpec;
 use nix::sys::timer::{Expiration, Timer, TimerSetTimeFlags};
 use nix::time::ClockId;
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, Ordering};
 use std::time::Duration;
 
 /// What the run is doing, for the deadline's message.
@@ -88,7 +88,8 @@ static PHASE: AtomicU8 = AtomicU8::new(Phase::Starting as u8);
 
 /// The deadline's message (`arm`).
 static DEADLINE: Prepared = Prepared::new();
-static TO_STDOUT: AtomicU8 = AtomicU8::new(0);
+/// Where every prepared line goes: stdout (1) for a JSON run, else stderr (2).
+static OUT: AtomicI32 = AtomicI32::new(2);
 /// The line and exit code of a run out of time while it waits on NATS (`prepare_not_judged`).
 static NATS: Prepared = Prepared::new();
 static NATS_CODE: AtomicU8 = AtomicU8::new(0);
@@ -109,7 +110,7 @@ pub fn phase() -> Phase {
 /// kubelet's own timeout is then the backstop, as for any exec probe.
 pub fn arm(after: Duration, prefix: String, suffix: String, json: bool) -> Option<Timer> {
     DEADLINE.keep(prefix, suffix);
-    TO_STDOUT.store(u8::from(json), Ordering::SeqCst);
+    OUT.store(if json { 1 } else { 2 }, Ordering::SeqCst);
     let action = SigAction::new(
         SigHandler::Handler(on_alarm),
         SaFlags::empty(),
@@ -201,13 +202,9 @@ impl Prepared {
     /// Async-signal-safe, and allocation-free.
     fn end(&self, fallback: &[u8], code: u8) -> ! {
         let code = i32::from(code);
-        let fd = match TO_STDOUT.load(Ordering::SeqCst) {
-            1 => 1,
-            _ => 2,
-        };
         // SAFETY: stdout and stderr stay open for the life of the process. (std's stdout()
         // handle is not used here: its first use allocates, which a signal handler must not.)
-        let out = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let out = unsafe { std::os::fd::BorrowedFd::borrow_raw(OUT.load(Ordering::SeqCst)) };
         let write = |bytes: &[u8]| {
             let _ = nix::unistd::write(out, bytes);
         };
