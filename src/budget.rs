@@ -144,11 +144,17 @@ unsafe fn reallocate(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
 pub struct Budget;
 
 impl Budget {
-    fn take(&self, bytes: usize) {
+    /// `alloc`'s block, with `bytes` more counted; given back when it failed.
+    fn counted(&self, bytes: usize, alloc: impl FnOnce() -> *mut u8) -> *mut u8 {
         let before = LIVE.fetch_add(bytes, Ordering::Relaxed);
         if before.saturating_add(bytes) > LIMIT.load(Ordering::Relaxed) {
             crate::deadline::over_budget();
         }
+        let p = alloc();
+        if p.is_null() {
+            self.give(bytes);
+        }
+        p
     }
 
     fn give(&self, bytes: usize) {
@@ -161,28 +167,18 @@ impl Budget {
 // counting around it touches only atomics, and the over-budget path never returns.
 unsafe impl GlobalAlloc for Budget {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.take(layout.size());
-        let p = allocate(layout);
-        if p.is_null() {
-            self.give(layout.size());
-        }
-        p
+        self.counted(layout.size(), || allocate(layout))
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        self.take(layout.size());
-        let p = match Arena::alloc(layout) {
+        self.counted(layout.size(), || match Arena::alloc(layout) {
             // A block taken back may have been written.
             p if !p.is_null() => {
                 std::ptr::write_bytes(p, 0, layout.size());
                 p
             }
             _ => System.alloc_zeroed(layout),
-        };
-        if p.is_null() {
-            self.give(layout.size());
-        }
-        p
+        })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -194,15 +190,12 @@ unsafe impl GlobalAlloc for Budget {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let resized = || reallocate(ptr, layout, new_size);
         if new_size > layout.size() {
-            self.take(new_size - layout.size());
+            return self.counted(new_size - layout.size(), resized);
         }
-        let p = reallocate(ptr, layout, new_size);
-        if p.is_null() {
-            if new_size > layout.size() {
-                self.give(new_size - layout.size());
-            }
-        } else if new_size < layout.size() {
+        let p = resized();
+        if !p.is_null() && new_size < layout.size() {
             self.give(layout.size() - new_size);
         }
         p
