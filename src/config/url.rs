@@ -83,9 +83,6 @@ pub fn parse(text: &str) -> Result<ServerUrl, String> {
         None => (None, rest),
     };
     let (host, port) = split_host_port(hostport, DEFAULT_PORT)?;
-    if host.is_empty() {
-        return Err("no host".into());
-    }
     Ok(ServerUrl {
         scheme,
         host,
@@ -115,12 +112,16 @@ fn split_host_port(text: &str, default: u16) -> Result<(String, u16), String> {
             )),
         };
     }
-    match text.rsplit_once(':') {
+    let (host, number) = match text.rsplit_once(':') {
         // A bare IPv6 address has colons but no port.
-        Some(_) if text.parse::<std::net::Ipv6Addr>().is_ok() => Ok((text.to_string(), default)),
-        Some((host, p)) => Ok((host.to_string(), port(p)?)),
-        None => Ok((text.to_string(), default)),
+        Some(_) if text.parse::<std::net::Ipv6Addr>().is_ok() => (text, default),
+        Some((host, p)) => (host, port(p)?),
+        None => (text, default),
+    };
+    if host.is_empty() {
+        return Err("no host".into());
     }
+    Ok((host.to_string(), number))
 }
 
 /// `--monitor`: a server's HTTP monitoring endpoint, `http://host[:port]` (8222 by default).
@@ -157,9 +158,6 @@ pub fn parse_monitor(text: &str) -> Result<MonitorUrl, String> {
         return Err("a monitoring URL is http://host[:port], without a path or credentials".into());
     }
     let (host, port) = split_host_port(rest, DEFAULT_MONITOR_PORT)?;
-    if host.is_empty() {
-        return Err("no host".into());
-    }
     Ok(MonitorUrl { host, port })
 }
 
