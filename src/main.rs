@@ -150,20 +150,6 @@ fn failure(e: Error, json: bool) -> Outcome {
     }
 }
 
-/// A command's memory budget, and how its line names it.
-struct Memory {
-    bytes: usize,
-    named: String,
-}
-
-impl Memory {
-    /// `bytes`, named in MiB and then `more`.
-    fn mib(bytes: usize, more: &str) -> Memory {
-        let named = format!("{} MiB{more}", bytes >> 20);
-        Memory { bytes, named }
-    }
-}
-
 /// The deadline's line and the memory budget's are made in advance, by the one formatter,
 /// around a marker for the phase.
 const MARK: &str = "<<phase>>";
@@ -181,17 +167,18 @@ fn around_mark(text: &str) -> (String, String) {
     (prefix.to_string(), format!("{suffix}\n"))
 }
 
-/// Sets the run's memory budget, its line made now (`budget`).
-fn budgeted(memory: Memory, json: bool) {
+/// Sets the run's memory budget of `bytes`, its line made now (`budget`): the bytes in MiB,
+/// and then `more`.
+fn budgeted((bytes, more): (usize, &str), json: bool) {
     let (prefix, suffix) = prepared(
         format!(
-            "more than {} of memory needed while {MARK} (a server sending without end?)",
-            memory.named
+            "more than {} MiB{more} of memory needed while {MARK} (a server sending without end?)",
+            bytes >> 20
         ),
         json,
     );
     deadline::prepare_budget_message(prefix, suffix);
-    budget::set_limit(memory.bytes);
+    budget::set_limit(bytes);
 }
 
 /// Runs `work` under the run's deadline (see `deadline`): it answers by `timeout` whatever
@@ -203,7 +190,7 @@ fn under_deadline<T>(
     named: &str,
     json: bool,
     started: Instant,
-    (memory, cut_short): (Memory, Option<Health>),
+    (memory, cut_short): ((usize, &str), Option<Health>),
     work: impl FnOnce(Instant) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let deadline = started + timeout.saturating_sub(PRINT_MARGIN);
@@ -249,7 +236,7 @@ fn run_check(mut config: CheckConfig, started: Instant, diagnose: Option<bool>) 
         &named,
         json,
         started,
-        (Memory::mib(budget::CHECK, ""), Some(cut_short)),
+        ((budget::CHECK, ""), Some(cut_short)),
         |deadline| match diagnose {
             None => commands::check::run(&config, deadline).map(Report::Check),
             Some(colour) => {
@@ -312,7 +299,7 @@ fn run_serve(config: natsprobe::config::ServeConfig, look_args: &[std::ffi::OsSt
     }
     let json = config.check.json;
     commands::serve::end_on_signals();
-    budgeted(Memory::mib(budget::SERVE, ""), json);
+    budgeted((budget::SERVE, ""), json);
     deadline::set_phase(deadline::Phase::Serving);
     /// `--exit-unhealthy`: the code the pod's restart rules name.
     fn end(code: u8) -> ! {
@@ -333,7 +320,7 @@ fn run_guard(config: GuardConfig, started: Instant) -> Outcome {
         duration::display(timeout)
     );
     let per_durable = format!(" and {} KiB a durable", budget::GUARD_PER_DURABLE >> 10);
-    let memory = Memory::mib(budget::GUARD, &per_durable);
+    let memory = (budget::GUARD, per_durable.as_str());
     match under_deadline(timeout, &named, json, started, (memory, None), |_| {
         commands::guard::run(&config)
     }) {
