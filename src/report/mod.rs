@@ -57,17 +57,13 @@ pub fn render_diagnose(report: &diagnose::DiagnoseReport, json: bool, colour: bo
 
 /// The text of a `check`: the JSON document, or the line (and the `-v` lines).
 pub fn render_check(report: &check::CheckReport, json: bool, verbose: bool) -> String {
-    if json {
-        return serde_json::to_string(report).expect("a plain struct serializes");
+    match (json, verbose) {
+        (true, _) => serde_json::to_string(report).expect("a plain struct serializes"),
+        (false, true) => [std::slice::from_ref(&report.line), &report.details[..]]
+            .concat()
+            .join("\n"),
+        (false, false) => report.line.clone(),
     }
-    let mut out = report.line.clone();
-    if verbose {
-        for line in &report.details {
-            out.push('\n');
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
