@@ -22,7 +22,6 @@ use crate::rules::cause::Class;
 use crate::rules::check::{ConsumerHealth, Health};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::fmt::Write;
 use style::plain;
 
 #[derive(Debug, Clone, Serialize)]
@@ -47,20 +46,14 @@ impl DiagnoseReport {
     /// The terminal text; with `colour`, ANSI styles (only for a terminal, never with
     /// `NO_COLOR`: `main` decides).
     pub fn render(&self, colour: bool) -> String {
-        let mut out = String::new();
-        for (i, line) in self.lines.iter().enumerate() {
-            if i > 0 {
-                out.push('\n');
-            }
-            for (style, text) in line {
-                if colour && *style != Style::Plain {
-                    let _ = write!(out, "{}{text}\x1b[0m", style.sgr());
-                } else {
-                    out.push_str(text);
-                }
-            }
-        }
-        out
+        let piece = |(style, text): &(Style, String)| match colour && *style != Style::Plain {
+            true => format!("{}{text}\x1b[0m", style.sgr()),
+            false => text.clone(),
+        };
+        let said: Vec<String> = (self.lines.iter())
+            .map(|line| line.iter().map(piece).collect())
+            .collect();
+        said.join("\n")
     }
 }
 
