@@ -2597,6 +2597,44 @@ mod tests {
         assert_eq!(e.subscriptions[0].standing.unwrap().window, ms(6000));
     }
 
+    /// A deliver subscription's window is its own consumer's, never another's: one
+    /// consumer's `ack_wait` raises its window to 6 s, the other's stays 4 s, so a fault
+    /// both parts showed is still carried 5 s later for the first only.
+    #[test]
+    fn each_subscription_has_its_own_consumers_window() {
+        let other = Consumer {
+            name: world::name("S", "E"),
+            ack_wait: 100,
+            ..consumer(Behaviour::Acking)
+        };
+        let raised = Consumer {
+            ack_wait: 3000,
+            ..consumer(Behaviour::Acking)
+        };
+        let late = Answer::Not(Unknown::Deadline);
+        let mut w = World::new(
+            vec![raised, other],
+            vec![Answer::OnTime, Answer::OnTime, late],
+        );
+        deaf_at(&mut w, Some(500), false);
+        let check = w.check(4000, 0);
+        let carried = |w: &mut World, t| {
+            let e = w.run(&check, t).ended.unwrap();
+            (e.subscriptions.iter())
+                .map(|s| (s.consumer.clone().unwrap().durable, s.carried.is_some()))
+                .collect::<Vec<_>>()
+        };
+        carried(&mut w, 0);
+        assert_eq!(
+            carried(&mut w, 1000),
+            [("D".into(), false), ("E".into(), false)]
+        );
+        assert_eq!(
+            carried(&mut w, 6000),
+            [("D".into(), true), ("E".into(), false)]
+        );
+    }
+
     /// The little helpers, as the rest relies on them.
     #[test]
     fn ports_servers_and_sockets() {
