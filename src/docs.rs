@@ -225,6 +225,12 @@ mod tests {
                 Fault::NotPulling,
             ),
         ];
+        // What is never restarted, or not again: the core's property tests hold these
+        // (`timelines::nats_holding_work_back_is_never_the_pods`,
+        // `timelines::a_restart_that_did_not_help_is_not_repeated`), with this default.
+        let again = display(natsprobe_core::timing::RESTART_AGAIN_AFTER);
+        let row = format!("| NATS holds the work back (`server_not_delivering`) / the same stall after a restart for it (`restart_did_not_help`) | `--consumer` | never / not again before `--restart-again-after` ({again}) past the first failure |");
+        assert!(readme.lines().any(|l| l == row), "README lacks: {row}");
         let settings = Settings::RECOMMENDED;
         let period = settings.cadence.period.as_millis();
         for (label, fault) in rows {

@@ -61,6 +61,9 @@ pub struct Check {
     pub monitor: Option<String>,
     pub sample_every: Duration,
     pub subscription_every: TrustSetting,
+    /// `--restart-again-after`: how long an episode of a fault whose restart did not help
+    /// spares the pod (`rules::check::after_restart`).
+    pub restart_again_after: Duration,
 }
 
 impl Check {
@@ -1077,6 +1080,14 @@ impl<'c> Run<'c> {
             least_window = Some(least_window.map_or(window, |w| w.min(window)));
             let outcome =
                 verdict::excuse_young_client(j.outcome.clone(), j.window, self.obs.client_age);
+            let (outcome, episode) = verdict::after_restart(
+                outcome,
+                self.state.episode(name),
+                self.obs.client_age,
+                check.restart_again_after,
+                now,
+            );
+            self.state.set_episode(name, episode);
             let of = Of::Consumer(name.clone());
             let carried = self.freshest(&of, &outcome, window, |o| match o {
                 Outcome::Unhealthy(f) => Some(Wrong::Consumer(f.clone())),

@@ -5,6 +5,7 @@
 use crate::facts::{ConsumerName, KnownSocket, Loaded, Sample, SubscriptionMemo, Wanted};
 use crate::prelude::*;
 use crate::rules::cause::Persisting;
+use crate::rules::check::Episode;
 use crate::rules::remembered::{LastLook, Of, SeenFault};
 use alloc::borrow::Cow;
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,10 @@ pub struct State {
     pub faults: Vec<SeenFault>,
     /// The causes that may still become configuration errors, since when.
     pub causes: Vec<(Of, Persisting)>,
+    /// Each consumer's fault natsprobe failed the pod for, while its episode lasts (a file
+    /// written without them has none).
+    #[serde(default)]
+    pub episodes: Vec<(ConsumerName, Episode)>,
 }
 
 /// What was found where a check's state should be.
@@ -93,6 +98,14 @@ impl State {
 
     pub fn set_cause(&mut self, of: &Of, cause: Option<Persisting>) {
         set(&mut self.causes, of, cause);
+    }
+
+    pub fn episode(&self, consumer: &ConsumerName) -> Option<Episode> {
+        find(&self.episodes, consumer).copied()
+    }
+
+    pub fn set_episode(&mut self, consumer: &ConsumerName, episode: Option<Episode>) {
+        set(&mut self.episodes, consumer, episode);
     }
 
     pub fn set_fault(&mut self, of: &Of, fault: Option<SeenFault>) {

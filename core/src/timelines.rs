@@ -396,7 +396,7 @@ fn healthy_timeline() -> impl Strategy<Value = Timeline> {
             window_of(period),
             prop::collection::vec(any_answer(), 1..12),
             prop::option::of((0..60usize, 1..=30i64)),
-            prop::collection::vec(0..5u8, 1..=3),
+            prop::collection::vec(0..6u8, 1..=3),
             1..=100i64,
             (20..80usize, 0..3u8, prop::collection::vec(0..80i64, 0..3)),
         )
@@ -426,6 +426,8 @@ fn healthy_timeline() -> impl Strategy<Value = Timeline> {
                             1 => Behaviour::Idle,
                             2 => Behaviour::Paused,
                             3 => Behaviour::Recreated { at: recreate_at },
+                            // NATS holds the work back: never the pod's.
+                            4 => Behaviour::Withheld { at: recreate_at },
                             // Unanswered for three windows while the others are answered.
                             _ => Behaviour::Unanswered {
                                 from: recreate_at,
@@ -627,6 +629,203 @@ proptest! {
     }
 }
 
+/// A kubelet that restarts the client at `FAILURE_THRESHOLD` failures in a row, every
+/// liveness run in time (the second probe aside), with `again_after` as
+/// `--restart-again-after`: each run, and when each restart came. A restart starts a new client
+/// on a new connection, and `restarted` changes the world as that restart does.
+fn play_restarting(
+    t: &Timeline,
+    again_after: Ms,
+    restarted: impl Fn(&mut World, Ms),
+) -> (Vec<Played>, Vec<Ms>) {
+    let check = Check {
+        restart_again_after: Duration::from_millis(again_after as u64),
+        ..t.check()
+    };
+    let mut world = t.world.clone();
+    let (mut played, mut restarts, mut in_a_row) = (Vec::new(), Vec::new(), 0);
+    for at in t.run_times() {
+        let ran = world.run(&check, at);
+        in_a_row = match ran.exit {
+            0 => 0,
+            _ => in_a_row + 1,
+        };
+        if in_a_row == FAILURE_THRESHOLD {
+            in_a_row = 0;
+            restarts.push(at);
+            world.client.started = at + 1;
+            world.client.reconnects.push(at + 1);
+            restarted(&mut world, at + 1);
+        }
+        played.push(Played {
+            at,
+            liveness: true,
+            ran,
+        });
+    }
+    (played, restarts)
+}
+
+/// The first failing run after each restart (after the start, for the first): where each
+/// episode began.
+fn episodes_began(played: &[Played], restarts: &[Ms]) -> Vec<Ms> {
+    let mut from = Ms::MIN;
+    let mut began = Vec::new();
+    for r in restarts {
+        began.extend(
+            played
+                .iter()
+                .find(|p| p.at > from && p.at <= *r && p.ran.exit != 0)
+                .map(|p| p.at),
+        );
+        from = *r;
+    }
+    began
+}
+
+/// A stall no restart fixes (a poison message NAKed with a delay, NATS's own stall that the
+/// facts cannot prove), NATS answering on time or late or refused: a restart for it is never
+/// repeated within `--restart-again-after` of its episode's first failure, and is tried again
+/// after.
+fn poison_timeline() -> impl Strategy<Value = (Timeline, Ms)> {
+    (faulty_timeline(), 4..12i64).prop_map(|((mut t, ..), windows)| {
+        for c in &mut t.world.consumers {
+            c.behaviour = Behaviour::Wedged {
+                at: 0,
+                until: Ms::MAX,
+            };
+        }
+        t.world.subscription = None;
+        t.second_probe = None;
+        t.stall = None;
+        t.runs = 200;
+        let again_after = windows * t.window();
+        (t, again_after)
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_restart_that_did_not_help_is_not_repeated((t, again_after) in poison_timeline()) {
+        let (played, restarts) = play_restarting(&t, again_after, |_, _| {});
+        let began = episodes_began(&played, &restarts);
+        prop_assert!(!restarts.is_empty(), "never restarted");
+        for pair in began.windows(2) {
+            prop_assert!(pair[1] - pair[0] >= again_after, "episodes {pair:?} within {again_after}: restarts {restarts:?}");
+        }
+        // Tried again once the episode is over, while the runs go on long enough for it.
+        let last = played.last().map_or(0, |p| p.at);
+        let bound = detection_bound(&t, restart::Fault::Stalled, 3);
+        if let Some(first) = began.first() {
+            prop_assert!(
+                restarts.len() >= 2 || first + again_after + bound > last,
+                "restarted only at {restarts:?}, the episode began at {first}, runs until {last}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_restart_that_helped_is_made_again((t, ..) in faulty_timeline()) {
+        // Every look answered; the consumer wedges, a restart fixes it, and it wedges again a
+        // while after each restart.
+        let mut t = t;
+        t.world.answers = vec![Answer::OnTime];
+        t.world.subscription = None;
+        t.second_probe = None;
+        t.stall = None;
+        t.runs = 120;
+        let window = t.window();
+        for c in &mut t.world.consumers {
+            c.behaviour = Behaviour::Wedged { at: 0, until: Ms::MAX };
+        }
+        let again = 3 * window;
+        let (played, restarts) = play_restarting(&t, Ms::MAX / 4, |w, at| {
+            for c in &mut w.consumers {
+                c.behaviour = Behaviour::Wedged { at: at + again, until: Ms::MAX };
+            }
+        });
+        let last = played.last().map_or(0, |p| p.at);
+        let bound = detection_bound(&t, restart::Fault::Stalled, 1);
+        for pair in restarts.windows(2) {
+            prop_assert!(pair[1] - pair[0] <= again + bound, "restarts {restarts:?}, bound {bound}");
+        }
+        if let Some(r) = restarts.last() {
+            prop_assert!(r + again + bound > last, "not restarted again after {r}: restarts {restarts:?}, runs until {last}");
+        }
+    }
+}
+
+/// A fault that stood through the new client's window: the runs after say so, exit 0, each
+/// state in turn as the kubelet sees it.
+#[test]
+fn a_restart_that_did_not_help_says_so() {
+    let world = World::new(
+        consumers(
+            1,
+            &[Behaviour::Wedged {
+                at: 0,
+                until: Ms::MAX,
+            }],
+            100,
+            200,
+        ),
+        vec![Answer::OnTime],
+    );
+    let t = Timeline {
+        world,
+        stall_after: 2000,
+        ack_wait: 200,
+        period: 500,
+        jitter: vec![0],
+        stall: None,
+        second_probe: None,
+        every_run: true,
+        runs: 40,
+    };
+    let (played, restarts) = play_restarting(&t, 3_600_000, |_, _| {});
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+    let states: Vec<(Ms, u8, &str)> = played
+        .iter()
+        .filter_map(|p| {
+            let c = p.ran.ended.as_ref().ok()?.consumers.first()?;
+            Some((p.at, p.ran.exit, c.outcome.state(c.carried.is_some())))
+        })
+        .collect();
+    let after: Vec<_> = states.iter().filter(|s| s.0 > restarts[0]).collect();
+    assert!(after.iter().all(|s| s.1 == 0), "{states:?}");
+    assert!(after.iter().any(|s| s.2 == "excused"), "{states:?}");
+    assert_eq!(
+        after.last().unwrap().2,
+        "restart_did_not_help",
+        "{states:?}"
+    );
+}
+
+/// NATS holding the work back is never the pod's: not judged, exit 0, once the window passed.
+#[test]
+fn nats_holding_work_back_is_never_the_pods() {
+    for pull in [false, true] {
+        let mut world = World::new(
+            consumers(1, &[Behaviour::Withheld { at: 1000 }], 100, 200),
+            vec![Answer::OnTime],
+        );
+        if pull {
+            world.subscription = Some(deliver_subscriptions(None, false, true));
+        }
+        let check = world.check(2000, 0);
+        let mut last = "";
+        for i in 1..20 {
+            let ran = world.run(&check, i * 500);
+            assert_eq!(ran.exit, 0, "pull {pull} at {}", i * 500);
+            let e = ran.ended.as_ref().unwrap();
+            last = e.consumers[0].outcome.state(false);
+        }
+        assert_eq!(last, "server_not_delivering", "pull {pull}");
+    }
+}
+
 /// Found by the properties in the rules as they were, shrunk, kept: a wedged consumer whose
 /// every other look NATS answers late failed one run in two (`1 0 1 0 …`), and the kubelet,
 /// counting failures in a row, never restarted it. A run that cannot look now reports the
@@ -708,6 +907,7 @@ fn transitions() -> std::collections::BTreeSet<(&'static str, &'static str)> {
             at: -100_000,
             until: Ms::MAX,
         },
+        Behaviour::Withheld { at: 10_000 },
     ];
     let late = Answer::Not(Unknown::Deadline);
     let unreachable = Answer::Not(Unknown::Unreachable("connection refused".into()));
@@ -740,6 +940,11 @@ fn transitions() -> std::collections::BTreeSet<(&'static str, &'static str)> {
                 let check = world.check(4000, 0);
                 let mut last = "[*]";
                 for i in 0..80 {
+                    // A slow client restarted at 50 s: a new process, on a new connection.
+                    if every == 3000 && i == 50 {
+                        world.client.started = 50_000;
+                        world.client.reconnects.push(50_000);
+                    }
                     let ran = world.run(&check, i * 1000);
                     let Ok(e) = &ran.ended else { continue };
                     if let Some(c) = e.consumers.first() {

@@ -45,6 +45,11 @@ pub const ACK_WAITS_IN_A_WINDOW: u32 = 2;
 /// long means the peer is gone (the kernel's timer at 200 ms, doubling: called at 51 s).
 pub const HALF_OPEN_AFTER: Duration = Duration::from_secs(30);
 
+/// `--restart-again-after`'s default: a restart for a stall that did not help is not
+/// repeated for this long from natsprobe's first failure for it (one restart an hour for a
+/// fault no restart fixes: a poison message, NATS's own stall).
+pub const RESTART_AGAIN_AFTER: Duration = Duration::from_secs(3600);
+
 // Principle 7, ask only when due.
 
 /// `--sample-every`'s default share of `--stall-after`: a calm look is carried this long.

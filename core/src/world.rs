@@ -69,6 +69,10 @@ pub enum Behaviour {
     Recreated { at: Ms },
     /// Acking until `at`, not again before `until` (never: `Ms::MAX`), work waiting.
     Wedged { at: Ms, until: Ms },
+    /// Acking until `at`; then the server delivers nothing more while work waits, and the pod
+    /// holds none of it (a rate limit, NATS's own stall): nothing awaits an ack, and a pull
+    /// consumer's requests wait.
+    Withheld { at: Ms },
     /// Acking until `at`; then never, on a stream that deletes from the front (`max_msgs`,
     /// discard old) `rate` messages a second: its floor held at the front, moved by the
     /// deletions.
@@ -223,6 +227,7 @@ impl World {
             monitor: sub.filter(|s| s.direct).map(|_| MONITOR.to_string()),
             sample_every: ms(sample_every),
             subscription_every: crate::rules::remembered::TrustSetting::Auto,
+            restart_again_after: crate::timing::RESTART_AGAIN_AFTER,
         }
     }
 
@@ -516,7 +521,7 @@ impl World {
         let until = match c.behaviour {
             Behaviour::Quiet { until } if now < until => Ms::MIN,
             Behaviour::Wedged { at, until } if now < until => now.min(at),
-            Behaviour::Losing { at, .. } => now.min(at),
+            Behaviour::Losing { at, .. } | Behaviour::Withheld { at } => now.min(at),
             Behaviour::Absent { at } if now >= at => return Observed::ConsumerMissing,
             Behaviour::Idle | Behaviour::Paused => Ms::MIN,
             _ => now,
@@ -593,6 +598,14 @@ impl World {
         }
         facts.delivered.consumer_seq = facts.ack_floor.consumer_seq + waiting.min(1);
         facts.delivered.stream_seq = facts.ack_floor.stream_seq + waiting.min(1);
+        if matches!(c.behaviour, Behaviour::Withheld { at } if now >= at) {
+            // The last message delivered was acked; nothing since.
+            facts.num_ack_pending = 0;
+            facts.num_pending = waiting;
+            facts.delivered.consumer_seq = facts.ack_floor.consumer_seq;
+            facts.delivered.stream_seq = facts.ack_floor.stream_seq;
+            facts.delivered.last_active = facts.ack_floor.last_active;
+        }
         Observed::Found {
             facts,
             stream: stream.filter(|_| waiting > 0),

@@ -103,6 +103,18 @@ pub struct CheckArgs {
     )]
     pub stall_after: Duration,
 
+    /// After a restart for a stall did not help (the new client's window passed with the same
+    /// stall and no progress), restart for it again only this long after natsprobe first
+    /// failed for it
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "1h",
+        value_parser = duration::parse,
+        help_heading = "Consumer"
+    )]
+    pub restart_again_after: Duration,
+
     /// Ask the server about the consumers at most this often while the last answer was calm
     /// (every one idle or progressing); between looks only the sockets are read. 0: every run
     /// [default: 3/4 of --stall-after, 45s]
@@ -253,6 +265,7 @@ impl CheckArgs {
             monitor: monitor.as_ref().map(ToString::to_string),
             sample_every,
             subscription_every: self.subscription_every,
+            restart_again_after: self.restart_again_after,
         };
         Ok(CheckConfig {
             core,

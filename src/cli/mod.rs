@@ -452,6 +452,7 @@ mod tests {
         let bare = parse(&["natsprobe"]).unwrap();
         assert_eq!(bare.timeout, t::TIMEOUT);
         assert_eq!(bare.core.consumer.stall_after, t::STALL_AFTER);
+        assert_eq!(bare.core.restart_again_after, t::RESTART_AGAIN_AFTER);
         assert_eq!(
             bare.core.connection.half_open_after,
             Some(t::HALF_OPEN_AFTER)

@@ -68,6 +68,7 @@ struct RawSequence {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawConsumerConfig {
     deliver_subject: Option<String>,
     deliver_group: Option<String>,
@@ -75,6 +76,8 @@ struct RawConsumerConfig {
     ack_wait: Option<u64>,
     max_deliver: Option<i64>,
     max_ack_pending: Option<i64>,
+    flow_control: bool,
+    rate_limit_bps: u64,
 }
 
 #[derive(Deserialize, Default)]
@@ -138,6 +141,8 @@ fn consumer_facts(raw: RawConsumer) -> Result<ConsumerFacts, ParseError> {
             .filter(|&ns| ns > 0)
             .map(Duration::from_nanos),
         max_ack_pending: raw.config.max_ack_pending,
+        flow_control: raw.config.flow_control,
+        rate_limit_bps: Some(raw.config.rate_limit_bps).filter(|&b| b > 0),
         paused: raw.paused,
         ts: raw.ts.as_deref().and_then(parse_time),
     })

@@ -10,7 +10,7 @@ use crate::facts::{ConsumerFacts, Lookup, Observed, Process, Route, Socket, Stat
 use crate::facts::{StreamFacts, TcpInfo, Walked};
 use crate::rules::answers;
 use crate::rules::cause::{Class, Standing};
-use crate::rules::check::Health;
+use crate::rules::check::{ConsumerHealth, Health};
 use crate::rules::connection::{self, live, WhenServerDown};
 use crate::rules::consumer::{self, Evidence, Fault, Healthy, Moved, Outcome, Progress};
 use crate::rules::judged::{self, JudgedConsumer, JudgedSubscription};
@@ -406,7 +406,10 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
             (Some(*stalled), Some(Evidence::Samples))
         }
         Outcome::Healthy(
-            Healthy::YoungClient { stalled, .. } | Healthy::ClientAgeUnknown { stalled },
+            Healthy::YoungClient { stalled, .. }
+            | Healthy::ClientAgeUnknown { stalled }
+            | Healthy::ServerNotDelivering { stalled, .. }
+            | Healthy::RestartDidNotHelp { stalled, .. },
         ) => (Some(*stalled), None),
         _ => (None, None),
     };
@@ -418,6 +421,7 @@ fn consumer_section(r: &JudgedConsumer) -> ConsumerSection {
         state: r.outcome.state(r.carried.is_some()),
         not_judged: match &r.outcome {
             Outcome::NotJudged(why) => Some(answers::meaning(why).word),
+            _ if r.health() == ConsumerHealth::NotThePods => r.standing.map(|s| s.cause.as_str()),
             _ => None,
         },
         cannot_judge: r.standing.map(standing_json),

@@ -82,7 +82,8 @@ pub struct GuardConsumer {
     /// Since the first look: `acked`, `delivered`, `unclear`, `without_ack`, `none`.
     pub progress: Option<&'static str>,
     pub window_ms: Option<u64>,
-    /// `healthy`, `fault`, `unknown` (a look could not say) or `ignored`.
+    /// `healthy`, `fault`, `server_fault` (NATS holds the work back: a fault of NATS's, not
+    /// the pods'), `unknown` (a look could not say) or `ignored`.
     pub verdict: &'static str,
     pub reason: Box<str>,
 }
@@ -145,6 +146,7 @@ pub fn row(j: Judged) -> GuardConsumer {
         verdict: match j.verdict {
             Verdict::Ignored => "ignored",
             Verdict::Healthy(_) => "healthy",
+            Verdict::Fault(GuardFault::ServerNotDelivering) => "server_fault",
             Verdict::Fault(_) => "fault",
             Verdict::Unknown { .. } => "unknown",
         },
@@ -284,6 +286,10 @@ fn reason(row: &Judged) -> String {
             format!("{what} in both looks (expected)")
         }
         Verdict::Fault(GuardFault::Consumer(f)) => phrase(&Outcome::Unhealthy(f.clone())),
+        Verdict::Fault(GuardFault::ServerNotDelivering) => format!(
+            "NATS's, not the pods': {}",
+            phrase(&row.judgement.outcome)
+        ),
         Verdict::Fault(GuardFault::Losing { deleted, interval }) => format!(
             "losing messages: retention deleted {deleted} unacknowledged in {}, and no ack shows it working past them",
             display(*interval)

@@ -72,6 +72,11 @@ pub struct ConsumerFacts {
     /// None: unlimited.
     pub max_deliver: Option<u64>,
     pub max_ack_pending: Option<i64>,
+    /// A push consumer's flow control: the server stops delivering until the client answers,
+    /// which it may do only once its handler is done with a message.
+    pub flow_control: bool,
+    /// A push consumer's delivery limit, in bits a second (None: unlimited).
+    pub rate_limit_bps: Option<u64>,
     pub paused: bool,
     /// The server's clock when it answered (2.10+).
     pub ts: Option<ServerTime>,
@@ -127,6 +132,8 @@ impl ConsumerFacts {
             ack_wait: Some(Duration::from_secs(30)),
             max_deliver: None,
             max_ack_pending: Some(1),
+            flow_control: false,
+            rate_limit_bps: None,
             paused: false,
             ts: Some(ts),
         }
@@ -156,7 +163,7 @@ impl Serialize for ConsumerFacts {
             stream_seq: q.stream_seq,
             last_active_ago_ms: ms(self.age(q.last_active)),
         };
-        let mut o = s.serialize_struct("ConsumerFacts", 16)?;
+        let mut o = s.serialize_struct("ConsumerFacts", 18)?;
         o.serialize_field("push", &self.push())?;
         o.serialize_field("deliver_subject", &self.deliver_subject)?;
         o.serialize_field("deliver_group", &self.deliver_group)?;
@@ -171,6 +178,8 @@ impl Serialize for ConsumerFacts {
         o.serialize_field("ack_wait_ms", &ms(self.ack_wait))?;
         o.serialize_field("max_deliver", &self.max_deliver)?;
         o.serialize_field("max_ack_pending", &self.max_ack_pending)?;
+        o.serialize_field("flow_control", &self.flow_control)?;
+        o.serialize_field("rate_limit_bps", &self.rate_limit_bps)?;
         o.serialize_field("paused", &self.paused)?;
         o.serialize_field("server_ts", &self.ts.is_some())?;
         o.end()

@@ -61,6 +61,12 @@ pub enum Cause {
     ClientAgeUnreadable,
     /// The samples cannot be kept: no place with room.
     NoStateDir,
+    /// Work waits, the pod holds none of it, and the server delivered nothing for the
+    /// window: NATS holds it back.
+    ServerNotDelivering,
+    /// A restart for the fault did not help: the same fault stood through the new client's
+    /// window, with no progress since.
+    RestartDidNotHelp,
 }
 
 /// What a cause means for the verdict.
@@ -87,7 +93,7 @@ impl Class {
 }
 
 /// Every cause, in the README's order.
-pub const ALL: [Cause; 15] = [
+pub const ALL: [Cause; 17] = [
     Cause::Unreachable,
     Cause::Timeout,
     Cause::JetStreamUnavailable,
@@ -103,14 +109,21 @@ pub const ALL: [Cause; 15] = [
     Cause::CannotSee,
     Cause::ClientAgeUnreadable,
     Cause::NoStateDir,
+    Cause::ServerNotDelivering,
+    Cause::RestartDidNotHelp,
 ];
 
-/// Every cause's class: its row's in the table of NATS's answers (`answers::Row::class`), or
-/// the pod's own, for a cause no answer of NATS gives.
+/// Every cause's class: its row's in the table of NATS's answers (`answers::Row::class`);
+/// transient for a consumer a restart cannot help (the server holds its work back, or a
+/// restart did not help: restarting is what these causes spare the pod); else the pod's own,
+/// for a cause no answer of NATS gives.
 pub fn class(cause: Cause) -> Class {
-    cause
-        .row()
-        .map_or(Class::ConfigurationIfItPersists, Row::class)
+    match cause {
+        Cause::ServerNotDelivering | Cause::RestartDidNotHelp => Class::Transient,
+        _ => cause
+            .row()
+            .map_or(Class::ConfigurationIfItPersists, Row::class),
+    }
 }
 
 impl Cause {
@@ -130,7 +143,10 @@ impl Cause {
             | Cause::NoSystemAccount
             | Cause::CannotMatch
             | Cause::CannotSee => Some(Row::NotHere),
-            Cause::ClientAgeUnreadable | Cause::NoStateDir => None,
+            Cause::ClientAgeUnreadable
+            | Cause::NoStateDir
+            | Cause::ServerNotDelivering
+            | Cause::RestartDidNotHelp => None,
         }
     }
 
@@ -152,6 +168,8 @@ impl Cause {
             Cause::CannotSee => "cannot_see",
             Cause::ClientAgeUnreadable => "client_age_unreadable",
             Cause::NoStateDir => "no_state_dir",
+            Cause::ServerNotDelivering => "server_not_delivering",
+            Cause::RestartDidNotHelp => "restart_did_not_help",
         }
     }
 }
@@ -230,6 +248,8 @@ pub fn of_consumer(outcome: &Outcome, state_problem: bool, judged_before: bool) 
         _ if state_problem => Cause::NoStateDir,
         Outcome::NotJudged(why) => Cause::of(why),
         Outcome::Healthy(Healthy::ClientAgeUnknown { .. }) => Cause::ClientAgeUnreadable,
+        Outcome::Healthy(Healthy::ServerNotDelivering { .. }) => Cause::ServerNotDelivering,
+        Outcome::Healthy(Healthy::RestartDidNotHelp { .. }) => Cause::RestartDidNotHelp,
         _ => return None,
     };
     Some(Seen::new(cause, judged_before))
@@ -303,6 +323,8 @@ mod tests {
             (Cause::CannotSee, ConfigurationIfNeverJudged),
             (Cause::ClientAgeUnreadable, ConfigurationIfItPersists),
             (Cause::NoStateDir, ConfigurationIfItPersists),
+            (Cause::ServerNotDelivering, Transient),
+            (Cause::RestartDidNotHelp, Transient),
         ];
         assert_eq!(table.len(), ALL.len());
         for ((cause, expected), listed) in table.into_iter().zip(ALL) {
@@ -343,10 +365,16 @@ mod tests {
     /// was judged before exit non-zero, however long it lasts.
     #[test]
     fn nothing_nats_does_fails_a_check_judged_before() {
-        // The causes an answer of NATS can be: each of the table's rows.
-        let nats_can_produce: alloc::vec::Vec<Cause> =
-            ALL.into_iter().filter(|c| c.row().is_some()).collect();
-        assert_eq!(nats_can_produce.len(), 13);
+        // The causes an answer of NATS can be (each of the table's rows), and NATS holding
+        // a consumer's work back, or a stall a restart did not fix.
+        let nats_can_produce: alloc::vec::Vec<Cause> = ALL
+            .into_iter()
+            .filter(|c| {
+                c.row().is_some()
+                    || matches!(c, Cause::ServerNotDelivering | Cause::RestartDidNotHelp)
+            })
+            .collect();
+        assert_eq!(nats_can_produce.len(), 15);
         for &cause in &nats_can_produce {
             let mut kept = None;
             for at in (0..=3600).step_by(10) {

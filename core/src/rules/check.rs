@@ -3,8 +3,9 @@
 //! than its consumer's stall window gets that window). Pure.
 
 use super::connection::{connected, Connections, Policy, WhenServerDown};
-use super::consumer::{Fault, Healthy, Outcome, Window};
+use super::consumer::{ms, Fault, Healthy, Outcome, Window};
 use core::time::Duration;
+use serde::{Deserialize, Serialize};
 
 /// What the servers said, reduced to what the verdict needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,10 @@ pub enum ConsumerHealth {
     /// Not judged, or judged without a sample to compare, for a cause of the configuration
     /// that is now an error (`rules::cause::Standing::is_configuration_error`).
     Misconfigured,
+    /// Not judged because a restart cannot help: the server holds the work back, or a
+    /// restart for the same fault did not. NATS answered: never a failure, whatever
+    /// `--when-server-down` says.
+    NotThePods,
 }
 
 impl ConsumerHealth {
@@ -75,7 +80,9 @@ impl ConsumerHealth {
         match self {
             ConsumerHealth::Healthy => "healthy",
             ConsumerHealth::Unhealthy => "unhealthy",
-            ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged => "not_judged",
+            ConsumerHealth::NotJudged
+            | ConsumerHealth::NeverJudged
+            | ConsumerHealth::NotThePods => "not_judged",
             ConsumerHealth::Misconfigured => "configuration_error",
         }
     }
@@ -119,6 +126,8 @@ pub fn decide(
             .any(|c| matches!(c, ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged))
         {
             (down, Reason::ConsumerNotJudged)
+        } else if consumers.contains(&ConsumerHealth::NotThePods) {
+            (Healthy, Reason::ConsumerNotJudged)
         } else {
             (Healthy, Reason::Connected)
         }
@@ -172,6 +181,107 @@ pub fn excuse_young_client(
         }),
         Some(_) => outcome,
         None => Outcome::Healthy(Healthy::ClientAgeUnknown { stalled }),
+    }
+}
+
+/// natsprobe's failures for one consumer's fault, kept across runs and the restarts they
+/// cause: which fault, and when natsprobe first failed the pod for it. A client that started
+/// after that is a new one (the client that failed was older than its window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Episode {
+    pub fault: EpisodeFault,
+    /// Local clock, ms since the epoch: the first failing run.
+    pub began_ms: i64,
+}
+
+/// The faults a restart is given one chance at: those the server's own stall or a message the
+/// app cannot process may also cause. An unbound or deleted consumer is the pod's to fix (or
+/// its deployment's), whatever came before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpisodeFault {
+    Stalled,
+    Losing,
+}
+
+impl EpisodeFault {
+    fn of(outcome: &Outcome) -> Option<(EpisodeFault, Duration)> {
+        match outcome {
+            Outcome::Unhealthy(Fault::Stalled { stalled, .. }) => {
+                Some((EpisodeFault::Stalled, *stalled))
+            }
+            Outcome::Unhealthy(Fault::Retention { stalled, .. }) => {
+                Some((EpisodeFault::Losing, *stalled))
+            }
+            _ => None,
+        }
+    }
+
+    /// Its word among `consumer::STATES`.
+    pub fn state(self) -> &'static str {
+        match self {
+            EpisodeFault::Stalled => "stalled",
+            EpisodeFault::Losing => "losing",
+        }
+    }
+}
+
+/// The per-pod policy after a restart: a restart that did not help is not repeated. Where
+/// natsprobe failed the pod for a stall (or losses) and a new client, past its own window
+/// (`excuse_young_client` came first), shows the same fault with no progress since (any
+/// progress, or another state of the consumer, ended the episode), the outcome is
+/// `RestartDidNotHelp`: not judged, until the consumer progresses, the fault changes or
+/// `again_after` has passed since the episode began, when a restart is tried once more. A
+/// fault a restart fixed is acted on again the next time: progress ended its episode.
+/// `client_age` as `excuse_young_client` takes it. Returns the outcome and the episode to keep.
+pub fn after_restart(
+    outcome: Outcome,
+    episode: Option<Episode>,
+    client_age: Option<Option<Duration>>,
+    again_after: Duration,
+    now_ms: i64,
+) -> (Outcome, Option<Episode>) {
+    let current =
+        episode.filter(|e| (0..again_after.as_millis() as i64).contains(&(now_ms - e.began_ms)));
+    match (EpisodeFault::of(&outcome), current) {
+        (Some((fault, stalled)), Some(e)) if e.fault == fault => {
+            let age = client_age.flatten();
+            match age.filter(|age| now_ms - age.as_millis() as i64 > e.began_ms) {
+                Some(client_age) => (
+                    Outcome::Healthy(Healthy::RestartDidNotHelp {
+                        stalled,
+                        state: fault.state(),
+                        client_age,
+                        since_first_failure: ms(now_ms - e.began_ms),
+                    }),
+                    Some(e),
+                ),
+                None => (outcome, Some(e)),
+            }
+        }
+        (Some((fault, _)), _) => (
+            outcome,
+            Some(Episode {
+                fault,
+                began_ms: now_ms,
+            }),
+        ),
+        (None, Some(_)) if ends_an_episode(&outcome) => (outcome, None),
+        (None, e) => (outcome, e),
+    }
+}
+
+/// Whether the consumer has shown what ends an episode: progress (or what may have been), or
+/// nothing to do, or a fault of another kind. Waiting, excused, unmeasured, held back by the
+/// server or not judged, it goes on.
+fn ends_an_episode(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Healthy(h) => matches!(
+            h,
+            Healthy::Idle | Healthy::Paused | Healthy::Progressing(_) | Healthy::CannotTell { .. }
+        ),
+        Outcome::Unhealthy(_) => true,
+        Outcome::NotJudged(_) => false,
     }
 }
 
@@ -411,6 +521,117 @@ mod tests {
             decide(&c, Some(ServerState::Answers), &[], &p).reason,
             Reason::ServerAnswers
         );
+    }
+
+    /// A restart that did not help is not repeated within the episode; progress, another
+    /// fault or the episode's end makes the next fault fail again. Each row: the episode kept
+    /// (began at 0 s), this run's outcome, the client's age, now (s) → the state, and when
+    /// the episode kept then began.
+    #[test]
+    fn a_restart_is_given_one_chance_an_episode() {
+        use crate::rules::consumer::Evidence;
+        let s = Duration::from_secs;
+        let stalled = Outcome::Unhealthy(Fault::Stalled {
+            stalled: s(70),
+            evidence: Evidence::Samples,
+            floor: 5,
+            waiting: 10,
+            no_pulls: false,
+            moved_without_ack: false,
+        });
+        let losing = Outcome::Unhealthy(Fault::Retention {
+            stalled: s(70),
+            first_seq: 6,
+            behind: 10,
+            deletes: crate::rules::consumer::Deletes {
+                front_only: true,
+                settings: Default::default(),
+            },
+        });
+        let waiting = Outcome::Healthy(Healthy::Waiting {
+            stalled: s(5),
+            evidence: Evidence::Samples,
+            moved_without_ack: false,
+        });
+        let progressing =
+            Outcome::Healthy(Healthy::Progressing(crate::rules::consumer::Moved::Floor));
+        let unbound = Outcome::Unhealthy(Fault::Unbound { waiting: 3 });
+        let stalled_at_0 = Some(Episode {
+            fault: EpisodeFault::Stalled,
+            began_ms: 0,
+        });
+        let hour = s(3600);
+        #[rustfmt::skip]
+        type Row<'a> = (Option<Episode>, &'a Outcome, Option<Option<Duration>>, i64, &'a str, Option<i64>);
+        let rows: [Row; 11] = [
+            // The first failure begins the episode.
+            (
+                None,
+                &stalled,
+                Some(Some(s(500))),
+                100,
+                "stalled",
+                Some(100),
+            ),
+            // The same client failing again: the episode goes on.
+            (
+                stalled_at_0,
+                &stalled,
+                Some(Some(s(500))),
+                100,
+                "stalled",
+                Some(0),
+            ),
+            // A run that could not ask the client's age (a carried fault): fails.
+            (stalled_at_0, &stalled, None, 100, "stalled", Some(0)),
+            // A client started after the first failure, past its window: did not help.
+            (
+                stalled_at_0,
+                &stalled,
+                Some(Some(s(80))),
+                100,
+                "restart_did_not_help",
+                Some(0),
+            ),
+            // ... and still, an hour less a second in.
+            (
+                stalled_at_0,
+                &stalled,
+                Some(Some(s(80))),
+                3599,
+                "restart_did_not_help",
+                Some(0),
+            ),
+            // An hour after the first failure: a new episode, a restart tried again.
+            (
+                stalled_at_0,
+                &stalled,
+                Some(Some(s(80))),
+                3600,
+                "stalled",
+                Some(3600),
+            ),
+            // Another fault: a new episode.
+            (
+                stalled_at_0,
+                &losing,
+                Some(Some(s(80))),
+                100,
+                "losing",
+                Some(100),
+            ),
+            // Waiting goes on with the episode; progress ends it; so does another kind of fault.
+            (stalled_at_0, &waiting, None, 100, "waiting", Some(0)),
+            (stalled_at_0, &progressing, None, 100, "progressing", None),
+            (stalled_at_0, &unbound, None, 100, "unbound", None),
+            // An episode past its hour is forgotten.
+            (stalled_at_0, &waiting, None, 4000, "waiting", None),
+        ];
+        for (i, (episode, outcome, age, now_s, state, began)) in rows.into_iter().enumerate() {
+            let (o, kept) = after_restart(outcome.clone(), episode, age, hour, now_s * 1000);
+            assert_eq!(o.state(false), state, "row {i}: {o:?}");
+            assert_eq!(kept.map(|e| e.began_ms / 1000), began, "row {i}");
+        }
     }
 
     /// The words scripts read.

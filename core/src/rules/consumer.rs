@@ -162,6 +162,40 @@ pub enum Healthy {
     ClientAgeUnknown {
         stalled: Duration,
     },
+    /// Work waiting and no progress for a window, but the facts prove the pod holds none of
+    /// the work and the server delivered nothing for the window: NATS holds it back, and a
+    /// restart cannot help. Not judged.
+    ServerNotDelivering {
+        stalled: Duration,
+        /// Since the server's last delivery (None: none since it started).
+        since_delivery: Option<Duration>,
+        withheld: Withheld,
+    },
+    /// The fault (`state`) stood through a new client's window after natsprobe's failures
+    /// for it, with no progress since: a restart did not help, and is not repeated until the
+    /// consumer progresses, the fault changes or the episode ends. Given by the check's
+    /// per-pod policy (`rules::check::after_restart`), never by `judge`. Not judged.
+    RestartDidNotHelp {
+        stalled: Duration,
+        /// The fault's word among `STATES` (`stalled`, `losing`).
+        state: &'static str,
+        /// How long ago the new client started.
+        client_age: Duration,
+        /// How long ago natsprobe first failed the pod for it.
+        since_first_failure: Duration,
+    },
+}
+
+/// What proves that the pod holds none of the work that waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Withheld {
+    /// A bound push consumer whose acks are explicit, without flow control, with nothing
+    /// delivered and unacknowledged: every message the server delivers stays pending until
+    /// it is acked, and nothing else stops the server sending (`rate_limit_bps` may).
+    Push { rate_limit_bps: Option<u64> },
+    /// A pull consumer with pull requests waiting and room under `max_ack_pending`: the
+    /// client asks, and the server may send.
+    Pulls { requests: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,7 +236,7 @@ pub enum Outcome {
 
 /// A consumer's verdict in one word: the JSON's `state`, and the states of docs/checks.md's
 /// diagram (tested to be these).
-pub const STATES: [&str; 13] = [
+pub const STATES: [&str; 15] = [
     "unmeasured",
     "idle",
     "paused",
@@ -216,6 +250,8 @@ pub const STATES: [&str; 13] = [
     "gone",
     "not_judged",
     "carried",
+    "server_not_delivering",
+    "restart_did_not_help",
 ];
 
 impl Outcome {
@@ -233,6 +269,8 @@ impl Outcome {
             Outcome::Healthy(Healthy::YoungClient { .. } | Healthy::ClientAgeUnknown { .. }) => {
                 "excused"
             }
+            Outcome::Healthy(Healthy::ServerNotDelivering { .. }) => "server_not_delivering",
+            Outcome::Healthy(Healthy::RestartDidNotHelp { .. }) => "restart_did_not_help",
             Outcome::Unhealthy(Fault::Stalled { .. }) => "stalled",
             Outcome::Unhealthy(Fault::Retention { .. }) => "losing",
             Outcome::Unhealthy(Fault::Unbound { .. }) => "unbound",
@@ -568,6 +606,13 @@ fn verdict(v: Verdict) -> Outcome {
             moved_without_ack,
         });
     }
+    if let Some((withheld, since_delivery)) = withheld(f, v.window.duration) {
+        return Outcome::Healthy(Healthy::ServerNotDelivering {
+            stalled,
+            since_delivery,
+            withheld,
+        });
+    }
     Outcome::Unhealthy(Fault::Stalled {
         stalled,
         evidence,
@@ -576,6 +621,37 @@ fn verdict(v: Verdict) -> Outcome {
         no_pulls: !f.push() && f.num_waiting == 0,
         moved_without_ack,
     })
+}
+
+/// Whether the facts prove the pod holds none of the work that waits while the server
+/// delivered nothing for the window (by its own clock: `delivered.last_active` a window old,
+/// or absent: nothing since it started), and what proves it; with the time since the last
+/// delivery. Where they cannot prove it, None: a push consumer with `ack_policy: none`
+/// (nothing pending shows what the pod holds), flow control (a handler that acked and hangs holds the flow control reply,
+/// which stops the server), a push consumer with anything unacknowledged, a pull consumer
+/// with no request waiting or at its `max_ack_pending`, a server without a clock (2.9).
+fn withheld(f: &ConsumerFacts, window: Duration) -> Option<(Withheld, Option<Duration>)> {
+    let since_delivery = match f.delivered.last_active {
+        None => None,
+        Some(_) => Some(f.age(f.delivered.last_active).filter(|&d| d >= window)?),
+    };
+    let room = f
+        .max_ack_pending
+        .is_none_or(|max| max <= 0 || f.num_ack_pending < max as u64);
+    let acked = f.ack_policy != AckPolicy::None;
+    let withheld = match f.push() {
+        _ if f.num_pending == 0 => return None,
+        true if acked && f.push_bound && !f.flow_control && f.num_ack_pending == 0 => {
+            Withheld::Push {
+                rate_limit_bps: f.rate_limit_bps,
+            }
+        }
+        false if f.num_waiting > 0 && room => Withheld::Pulls {
+            requests: f.num_waiting,
+        },
+        _ => return None,
+    };
+    Some((withheld, since_delivery))
 }
 
 /// Milliseconds as a duration, none below zero (a clock that stepped back).
@@ -752,6 +828,140 @@ pub(crate) mod tests {
                 evidence: Evidence::LastActive,
                 moved_without_ack: false,
             })
+        );
+    }
+
+    /// Work waiting and no progress for the window: the pod's stall, or NATS holding the work
+    /// back where the facts prove the pod holds none of it and nothing was delivered for the
+    /// window. Each row: a change to a consumer stalled 65 s (samples) with nothing
+    /// delivered for 70 s → NATS's?
+    #[test]
+    fn what_proves_nats_holds_the_work_back() {
+        fn push() -> ConsumerFacts {
+            let mut f = facts(30, 0, 10);
+            f.delivered.last_active = ago(70.0);
+            f
+        }
+        fn pull() -> ConsumerFacts {
+            let mut f = push();
+            f.deliver_subject = None;
+            f.deliver_group = None;
+            f.push_bound = false;
+            f.num_waiting = 2;
+            f.max_ack_pending = Some(1000);
+            f
+        }
+        type Change = fn(&mut ConsumerFacts);
+        #[rustfmt::skip]
+        type Row = (&'static str, fn() -> ConsumerFacts, Change, bool);
+        let rows: [Row; 14] = [
+            ("push, nothing awaiting ack", push, |_| {}, true),
+            (
+                "push, throttled",
+                push,
+                |f| f.rate_limit_bps = Some(800),
+                true,
+            ),
+            (
+                "push, ack all",
+                push,
+                |f| f.ack_policy = AckPolicy::All,
+                true,
+            ),
+            (
+                "push, one awaiting ack: the pod may hold it",
+                push,
+                |f| f.num_ack_pending = 1,
+                false,
+            ),
+            (
+                "push, flow control: the pod may hold its reply",
+                push,
+                |f| f.flow_control = true,
+                false,
+            ),
+            (
+                "push, ack none: nothing shows what the pod holds",
+                push,
+                |f| f.ack_policy = AckPolicy::None,
+                false,
+            ),
+            (
+                "push, delivered 10 s ago",
+                push,
+                |f| f.delivered.last_active = ago(10.0),
+                false,
+            ),
+            (
+                "push, nothing delivered since the server started",
+                push,
+                |f| f.delivered.last_active = None,
+                true,
+            ),
+            (
+                "push, a server without a clock (2.9)",
+                push,
+                |f| f.ts = None,
+                false,
+            ),
+            ("pull, requests waiting, room", pull, |_| {}, true),
+            (
+                "pull, requests waiting, ack none",
+                pull,
+                |f| f.ack_policy = AckPolicy::None,
+                true,
+            ),
+            (
+                "pull, no request waiting",
+                pull,
+                |f| f.num_waiting = 0,
+                false,
+            ),
+            (
+                "pull, at max_ack_pending",
+                pull,
+                |f| {
+                    f.num_ack_pending = 1000;
+                    f.num_pending = 5
+                },
+                false,
+            ),
+            (
+                "pull, unlimited max_ack_pending",
+                pull,
+                |f| {
+                    f.num_ack_pending = 3;
+                    f.max_ack_pending = Some(-1)
+                },
+                true,
+            ),
+        ];
+        for (row, make, change, nats) in rows {
+            let mut f = make();
+            change(&mut f);
+            let mut prev = sample(10, f.waiting(), 55, 10);
+            prev.delivered_stream_seq = f.delivered.stream_seq;
+            let o = outcome(&found(f), Some(&prev));
+            match o {
+                Outcome::Healthy(Healthy::ServerNotDelivering { stalled, .. }) => {
+                    assert!(nats, "{row}: {o:?}");
+                    assert_eq!(stalled, Duration::from_secs(65), "{row}");
+                }
+                Outcome::Unhealthy(Fault::Stalled { .. }) => assert!(!nats, "{row}: {o:?}"),
+                o => panic!("{row}: {o:?}"),
+            }
+        }
+        // Inside the window it is waiting, as any stall is; a paused consumer stays paused.
+        let o = outcome(&found(push()), Some(&sample(10, 30, 10, 10)));
+        assert!(
+            matches!(o, Outcome::Healthy(Healthy::Waiting { .. })),
+            "{o:?}"
+        );
+        let mut paused = push();
+        paused.paused = true;
+        assert_eq!(
+            outcome(&found(paused), Some(&sample(10, 30, 55, 10))),
+            Outcome::Healthy(Healthy::Paused)
         );
     }
 

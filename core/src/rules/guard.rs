@@ -4,7 +4,7 @@
 //! reported only if seen in both looks, so a rollout that leaves a deliver group briefly
 //! without a subscriber is not an alert; the guard alerts and never remediates. Pure.
 
-use super::consumer::{self, Fault, Judgement, Outcome, Policy, Progress};
+use super::consumer::{self, Fault, Healthy, Judgement, Outcome, Policy, Progress};
 use crate::facts::{ConsumerName, Losses, Observed, Sample, Unknown};
 use core::time::Duration;
 
@@ -71,6 +71,10 @@ pub enum GuardFault {
     Losing { deleted: u64, interval: Duration },
     /// Messages exhausted their deliveries during the interval with no ack in it.
     Dropped { exhausted: u64, interval: Duration },
+    /// NATS's, not the pods': work waited with no progress over the interval while the facts
+    /// prove no subscriber holds any of it and the server delivered nothing
+    /// (`Healthy::ServerNotDelivering`, the second look's outcome).
+    ServerNotDelivering,
 }
 
 /// Judges one consumer from its two looks, taken at `first_ms` and `second_ms`.
@@ -122,6 +126,9 @@ fn verdict(seen: &Seen, second: Option<&Judgement>, interval: Duration) -> Verdi
         // Across both looks: absent or unbound in each, or by construction (the stall clock
         // counted the interval between them; held at the front in both).
         Outcome::Unhealthy(f) => return Verdict::Fault(GuardFault::Consumer(f.clone())),
+        Outcome::Healthy(Healthy::ServerNotDelivering { .. }) => {
+            return Verdict::Fault(GuardFault::ServerNotDelivering)
+        }
         _ => {}
     }
     // What only the advisories can tell, where no ack shows the consumer working past it.
@@ -149,7 +156,6 @@ fn verdict(seen: &Seen, second: Option<&Judgement>, interval: Duration) -> Verdi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::consumer::Healthy;
 
     #[test]
     fn ignored_names_a_durable_or_its_whole_stream() {

@@ -5,7 +5,7 @@
 use super::answers;
 use super::cause::Standing;
 use super::check::{ConsumerHealth, Reason};
-use super::consumer::{Outcome, Progress, Window};
+use super::consumer::{Healthy, Outcome, Progress, Window};
 use super::remembered::{Carried, Found};
 use super::subscription::Held;
 use crate::facts::{ConsumerName, ConsumerSeen, Unknown, Wanted};
@@ -52,6 +52,9 @@ impl JudgedConsumer {
         match self.outcome {
             Outcome::Unhealthy(_) => ConsumerHealth::Unhealthy,
             _ if misconfigured(self.standing) => ConsumerHealth::Misconfigured,
+            Outcome::Healthy(
+                Healthy::ServerNotDelivering { .. } | Healthy::RestartDidNotHelp { .. },
+            ) => ConsumerHealth::NotThePods,
             Outcome::Healthy(_) => ConsumerHealth::Healthy,
             Outcome::NotJudged(_) if never_judged(self.standing) => ConsumerHealth::NeverJudged,
             Outcome::NotJudged(_) => ConsumerHealth::NotJudged,
@@ -110,19 +113,26 @@ pub fn not_judged(
 ) -> Option<&'static str> {
     let unjudged =
         |h: ConsumerHealth| matches!(h, ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged);
+    let word = |why: &Unknown| answers::meaning(why).word;
     match reason {
         Reason::ServerDown => Some("server_down"),
         Reason::ConsumerNotJudged => consumers
             .iter()
             .filter(|c| unjudged(c.health()))
-            .find_map(|c| c.outcome.not_judged())
+            .find_map(|c| c.outcome.not_judged().map(word))
             .or_else(|| {
                 subscriptions
                     .iter()
                     .filter(|s| unjudged(s.health()))
-                    .find_map(|s| s.held.not_judged())
+                    .find_map(|s| s.held.not_judged().map(word))
             })
-            .map(|why| answers::meaning(why).word)
+            // NATS answered, and a restart cannot help: the consumer's own cause.
+            .or_else(|| {
+                consumers
+                    .iter()
+                    .filter(|c| c.health() == ConsumerHealth::NotThePods)
+                    .find_map(|c| c.standing.map(|s| s.cause.as_str()))
+            })
             .or(Some("failed")),
         _ => None,
     }

@@ -70,9 +70,10 @@ pub const VERDICTS: [&str; 5] = [
 ];
 
 /// Why a look was not judged: `look_failed` (natsprobe's own trouble), `server_down` (no
-/// connection, and NATS does not answer), or the `not_judged` word of the first consumer or
-/// subscription NATS could not answer for (`rules::answers`).
-pub const CAUSES: [&str; 9] = [
+/// connection, and NATS does not answer), the `not_judged` word of the first consumer or
+/// subscription NATS could not answer for (`rules::answers`), or a consumer's cause where a
+/// restart cannot help (`server_not_delivering`, `restart_did_not_help`).
+pub const CAUSES: [&str; 11] = [
     "look_failed",
     "server_down",
     "timeout",
@@ -81,6 +82,8 @@ pub const CAUSES: [&str; 9] = [
     "jetstream_unavailable",
     "cannot_see",
     "cannot_match",
+    "server_not_delivering",
+    "restart_did_not_help",
     "failed",
 ];
 

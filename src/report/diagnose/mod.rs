@@ -114,7 +114,9 @@ fn subscriptions(input: &CheckInput, lines: &mut Vec<Line>) {
             let style = match s.health() {
                 ConsumerHealth::Healthy => Style::Good,
                 ConsumerHealth::Unhealthy | ConsumerHealth::Misconfigured => Style::Bad,
-                ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged => Style::Warn,
+                ConsumerHealth::NotJudged
+                | ConsumerHealth::NeverJudged
+                | ConsumerHealth::NotThePods => Style::Warn,
             };
             lines.push(vec![
                 (Style::Plain, format!("  {}: ", subscription_subject(s))),

@@ -6,7 +6,7 @@ use crate::facts::{ConsumerName, Loaded, Observed};
 use crate::report::diagnose::{consumer::facts, text};
 use crate::report::words::{display, retention};
 use crate::rules::cause::Cause;
-use crate::rules::consumer::{Fault, Healthy, Moved, Outcome, Unmeasured, Window};
+use crate::rules::consumer::{Fault, Healthy, Moved, Outcome, Unmeasured, Window, Withheld};
 use crate::rules::judged::JudgedConsumer;
 use crate::rules::remembered::Carried;
 
@@ -118,6 +118,41 @@ fn healthy_phrase(h: &Healthy, w: &str, observed: &Observed) -> String {
     Healthy::ClientAgeUnknown { stalled } => format!(
         "no progress for {}, not judged: the client's start time is unreadable ({w})",
         display(*stalled)
+    ),
+    Healthy::ServerNotDelivering {
+        stalled,
+        since_delivery,
+        withheld,
+    } => {
+        let waiting = match observed {
+            Observed::Found { facts, .. } => facts.num_pending,
+            _ => 0,
+        };
+        let why = match withheld {
+            Withheld::Push { rate_limit_bps } => format!(
+                "bound, nothing awaiting ack{}",
+                rate_limit_bps.map_or(String::new(), |b| format!(", rate_limit_bps {b}"))
+            ),
+            Withheld::Pulls { requests } => format!("{requests} pull requests waiting"),
+        };
+        let delivered = since_delivery.map_or("since the server started".into(), |d| {
+            format!("for {}", display(d))
+        });
+        format!(
+            "not judged: NATS is not delivering, a restart cannot help: {waiting} pending, {why}, nothing delivered {delivered}, no progress for {} ({w}); look at the consumer's leader",
+            display(*stalled)
+        )
+    }
+    Healthy::RestartDidNotHelp {
+        stalled,
+        state,
+        client_age,
+        since_first_failure,
+    } => format!(
+        "not judged: the restart did not help: {state} again, no progress for {} with a client started {} ago, first failed for it {} ago ({w}); look at its redeliveries and the app's log",
+        display(*stalled),
+        display(*client_age),
+        display(*since_first_failure)
     ),
     }
 }

@@ -100,7 +100,10 @@ fn failing_checks(report: &CheckInput) -> String {
         Reason::ConsumerFault => h == ConsumerHealth::Unhealthy,
         Reason::Misconfigured => h == ConsumerHealth::Misconfigured,
         Reason::NotYetJudged => h == ConsumerHealth::NeverJudged,
-        _ => matches!(h, ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged),
+        _ => matches!(
+            h,
+            ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged | ConsumerHealth::NotThePods
+        ),
     };
     let mut parts: Vec<String> = report
         .consumers

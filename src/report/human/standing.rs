@@ -72,5 +72,7 @@ pub fn fix(cause: Cause, checked: Checked) -> String {
         (Cause::JetStreamUnavailable, _) => "nothing: it passes once JetStream has a leader again".into(),
         (Cause::NotListed, _) => "nothing: it passes when the server holding the pod's connection answers in time".into(),
         (Cause::Failed, _) => "run again with -v and read the server's answer".into(),
+        (Cause::ServerNotDelivering, _) => "nothing in the pod: NATS holds this consumer's work back; look at the consumer's leader (its rate_limit_bps, priority groups, the server's log)".into(),
+        (Cause::RestartDidNotHelp, _) => "look at the consumer's redeliveries (a message NAKed with a delay, a poison message) and the app's log; a restart is tried again --restart-again-after past the first failure".into(),
     }
 }
