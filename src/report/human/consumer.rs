@@ -133,6 +133,7 @@ fn healthy_phrase(h: &Healthy, w: &str, observed: &Observed) -> String {
                 "bound, nothing awaiting ack{}",
                 rate_limit_bps.map_or(String::new(), |b| format!(", rate_limit_bps {b}"))
             ),
+            Withheld::Pulls { requests: 1 } => "1 pull request waiting".into(),
             Withheld::Pulls { requests } => format!("{requests} pull requests waiting"),
         };
         let delivered = since_delivery.map_or("since the server started".into(), |d| {
