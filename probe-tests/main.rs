@@ -25,6 +25,7 @@ mod restart;
 mod runtime;
 mod serve;
 mod server_aware;
+mod server_stall;
 mod service;
 mod socket_check;
 pub(crate) mod subscription;

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -465,6 +466,7 @@ func cmdSetup(c *common, fs *flag.FlagSet, args []string) {
 	discardNewPerSubject := fs.Bool("discard-new-per-subject", false, "with -discard new: refuse per subject too")
 	maxDeliver := fs.Int("max-deliver", 0, "consumer max deliver (0 = unlimited)")
 	replicas := fs.Int("replicas", 1, "stream replicas (a cluster)")
+	rateLimit := fs.Uint64("rate-limit", 0, "push consumer rate_limit_bps (0 = none): the server holds deliveries past it")
 	parse(fs, args)
 
 	scfg := &nats.StreamConfig{Name: *stream, MaxBytes: *maxBytes, MaxMsgs: *maxMsgs,
@@ -507,6 +509,7 @@ func cmdSetup(c *common, fs *flag.FlagSet, args []string) {
 		AckWait:        *ackWait,
 		FilterSubject:  *filterSubject,
 		MaxDeliver:     *maxDeliver,
+		RateLimit:      *rateLimit,
 	}
 	switch *ackPolicy {
 	case "explicit":
@@ -583,8 +586,10 @@ func consumerExists(err error) bool {
 // consumer holds the acking state of the consume subcommand.
 type consumer struct {
 	work        time.Duration
-	ackMode     bool // false with -ack never
-	nak         bool // -ack nak: reject every message
+	ackMode     bool          // false with -ack never
+	nak         bool          // -ack nak: reject every message
+	poison      uint64        // -poison: the stream sequence NAKed with -nak-delay instead of acked
+	nakDelay    time.Duration // -nak-delay
 	chain       string
 	nc          *nats.Conn
 	wedgeAfter  int64
@@ -618,6 +623,16 @@ func (k *consumer) handle(m *nats.Msg) {
 			errorEvent("nak: %v", err)
 		}
 		return
+	}
+	if k.poison > 0 {
+		if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream == k.poison {
+			if err := m.NakWithDelay(k.nakDelay); err != nil {
+				errorEvent("nak: %v", err)
+				return
+			}
+			event("poisoned %d", k.poison)
+			return
+		}
 	}
 	if !k.ackMode || atomic.LoadInt32(&k.wedged) == 1 {
 		return
@@ -658,13 +673,16 @@ func cmdConsume(c *common, fs *flag.FlagSet, args []string) {
 	work := fs.Duration("work", 0, "time spent per message before acking")
 	wedgeAfter := fs.Int64("wedge-after", 0, "stop acking after N acks (0 = never)")
 	reportEvery := fs.Int64("report-every", 100, "print 'acked <n>' every N acks")
+	poison := fs.Uint64("poison", 0, "NAK the message at this stream sequence with -nak-delay (NakWithDelay) each time it comes, instead of acking it (0 = none)")
+	nakDelay := fs.Duration("nak-delay", time.Hour, "with -poison: the NAK's delay before the server delivers it again")
 	chain := fs.String("chain", "", "after each ack (synchronous), publish one message to this subject")
 	create := fs.Bool("create", false, "push: create the durable -stream/-durable (deliver policy new) when it does not exist, as Bento's input does at start")
 	createAckWait := fs.Duration("create-ack-wait", 0, "with -create: the durable's ack wait (0 = server default)")
 	createMaxAckPending := fs.Int("create-max-ack-pending", 0, "with -create: the durable's max ack pending (0 = server default)")
 	parse(fs, args)
 
-	k := &consumer{work: *work, wedgeAfter: *wedgeAfter, reportEvery: *reportEvery, chain: *chain}
+	k := &consumer{work: *work, wedgeAfter: *wedgeAfter, reportEvery: *reportEvery, chain: *chain,
+		poison: *poison, nakDelay: *nakDelay}
 	switch *ack {
 	case "ack":
 		k.ackMode = true
@@ -951,6 +969,73 @@ func cmdRequest(c *common, fs *flag.FlagSet, args []string) {
 	os.Exit(0)
 }
 
+// cmdPinPull is a pull client of a consumer with priority groups (nats-server 2.11+), in raw
+// JetStream API requests, which nats.go 1.22.1 predates: one message a request
+// (`$JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>`, `{"batch":1,"expires":…,"group":…}`), each
+// acked; once the server pins it (the `Nats-Pin-Id` header of a message) its later requests
+// carry that id, and a request refused for a wrong id (423) pulls again without one. After
+// -take messages it stops pulling and holds its connection: a pinned client gone quiet.
+func cmdPinPull(c *common, fs *flag.FlagSet, args []string) {
+	stream := fs.String("stream", "", "stream name")
+	durable := fs.String("durable", "", "durable consumer name")
+	group := fs.String("group", "", "priority group")
+	expires := fs.Duration("expires", 30*time.Second, "each pull request's expiry")
+	take := fs.Int64("take", 0, "stop pulling after this many messages, the connection held (0 = never)")
+	parse(fs, args)
+	if *stream == "" || *durable == "" || *group == "" {
+		fatal("-stream, -durable and -group are required")
+	}
+	p := connect(c)
+	inbox := nats.NewInbox()
+	msgs := make(chan *nats.Msg, 64)
+	if _, err := p.nc.ChanSubscribe(inbox, msgs); err != nil {
+		fatal("subscribe: %v", err)
+	}
+	pin := ""
+	pull := func() {
+		req := map[string]interface{}{"batch": 1, "expires": expires.Nanoseconds(), "group": *group}
+		if pin != "" {
+			req["id"] = pin
+		}
+		body, _ := json.Marshal(req)
+		if err := p.nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+*stream+"."+*durable, inbox, body); err != nil {
+			errorEvent("pull: %v", err)
+		}
+	}
+	event("ready")
+	pull()
+	var taken int64
+	for m := range msgs {
+		if status := m.Header.Get("Status"); status != "" {
+			// 408: the request expired; 423: the id is not the pinned one.
+			if status != "408" {
+				event("status %s %s", status, m.Header.Get("Description"))
+			}
+			if status == "423" {
+				pin = ""
+			}
+			if status != "100" {
+				pull()
+			}
+			continue
+		}
+		if id := m.Header.Get("Nats-Pin-Id"); id != "" && id != pin {
+			pin = id
+			event("pinned %s", id)
+		}
+		if err := m.Ack(); err != nil {
+			errorEvent("ack: %v", err)
+		}
+		taken++
+		event("acked %d", taken)
+		if *take > 0 && taken >= *take {
+			event("stopped pulling")
+			select {}
+		}
+		pull()
+	}
+}
+
 // cmdBulk creates -streams streams (B000, B001, ... on b000.>, ...) of -consumers pull
 // consumers each (c00, c01, ...), in one connection: the guard's 1,000-consumer account.
 func cmdBulk(c *common, fs *flag.FlagSet, args []string) {
@@ -1089,7 +1174,7 @@ func parse(fs *flag.FlagSet, args []string) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: natspeer conn|setup|consume|publish|info|request|flood [flags]  (natspeer <subcommand> -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: natspeer conn|setup|consume|pin-pull|publish|info|request|flood [flags]  (natspeer <subcommand> -h for flags)")
 }
 
 func main() {
@@ -1135,6 +1220,8 @@ func main() {
 		cmdSetup(c, fs, args)
 	case "consume":
 		cmdConsume(c, fs, args)
+	case "pin-pull":
+		cmdPinPull(c, fs, args)
 	case "publish":
 		cmdPublish(c, fs, args)
 	case "bulk":
