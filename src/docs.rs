@@ -158,6 +158,22 @@ mod tests {
                 "{line}"
             );
         }
+        // A consumer NATS answered for where a restart cannot help: the clock counts on (the
+        // look saw it), the fault the last look saw is void, and the run is not judged, exit 0.
+        for c in [
+            cause::Cause::ServerNotDelivering,
+            cause::Cause::RestartDidNotHelp,
+        ] {
+            let line = table
+                .lines()
+                .find(|l| cell(l, 1) == format!("`{}`", c.as_str()))
+                .unwrap_or_else(|| panic!("docs/checks.md's table has no row for {c:?}"));
+            assert!(line.starts_with("| answered,"), "{line}");
+            assert!(cell(line, 2).starts_with("counts"), "{line}");
+            assert!(cell(line, 3).starts_with("void"), "{line}");
+            assert_eq!(cell(line, 4), "not judged (exit 0)", "{line}");
+            assert_eq!(cause::class(c), Class::Transient, "{c:?}");
+        }
         // A run that holds no connection to ask by: NATS not there, for the consumers.
         let not_asked = row("not asked");
         assert!(cell(not_asked, 2).starts_with("starts over"));
