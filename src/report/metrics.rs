@@ -280,6 +280,61 @@ mod tests {
         )
     }
 
+    /// `/livez`'s JSON and `/metrics` name every verdict by one word: a check's that judged,
+    /// passed without judging, can never run as configured, could not run; and `serve`'s own
+    /// before its first look.
+    #[test]
+    fn livez_json_and_the_page_name_each_verdict_alike() {
+        use crate::report::serve::answer;
+        let json = |verdict: &str| format!(r#"{{"schema_version":1,"verdict":"{verdict}"}}"#);
+        let checks = [
+            (0, "healthy", None, "healthy"),
+            (0, "healthy", Some("timeout"), "not_judged"),
+            (1, "unhealthy", None, "unhealthy"),
+            (2, "configuration_error", None, "configuration_error"),
+            (2, "error", None, "error"),
+            (3, "error", None, "error"),
+        ];
+        let second = Duration::from_secs(1);
+        for (code, verdict, not_judged, word) in checks {
+            let judged = Judged {
+                code,
+                verdict: verdict.into(),
+                json: json(verdict),
+                not_judged: not_judged.map(String::from),
+                ..Judged::default()
+            };
+            let mut looks = Looks::new(10 * second, second, false, None, 0);
+            looks.ended(Ended::Judged(judged), Duration::ZERO, second);
+            let memory = looks.memory();
+            let livez = answer(&memory.answer(ProbePath::Live, 2 * second), true);
+            let v: serde_json::Value = serde_json::from_str(&livez.body).unwrap();
+            assert_eq!(v["verdict"], word, "/livez for {verdict} {not_judged:?}");
+            let page = render_memory(&memory);
+            let line = format!("natsprobe_verdict{{verdict=\"{word}\"}} 1");
+            assert!(page.lines().any(|l| l == line), "{line}\n{page}");
+        }
+        // Before the first look: serve's own answer.
+        let memory = Looks::new(10 * second, second, false, None, 0).memory();
+        let livez = answer(&memory.answer(ProbePath::Live, 2 * second), true);
+        let v: serde_json::Value = serde_json::from_str(&livez.body).unwrap();
+        assert_eq!(v["verdict"], "not_judged");
+        assert!(render_memory(&memory).contains("natsprobe_verdict{verdict=\"not_judged\"} 1"));
+    }
+
+    fn render_memory(memory: &crate::rules::serve::Memory) -> String {
+        page(
+            &Scrape {
+                memory,
+                since_start: 2 * Duration::from_secs(1),
+                now_ms: 1_700_000_002_000,
+                parts: &[],
+                version: "0.1.0 (git x)",
+            },
+            false,
+        )
+    }
+
     /// The verdict and each configured part's state as sets; a part a verdict does not name
     /// (or no verdict at all) is not judged; label values quoted as the formats quote them.
     #[test]

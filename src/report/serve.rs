@@ -66,7 +66,9 @@ pub fn metrics(scrape: &super::metrics::Scrape, open_metrics: bool) -> Response 
 pub fn answer(answer: &Answer, json: bool) -> Response {
     let status = if answer.passes() { 200 } else { 503 };
     let body = match (answer, json) {
-        (Answer::Verdict { judged, age }, true) => with_age(&judged.json, *age),
+        (Answer::Verdict { judged, age }, true) => {
+            with_age(&judged.json, &judged.verdict, answer.word(), *age)
+        }
         (other, false) => line(other),
         (other, true) => serde_json::to_string(&ServeJson {
             schema_version: SCHEMA_VERSION,
@@ -154,9 +156,15 @@ fn line(answer: &Answer) -> String {
     }
 }
 
-/// The check's JSON document with the verdict's age first.
-fn with_age(json: &str, age: Duration) -> String {
-    let rest = json.strip_prefix('{').unwrap_or(json);
+/// The check's JSON document with the verdict's age first, and its verdict in the answer's
+/// word (`/metrics`' too): `not_judged` where the check passed without judging.
+fn with_age(json: &str, was: &str, word: &str, age: Duration) -> String {
+    let (from, to) = (
+        format!("\"verdict\":\"{was}\""),
+        format!("\"verdict\":\"{word}\""),
+    );
+    let json = json.replacen(&from, &to, 1);
+    let rest = json.strip_prefix('{').unwrap_or(&json);
     let sep = if rest.trim_start().starts_with('}') {
         ""
     } else {

@@ -87,14 +87,18 @@ pub const CAUSES: [&str; 11] = [
     "failed",
 ];
 
-/// The word of a look the check answered, among `VERDICTS`.
+/// The word of a look the check answered, among `VERDICTS`: its JSON's (`configuration_error`
+/// for a check that can never run as configured, `error` for one that could not run at all,
+/// exit 2 or 3), or `not_judged` where it passed without judging (its JSON's `not_judged`).
 pub fn verdict(judged: &Judged) -> &'static str {
     match judged.code {
         0 if judged.not_judged.is_some() => "not_judged",
         0 => "healthy",
         1 => "unhealthy",
-        2 => "configuration_error",
-        _ => "error",
+        _ => VERDICTS
+            .into_iter()
+            .find(|v| *v == judged.verdict)
+            .unwrap_or("error"),
     }
 }
 
