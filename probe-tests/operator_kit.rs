@@ -62,6 +62,32 @@ fn diagnose_explains_a_healthy_pod() {
     assert!(socket["tcp"]["rto_ms"].as_u64().unwrap() > 0, "{json}");
 }
 
+/// Right after a calm probe run on the same state dir (which the next probe runs would go
+/// on from, asking nothing for `--sample-every`), diagnose still asks NATS and explains the
+/// consumer, and says what a probe's run would do instead.
+#[test]
+fn diagnose_asks_nats_after_a_calm_probe_run() {
+    let pods = Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let _consumer = pods.consume("S", "D", &[]);
+    // Looks a window's 9/10 apart at most: the harness's 2s window and its usual spacing.
+    let every = ["--sample-every", "1500ms"];
+    pods.check(&["S/D"], &every).expect(0);
+    let again = pods.check(&["S/D"], &[&every[..], &["-v"]].concat());
+    assert!(again.stdout.contains("not asked this run: calm"), "{again}");
+    let run = pods.diagnose(&["S/D"], &every);
+    show("diagnose after a calm probe run", &run);
+    run.expect(0);
+    shows(
+        &run,
+        &[
+            "asked by diagnose; a probe's run now would not ask: calm when asked ",
+            "  S/D\n    push to deliver.D, queue group D, bound",
+            "idle (nothing waiting)",
+        ],
+    );
+}
+
 /// The incident: the client gave up while NATS answers. diagnose says so, says what to do,
 /// and exits 1 as the check does; a stalled consumer and a deaf replica get their advice too.
 #[test]

@@ -252,12 +252,16 @@ impl Sub {
     /// waits a look, then two, and so on (a slow server asked less); they are asked for by cid
     /// while they are the pod's same ones (`remembered::plan_pull`), and read only where a
     /// reading could find the pod not taking part (`subscription::unread`).
+    /// `diagnose` trusts nothing and waits for nothing: it asks.
     fn plan(&self, check: &Check, live: &[Socket], looking: bool, now: i64) -> Plan {
-        let unanswered = self.memo.unanswered.as_ref();
+        let unanswered = self.memo.unanswered.as_ref().filter(|_| !check.diagnose);
         let Some(work) = &self.pull else {
             let kept = self.memo.connection.as_ref();
             let asking = Asking {
-                setting: check.subscription_every,
+                setting: match check.diagnose {
+                    true => TrustSetting::Fixed(Duration::ZERO),
+                    false => check.subscription_every,
+                },
                 sample_every: check.sample_every,
                 direct: kept.is_some_and(|m| is_direct(check, &m.server)),
                 looking,
@@ -271,7 +275,8 @@ impl Sub {
         if let Err(why) = remembered::plan_pull(kept, live) {
             return Plan::Match(why);
         }
-        match kept.and_then(|k| subscription::unread(k, work, self.window, now)) {
+        let unread = kept.filter(|_| !check.diagnose);
+        match unread.and_then(|k| subscription::unread(k, work, self.window, now)) {
             Some((held, found)) => Plan::Judged(held, found),
             None => Plan::LookUp,
         }
@@ -767,8 +772,11 @@ impl<'c> Run<'c> {
                 self.start.now_ms,
             ));
         }
+        // `diagnose` asks every time, whatever the last look left: what the probe's next run
+        // would do is said (`sampling`), not done.
         match self.obs.sampling {
             Some(Sampling::Ask(_)) => self.step = Step::Consumers,
+            Some(_) if check.diagnose => self.step = Step::Consumers,
             _ => {
                 // Between looks, the deliver subscriptions the last look found.
                 if check.own_subscription {

@@ -2,6 +2,7 @@
 //! its previous sample and its judgement.
 
 use super::style::{plain, Line, Style};
+use crate::facts::Sampling;
 use crate::facts::{ConsumerFacts, Gap, Loaded, Observed, StreamFacts};
 use crate::report::human::consumer::{consumer_phrase, describe_previous};
 use crate::report::input::CheckInput;
@@ -25,11 +26,17 @@ pub fn consumers(input: &CheckInput, lines: &mut Vec<Line>) {
             Style::Dim,
             format!("  asked in {}", jetstream_asked(input)),
         )]);
-        if input.consumers.is_empty() {
-            lines.push(plain(format!(
+        match input.observations.sampling {
+            _ if input.consumers.is_empty() => lines.push(plain(format!(
                 "  {}",
                 sampling_phrase(input.observations.sampling)
-            )));
+            ))),
+            // diagnose asks every time; a probe's run would have gone on from the last look.
+            Some(Sampling::Skip { asked_ago }) => lines.push(plain(format!(
+                "  asked by diagnose; a probe's run now would not ask: calm when asked {} ago, on the same connections (--sample-every)",
+                display(asked_ago)
+            ))),
+            _ => {}
         }
         for r in input.consumers {
             consumer(r, input.observations.now_ms, lines);
