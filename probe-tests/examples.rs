@@ -325,6 +325,103 @@ fn pods() -> Vec<Pod> {
     pods
 }
 
+/// The flags that say what a check judges (not how it reaches NATS, nor its timing).
+const CHECK_FLAGS: [&str; 6] = [
+    "--consumer",
+    "--own-subscription",
+    "--subscription",
+    "--stall-after",
+    "--process",
+    "--kv-watch",
+];
+
+/// What a liveness invocation checks: each of `CHECK_FLAGS` it gives, with its value.
+fn checks(inv: &Invocation) -> Vec<(String, String)> {
+    let mut checks: Vec<(String, String)> = inv
+        .argv
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| CHECK_FLAGS.contains(&a.as_str()))
+        .map(|(i, a)| {
+            let value = match a.as_str() {
+                "--own-subscription" => String::new(),
+                _ => inv.argv.get(i + 1).cloned().unwrap_or_default(),
+            };
+            (a.clone(), value)
+        })
+        .collect();
+    checks.sort();
+    checks
+}
+
+/// Every example that guards a workload has the startupProbe its documents promise (an exec
+/// probe whose binary is missing is an error the kubelet discards: only a startupProbe, which
+/// then never passes, makes that seen), and two examples of one workload (the same
+/// application image) check the same things, or say why not in a comment that names the
+/// other file.
+#[test]
+fn every_guarded_workload_starts_by_its_probe_and_is_checked_alike() {
+    let pods = pods();
+    let mut workloads: BTreeMap<String, Vec<(String, Vec<(String, String)>)>> = BTreeMap::new();
+    for pod in &pods {
+        // natsprobe's own /selfz guards natsprobe, not the workload.
+        let guards = |i: &&Invocation| {
+            i.role == Role::Liveness && i.http.as_ref().is_none_or(|(_, p)| p != "/selfz")
+        };
+        for live in pod.invocations.iter().filter(guards) {
+            let startup = pod.invocations.iter().find(|i| {
+                i.role == Role::Startup
+                    && i.container == live.container
+                    && match &i.http {
+                        Some((_, path)) => path == "/startupz",
+                        None => i.argv.iter().any(|a| a == "--startup"),
+                    }
+            });
+            assert!(
+                startup.is_some(),
+                "{}: the container {} is guarded by natsprobe without a startupProbe running it with --startup",
+                live.file,
+                live.container
+            );
+            let doc = documents(&examples_dir().join(&live.file));
+            let image = doc
+                .iter()
+                .flat_map(|d| {
+                    let spec = pod_spec(d);
+                    spec["containers"].as_array().cloned().unwrap_or_default()
+                })
+                .find(|c| c["name"] == live.container.as_str())
+                .and_then(|c| {
+                    c["image"]
+                        .as_str()
+                        .map(|i| i.split(':').next().unwrap().to_string())
+                })
+                .unwrap();
+            workloads
+                .entry(image)
+                .or_default()
+                .push((live.file.clone(), checks(live)));
+        }
+    }
+    for (image, examples) in &workloads {
+        for (a, checks_a) in examples {
+            for (b, checks_b) in examples {
+                if a == b || checks_a == checks_b {
+                    continue;
+                }
+                let says_why = std::fs::read_to_string(examples_dir().join(a))
+                    .unwrap()
+                    .lines()
+                    .any(|l| l.trim_start().starts_with('#') && l.contains(b.as_str()));
+                assert!(
+                    says_why,
+                    "{a} and {b} guard {image} with other checks ({checks_a:?} and {checks_b:?}), and {a} says nothing of {b} to say why"
+                );
+            }
+        }
+    }
+}
+
 /// Every manifest is a valid Kubernetes object for the oldest release still commonly run
 /// (1.36 for a restart in place, the first where it is on by default) and for the newest
 /// (strict: a misspelt field fails), and every probe's timing follows the README's rules.
