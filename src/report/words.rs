@@ -6,9 +6,10 @@ use crate::facts::{unmap, Socket};
 use crate::rules::consumer::RetentionSetting;
 use std::time::Duration;
 
-/// The kubelet cuts event messages at 1024 characters and operators read them in
-/// `kubectl describe`: the verdict line stays under 300.
-pub const MAX_LINE: usize = 299;
+/// The kubelet keeps a failed probe's output (up to 10 KiB) as the event `<Kind> probe
+/// failed: <output>` (pkg/kubelet/prober), whose message is cut at 1,024 characters: the line
+/// and its newline fit after the longest kind's words (`Readiness probe failed: `, 23).
+pub const MAX_LINE: usize = 1000;
 
 /// The smallest step `display` shows near `d`: a tenth below 10 s, else a second.
 pub fn display_step(d: Duration) -> Duration {
@@ -48,12 +49,20 @@ pub fn list(items: &[String], max: usize) -> String {
     format!("{} and {} more", items[..max].join(", "), items.len() - max)
 }
 
-pub fn clip(mut line: String) -> String {
-    if line.chars().count() > MAX_LINE {
-        line = line.chars().take(MAX_LINE - 1).collect();
-        line.push('…');
+/// The line, at most `MAX_LINE` characters: a longer one is cut after its last whole word
+/// that fits, and says so with `…`. The verdict and the fault come first in every line, so
+/// the cut drops the evidence after them.
+pub fn clip(line: String) -> String {
+    if line.chars().count() <= MAX_LINE {
+        return line;
     }
-    line
+    let fits: String = line.chars().take(MAX_LINE - 1).collect();
+    let word_ends = fits.rfind(' ').filter(|&i| i > 0).unwrap_or(fits.len());
+    let mut cut = fits[..word_ends]
+        .trim_end_matches([' ', ',', ';', ':', '('])
+        .to_string();
+    cut.push('…');
+    cut
 }
 
 /// `max_msgs 200, discard old`: the settings as an operator would write them.

@@ -522,25 +522,42 @@ mod tests {
         }
     }
 
+    /// The line fits the kubelet's event after `Readiness probe failed: `, cut after a whole
+    /// word, the verdict and the fault first.
     #[test]
-    fn the_line_stays_under_300_characters() {
-        let ports: Vec<u16> = (4000..4100).collect();
+    fn the_line_fits_the_kubelets_event_cut_at_a_word() {
+        use crate::report::words::MAX_LINE;
+        let fault =
+            "consumer S/D{}: no progress for 1m5s (window 1m): ack floor at 120, 4000 waiting";
+        let summary: Vec<String> = (0..30)
+            .map(|i| fault.replace("{}", &i.to_string()))
+            .collect();
+        let whole = format!("unhealthy: {}", summary.join("; "));
+        let line = super::line("unhealthy", &summary.join("; "));
+        let event = format!("Readiness probe failed: {line}\n");
+        assert!(
+            event.chars().count() <= 1024,
+            "{} chars: {event}",
+            event.chars().count()
+        );
+        assert!(line.chars().count() > MAX_LINE - 40, "{line}");
+        assert!(line.starts_with("unhealthy: consumer S/D0: no progress"));
+        let kept = line.strip_suffix('…').expect("cut, and says so");
+        assert!(
+            whole.starts_with(kept) && whole[kept.len()..].starts_with([' ', ',', ';', ':', '(']),
+            "cut inside a word: {line}"
+        );
+        // A line that fits is whole; a check's longest lists are shortened before.
+        let ports: Vec<u16> = (4000..4400).collect();
         let mut r = report(&trying(), &ports, Owner::Anyone, false);
-        r.policy.remotes = (0..50)
+        r.policy.remotes = (0..200)
             .map(|i| format!("10.{i}.0.0/16").parse().unwrap())
             .collect();
-        let line = r.human();
+        assert!(r.human().chars().count() <= MAX_LINE && !r.human().ends_with('…'));
+        let error = crate::report::error(&"word ".repeat(1000), false);
         assert!(
-            line.chars().count() < 300,
-            "{} chars: {line}",
-            line.chars().count()
-        );
-        assert!(line.starts_with("unhealthy: "));
-        assert!(
-            crate::report::error(&"x".repeat(1000), false)
-                .chars()
-                .count()
-                < 300
+            error.chars().count() <= MAX_LINE && error.ends_with("word…"),
+            "{error}"
         );
     }
 
