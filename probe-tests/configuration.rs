@@ -48,7 +48,7 @@ fn wrong_credentials_from_the_start_are_a_configuration_error_past_the_window() 
     let _consumer = pods.consume("S", "D", &[]);
     // The first refusal: not judged, exit 0, and it says what follows and the fix.
     pods.check(&["S/D"], &WRONG).expect(0).says(&[
-        "consumer S/D not judged: authorization error: the server refused the probe's credentials (never judged, seen for 0ms; exit 2 past the window 2s: give the probe credentials the server accepts",
+        "consumer S/D not judged: authorization error: the server refused the probe's credentials (never judged with this configuration: if this still holds in 2s, it is a configuration error, exit 2; the fix: give the probe credentials the server accepts",
     ]);
     // The startup probe fails at once, naming the cause: the deploy never starts.
     pods.check(&["S/D"], &[&WRONG[..], &["--startup"]].concat())
@@ -186,7 +186,7 @@ fn never_works(pods: &Pods, consumers: &[&str], extra: &[&str], cause: &str, say
     first
         .expect(0)
         .says(says)
-        .says(&["(never judged, seen for "]);
+        .says(&["(never judged with this configuration: if this still holds in "]);
     // Said at once, not at the deadline.
     assert!(first.elapsed < Duration::from_millis(500), "{first}");
     let json = pods.check(consumers, &[extra, &["--json"]].concat());

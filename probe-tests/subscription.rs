@@ -596,7 +596,8 @@ fn behind_nat_for_longer_than_the_window_is_a_configuration_error() {
         if run.code == Some(2) || started.elapsed() > Duration::from_secs(6) {
             break run;
         }
-        run.expect(0).says(&["(never judged, seen for "]);
+        run.expect(0)
+            .says(&["(never judged with this configuration: if this still holds in "]);
         std::thread::sleep(Duration::from_millis(400));
     };
     run.expect(2).says(&[

@@ -39,15 +39,14 @@ pub fn standing_phrase(standing: Option<Standing>, checked: Checked) -> String {
             fix()
         ),
         (Class::ConfigurationIfNeverJudged, false) => format!(
-            " (never judged, seen for {}; exit 2 past the window {}: {})",
-            display(s.lasted),
-            display(s.window),
+            " (never judged with this configuration: if this still holds in {}, it is a configuration error, exit 2; the fix: {})",
+            display(s.window.saturating_sub(s.lasted)),
             fix()
         ),
         (Class::ConfigurationIfItPersists, _) => format!(
-            " (seen for {}; a configuration error, exit 2, if it lasts longer than the window {})",
-            display(s.lasted),
-            display(s.window)
+            " (if this still holds in {}, it is a configuration error, exit 2; the fix: {})",
+            display(s.window.saturating_sub(s.lasted)),
+            fix()
         ),
     }
 }
