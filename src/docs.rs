@@ -404,6 +404,12 @@ mod tests {
             said(&r, deaf)
         );
         assert!(faq.contains(&sentence), "docs/faq.md: {sentence}");
+        // Its Go `jetstream` recipe, at the defaults.
+        let sentence = format!(
+            "With the defaults a replica whose pull loop stopped is restarted {} after its last pull request.",
+            said(&r, Fault::NotPulling)
+        );
+        assert!(faq.contains(&sentence), "docs/faq.md: {sentence}");
         let bento = flat(include_str!("../examples/kubernetes/bento-deployment.yaml"));
         let r = Settings::RECOMMENDED;
         for sentence in [
@@ -636,6 +642,68 @@ mod tests {
                     &text[i..(i + 20).min(text.len())]
                 );
             }
+        }
+    }
+
+    /// The CHANGELOG's upgrade notes name the state files' version the build writes (a file of
+    /// another is foreign: the check starts over once).
+    #[test]
+    fn the_upgrade_notes_name_the_state_version() {
+        let changelog = include_str!("../CHANGELOG.md");
+        let newest = &changelog[changelog.find("\n## ").expect("a version") + 4..];
+        let newest = &newest[..newest.find("\n## ").unwrap_or(newest.len())];
+        let notes = newest
+            .split("\n### ")
+            .find(|s| s.starts_with("Upgrading\n"))
+            .expect("CHANGELOG.md has no Upgrading section under its newest version");
+        let said = format!("version {}.", crate::observe::state::VERSION);
+        assert!(
+            notes.contains(&said),
+            "the upgrade notes do not say: {said}"
+        );
+    }
+
+    /// The Kubernetes releases the documents name are those `probe-tests/examples.rs`
+    /// validates the manifests against: the oldest, the first for a restart in place, the newest.
+    #[test]
+    fn the_documents_name_the_releases_the_examples_are_validated_against() {
+        let test = include_str!("../probe-tests/examples.rs");
+        let release = |files: &str| {
+            test.lines()
+                .find_map(|l| {
+                    let rest = l.trim().strip_prefix("(\"")?;
+                    let (version, after) = rest.split_once("\", ")?;
+                    after.starts_with(files).then(|| version.to_string())
+                })
+                .unwrap_or_else(|| panic!("probe-tests/examples.rs validates no {files}"))
+        };
+        let [oldest, in_place, newest] = ["&older)", "&newer)", "&manifests())"].map(release);
+        let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        // The README and install.md name the minor releases, compatibility.md the patches.
+        for (name, text, patch) in [
+            ("README.md", include_str!("../README.md"), false),
+            ("docs/install.md", include_str!("../docs/install.md"), false),
+            (
+                "docs/compatibility.md",
+                include_str!("../docs/compatibility.md"),
+                true,
+            ),
+        ] {
+            let text = flat(text);
+            let [o, i, n] = [&oldest, &in_place, &newest].map(|v| match patch {
+                true => v.to_string(),
+                false => v.trim_end_matches(".0").to_string(),
+            });
+            let said = format!("Kubernetes {o} ({i} where it restarts in place");
+            let at = text
+                .find(&said)
+                .unwrap_or_else(|| panic!("{name} does not say: {said}"));
+            let rest = &text[at + said.len()..];
+            let newest = format!(") and {n}");
+            assert!(
+                rest[..rest.len().min(120)].contains(&newest),
+                "{name} does not say {newest} after {said}"
+            );
         }
     }
 

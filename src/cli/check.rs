@@ -136,7 +136,9 @@ pub struct CheckArgs {
     pub subscription_every: TrustSetting,
 
     /// With --consumer: one of this pod's connections must hold each push consumer's
-    /// deliver subscription, matched by address in the server's connection list
+    /// deliver subscription, matched by address in the server's connection list; for a pull
+    /// consumer, this pod's connections must publish (pull requests, acks) within the window
+    /// while the consumer delivers to others
     #[arg(long, value_parser = FalseyValueParser::new(), help_heading = "Subscriptions")]
     pub own_subscription: bool,
 
@@ -156,7 +158,10 @@ pub struct CheckArgs {
     #[arg(long, value_name = "URL", help_heading = "Subscriptions")]
     pub monitor: Option<String>,
 
-    /// Where the previous sample of each consumer is kept [default: $TMPDIR/natsprobe-UID]
+    /// Where the check's state is kept, one file per check (the consumers' samples, the last
+    /// look, the connections counted, the faults seen); a DIR others may write to (an emptyDir)
+    /// holds it in a private natsprobe-UID inside. No usable place is exit 2 where samples are
+    /// needed [default: $TMPDIR/natsprobe-UID, else /dev/shm/natsprobe-UID]
     #[arg(long, value_name = "DIR", help_heading = "Consumer")]
     pub state_dir: Option<PathBuf>,
 
@@ -338,7 +343,7 @@ fn subscriptions(
 ) -> Result<Vec<Wanted>, Error> {
     if own_subscription && consumers.is_empty() {
         return Err(Error::Usage(
-            "--own-subscription needs --consumer: it checks the consumers' deliver subscriptions"
+            "--own-subscription needs --consumer: it checks this pod's part of each consumer"
                 .into(),
         ));
     }

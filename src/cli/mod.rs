@@ -32,8 +32,11 @@ pub const VERSION: &str = concat!(
 ///
 /// Exit codes: 0 healthy, 1 unhealthy, 2 usage or configuration error, 3 could not evaluate.
 /// The kubelet restarts a pod on any of 1, 2 and 3, so a check exits non-zero only where
-/// nothing NATS does (down, slow, electing, its auth service down) can be the cause; a check
-/// that could not be judged is exit 2 only if it was never judged with this configuration.
+/// nothing NATS does (down, slow, electing, its auth service down) can be the cause. Exit 2 is
+/// a wrong flag or setting (no such --process, no place to keep samples), or a check not
+/// judged for longer than the window: for a cause NATS can also give (a refused login, no
+/// JetStream) only if it was never judged with this configuration; for the pod's own (the
+/// client's start time unreadable, no room for samples) whether judged before or not.
 /// `check` is the default: `natsprobe --port 4222` is `natsprobe check --port 4222`.
 #[derive(Debug, Parser)]
 #[command(name = "natsprobe", version = VERSION, disable_help_subcommand = true)]
@@ -56,7 +59,8 @@ pub enum Command {
     Diagnose(CheckArgs),
     /// Answer the kubelet's httpGet probes with the check's verdict, from memory: the check
     /// runs in the background every --every, the probes read its last answer (GET /livez,
-    /// /startupz with --startup, and /selfz for natsprobe's own livenessProbe)
+    /// /startupz with --startup, and /selfz for natsprobe's own livenessProbe); GET /metrics
+    /// for Prometheus
     Serve(ServeArgs),
     /// Copy this executable to DEST (a file, or a directory to put `natsprobe` in), atomically,
     /// mode 0755: for an initContainer filling a shared emptyDir
@@ -68,8 +72,9 @@ pub enum Command {
 pub enum CheckCommand {
     /// Check this pod's NATS client (the default): a live ESTABLISHED connection to the NATS
     /// port (not half-open); with --server, fail only while NATS answers; with --consumer, the
-    /// consumer bound and progressing; with --own-subscription or --subscription, this pod's
-    /// connection holding the subscription
+    /// consumer bound and progressing; with --own-subscription, this pod's part of it (the
+    /// deliver subscription held, or pulls sent); with --subscription, this pod's connection
+    /// holding the subscription
     Check(CheckArgs),
 }
 

@@ -38,7 +38,7 @@ pub fn run(
         .local_addr()
         .map_or_else(|_| config.listen.to_string(), |a| a.to_string());
     log(&format!(
-        "natsprobe serve: answering on {shown} (/livez{}, /selfz), a look every {}",
+        "natsprobe serve: answering on {shown} (/livez{}, /selfz, /metrics), a look every {}",
         if startup { ", /startupz" } else { "" },
         crate::config::duration::display(config.every)
     ));
