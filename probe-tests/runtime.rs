@@ -180,3 +180,66 @@ fn the_exec_probe_through_runc() {
     assert!(kubelet.probed().last().unwrap().1, "{}", kubelet.log());
     kubelet.stop();
 }
+
+/// The README's `kubectl debug` recipe, as the runtime runs it: natsprobe's image as an
+/// ephemeral container that joins the pod's network namespace and the app container's PID
+/// namespace (the app in a PID namespace of its own, as a container is, as the pod's user),
+/// its state in `/dev/shm`. It sees the app's sockets and process by name, asks NATS, and
+/// explains the consumer.
+#[test]
+fn kubectl_debug_runs_diagnose_beside_the_app() {
+    let pods = pods::Pods::new(Version::Pinned);
+    pods.push("S", "D", &[]);
+    let spec = pods::push_consumer("S", "D");
+    let mut args: Vec<String> = [
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "setpriv",
+        "--reuid",
+        "65532",
+        "--regid",
+        "65532",
+        "--clear-groups",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(peer::natspeer().to_string_lossy().into_owned());
+    args.extend(["consume".to_string(), "-url".into(), pods.url.clone()]);
+    args.extend(spec);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut app = Peer::spawn_as(Some(&pods.app), std::path::Path::new("unshare"), &argv);
+    app.wait_for("ready", Duration::from_secs(10));
+    // The app's process on the host: unshare's child, PID 1 of its own namespace.
+    let children =
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", app.pid())).unwrap();
+    let target: u32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let debug = |consumer: bool| {
+        let mut argv = vec![
+            "/natsprobe",
+            "diagnose",
+            "--process",
+            "natspeer",
+            "--server",
+            &pods.url,
+        ];
+        if consumer {
+            argv.extend(["--consumer", "S/D"]);
+        }
+        crate::harness::runc::ephemeral(&pods.app, target, &argv)
+    };
+    let (code, out, err) = debug(true);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    for says in [
+        "1 live ESTABLISHED connection (1 required)",
+        "natspeer[1]",
+        "Consumers\n",
+        "push to deliver.D, queue group D, bound",
+        "samples kept in /dev/shm/natsprobe-65532",
+        "Verdict: healthy (exit 0, as `check` would)",
+    ] {
+        assert!(out.contains(says), "lacks `{says}`:\n{out}\n{err}");
+    }
+}

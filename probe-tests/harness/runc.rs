@@ -253,6 +253,67 @@ impl Container {
     }
 }
 
+/// `kubectl debug --image=natsprobe --target=APP -- ARGV` as the runtime makes it: a new
+/// container from the image (its own root and mount namespace, a fresh `/proc`, `/dev/shm`,
+/// the image's user, no capabilities) that joins the pod's network namespace `ns` and the
+/// target container's PID namespace (that of host PID `target`), run to its end. Its exit
+/// code, stdout and stderr.
+pub fn ephemeral(ns: &NetNs, target: u32, argv: &[&str]) -> (Option<i32>, String, String) {
+    let state = tempfile::Builder::new()
+        .prefix("natsprobe-runc")
+        .tempdir()
+        .unwrap();
+    let bundle = tempfile::Builder::new()
+        .prefix("natsprobe-debug")
+        .tempdir()
+        .unwrap();
+    let id = format!(
+        "natsprobe-debug-{}-{}",
+        std::process::id(),
+        bundle.path().file_name().unwrap().to_string_lossy()
+    );
+    let out = Command::new("runc")
+        .arg("spec")
+        .current_dir(bundle.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "runc spec");
+    let path = bundle.path().join("config.json");
+    let mut spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    spec["process"]["terminal"] = false.into();
+    spec["process"]["user"] = serde_json::json!({"uid": 65532, "gid": 65532});
+    spec["process"]["args"] = serde_json::json!(argv);
+    spec["process"]["env"] = serde_json::json!(["PATH=/"]);
+    for set in ["bounding", "effective", "permitted", "ambient"] {
+        spec["process"]["capabilities"][set] = serde_json::json!([]);
+    }
+    spec["root"] = serde_json::json!({"path": image_rootfs(), "readonly": true});
+    spec["hostname"] = "pod".into();
+    spec["linux"]["cgroupsPath"] = format!("/{id}").into();
+    for n in spec["linux"]["namespaces"].as_array_mut().unwrap() {
+        match n["type"].as_str() {
+            Some("network") => n["path"] = ns.path().into(),
+            Some("pid") => n["path"] = format!("/proc/{target}/ns/pid").into(),
+            _ => {}
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    let out = runc(state.path())
+        .args(["run", "--bundle"])
+        .arg(bundle.path())
+        .arg(&id)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = runc(state.path()).args(["delete", "--force", &id]).output();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 impl Drop for Container {
     fn drop(&mut self) {
         let _ = runc(self.state.path())
