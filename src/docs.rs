@@ -821,4 +821,127 @@ mod tests {
             );
         }
     }
+
+    /// Every figure the README, the documents and the examples repeat is the benchmarks'
+    /// recorded output in docs/performance.md, said once there: each repetition is read from
+    /// that table, so two places that disagree fail here.
+    #[test]
+    fn the_figures_are_the_benchmarks() {
+        let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let perf = include_str!("../docs/performance.md");
+        let readme = flat(include_str!("../README.md"));
+        let serve = flat(include_str!("../docs/serve.md"));
+        let design = flat(include_str!("../docs/design.md"));
+        let sidecar = flat(include_str!("../examples/kubernetes/native-sidecar.yaml"));
+        // The numbers of a table row's cell, by the row's first cell.
+        let cell = |row: &str, n: usize| -> Vec<String> {
+            let line = perf
+                .lines()
+                .find(|l| l.starts_with(&format!("| {row} |")))
+                .unwrap_or_else(|| panic!("docs/performance.md has no row {row}"));
+            let cell = line.trim_matches('|').split('|').nth(n).unwrap();
+            cell.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+                .map(|n| n.trim_matches([',', '.']))
+                .filter(|n| !n.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let says = |doc: &str, name: &str, sentence: String| {
+            assert!(doc.contains(&sentence), "{name} does not say: {sentence}");
+        };
+        let kib = |s: &str| s.replace(',', "").parse::<f64>().unwrap();
+        let mib = |s: &str| format!("{:.2}", kib(s) / 1024.0);
+        let tenth = |s: &str| format!("{:.1}", s.parse::<f64>().unwrap());
+        let hundredth = |s: &str| format!("{:.2}", s.parse::<f64>().unwrap());
+
+        // A socket check, first and after a healthy run, and what 110 pods cost a node.
+        let exact = cell("`natsprobe check`, after a healthy run (exact lookup)", 1);
+        let first = cell(
+            "`natsprobe check`, first run (walk, and the state file written)",
+            1,
+        );
+        let share = cell("shared table, the exact lookup", 3);
+        let walks = cell("shared table, a walk every run (the first run's cost)", 3);
+        says(&readme, "README", format!("{} ms ({} ms of CPU) and {} KiB peak RSS; 110 pods probing every 10 s take {} % of a node's core, against {} % for a walk every run", exact[0], exact[1], exact[2], share[0], walks[0]));
+        says(
+            &readme,
+            "README",
+            format!(
+                "A first run walks the table once: {} ms, {} KiB",
+                first[0], first[2]
+            ),
+        );
+        says(
+            &design,
+            "docs/design.md",
+            format!(
+                "{} ms, {} MiB (sockets, a run after a healthy one; a first run {} ms and {} MiB",
+                exact[0],
+                mib(&exact[2]),
+                first[0],
+                mib(&first[2])
+            ),
+        );
+        let largest = perf
+            .split("**")
+            .find_map(|s| s.strip_suffix(" KiB the largest"))
+            .expect("docs/performance.md names the largest peak RSS by shape");
+        says(&readme, "README", format!("peaks at {largest} KiB or less"));
+
+        // The exec probe, the check started directly, and serve's probe.
+        let exec = cell("exec: `runc exec` of `natsprobe check`", 1);
+        let direct = cell("`natsprobe check` started directly", 1);
+        let http = cell(
+            "httpGet `/livez` to serve (client 0.089 ms, serve 0.063 ms)",
+            1,
+        );
+        says(
+            &readme,
+            "README",
+            format!(
+                "takes {} ms of CPU, the check started directly {} ms",
+                tenth(&exec[0]),
+                hundredth(&direct[0])
+            ),
+        );
+        says(
+            &serve,
+            "docs/serve.md",
+            format!(
+                "| exec: `runc exec` of `natsprobe check` into the running container | {} ms",
+                tenth(&exec[0])
+            ),
+        );
+        says(
+            &serve,
+            "docs/serve.md",
+            format!(
+                "| the check itself, started directly | {} ms |",
+                hundredth(&direct[0])
+            ),
+        );
+        says(
+            &serve,
+            "docs/serve.md",
+            format!("runc's exec and the check: {} ms of CPU", tenth(&exec[0])),
+        );
+        says(
+            &serve,
+            "docs/serve.md",
+            format!(
+                "| httpGet `/livez` to `serve` (the client's side and serve's) | {} ms",
+                hundredth(&http[0])
+            ),
+        );
+        says(
+            &readme,
+            "README",
+            format!("takes {} ms a probe", hundredth(&http[0])),
+        );
+        says(
+            &sidecar,
+            "native-sidecar.yaml",
+            format!("about {} ms of CPU each", tenth(&exec[0])),
+        );
+    }
 }

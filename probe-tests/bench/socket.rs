@@ -392,7 +392,7 @@ fn shapes(bin: &str, launcher: &Path) {
                 p.file_name()
                     .unwrap()
                     .to_string_lossy()
-                    .starts_with("sockets-")
+                    .starts_with("check-")
             });
             match remembered {
                 Some(file) => {
@@ -543,7 +543,7 @@ fn node_figure(bin: &str, launcher: &Path, floor: &Path) {
                 p.file_name()
                     .unwrap()
                     .to_string_lossy()
-                    .starts_with("sockets-")
+                    .starts_with("check-")
             })
             .expect("the healthy run remembered its connection");
         let run = |env: &[String], argv: &[&str]| {
