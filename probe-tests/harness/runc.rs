@@ -71,36 +71,64 @@ fn runc(state: &Path) -> Command {
     cmd
 }
 
+/// An OCI bundle of the image's container as the runtime makes a pod's: `args` as the
+/// image's user (65532) with no capabilities, a read-only root, in the pod's network namespace
+/// `ns`; `edit` changes its spec further. Its runc state dir, the bundle, and the container's id.
+fn bundle(
+    ns: &NetNs,
+    args: &[String],
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> (tempfile::TempDir, tempfile::TempDir, String) {
+    let state = tempfile::Builder::new()
+        .prefix("natsprobe-runc")
+        .tempdir()
+        .unwrap();
+    let bundle = tempfile::Builder::new()
+        .prefix("natsprobe-bundle")
+        .tempdir()
+        .unwrap();
+    let id = format!(
+        "natsprobe-{}-{}",
+        std::process::id(),
+        bundle.path().file_name().unwrap().to_string_lossy()
+    );
+    let out = Command::new("runc")
+        .arg("spec")
+        .current_dir(bundle.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "runc spec: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = bundle.path().join("config.json");
+    let mut spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    spec["process"]["terminal"] = false.into();
+    spec["process"]["user"] = serde_json::json!({"uid": 65532, "gid": 65532});
+    spec["process"]["args"] = serde_json::json!(args);
+    spec["process"]["env"] = serde_json::json!(["PATH=/"]);
+    for set in ["bounding", "effective", "permitted", "ambient"] {
+        spec["process"]["capabilities"][set] = serde_json::json!([]);
+    }
+    spec["root"] = serde_json::json!({"path": image_rootfs(), "readonly": true});
+    spec["hostname"] = "pod".into();
+    spec["linux"]["cgroupsPath"] = format!("/{id}").into();
+    for n in spec["linux"]["namespaces"].as_array_mut().unwrap() {
+        if n["type"] == "network" {
+            n["path"] = ns.path().into();
+        }
+    }
+    edit(&mut spec);
+    std::fs::write(&path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    (state, bundle, id)
+}
+
 impl Container {
     /// Starts the container in `ns` running `natsprobe serve ARGS…` (with `--state-dir
     /// /state`), and waits until serve answers.
     pub fn start(ns: &NetNs, serve_args: &[&str]) -> Container {
-        let state = tempfile::Builder::new()
-            .prefix("natsprobe-runc")
-            .tempdir()
-            .unwrap();
-        let bundle = tempfile::Builder::new()
-            .prefix("natsprobe-bundle")
-            .tempdir()
-            .unwrap();
-        let id = format!(
-            "natsprobe-{}-{}",
-            std::process::id(),
-            bundle.path().file_name().unwrap().to_string_lossy()
-        );
-        let out = Command::new("runc")
-            .arg("spec")
-            .current_dir(bundle.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "runc spec: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let path = bundle.path().join("config.json");
-        let mut spec: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let mut args = vec![
             "/natsprobe".to_string(),
             "serve".into(),
@@ -108,29 +136,15 @@ impl Container {
             "/state".into(),
         ];
         args.extend(serve_args.iter().map(|s| s.to_string()));
-        spec["process"]["terminal"] = false.into();
-        spec["process"]["user"] = serde_json::json!({"uid": 65532, "gid": 65532});
-        spec["process"]["args"] = serde_json::json!(args);
-        spec["process"]["env"] = serde_json::json!(["PATH=/"]);
-        for set in ["bounding", "effective", "permitted", "ambient"] {
-            spec["process"]["capabilities"][set] = serde_json::json!([]);
-        }
-        spec["root"] = serde_json::json!({"path": image_rootfs(), "readonly": true});
-        spec["mounts"]
-            .as_array_mut()
-            .unwrap()
-            .push(serde_json::json!({
-                "destination": "/state", "type": "tmpfs", "source": "tmpfs",
-                "options": ["nosuid", "nodev", "mode=1777", "size=1m"]
-            }));
-        spec["hostname"] = "pod".into();
-        spec["linux"]["cgroupsPath"] = format!("/{id}").into();
-        for n in spec["linux"]["namespaces"].as_array_mut().unwrap() {
-            if n["type"] == "network" {
-                n["path"] = ns.path().into();
-            }
-        }
-        std::fs::write(&path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+        let (state, bundle, id) = bundle(ns, &args, |spec| {
+            spec["mounts"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({
+                    "destination": "/state", "type": "tmpfs", "source": "tmpfs",
+                    "options": ["nosuid", "nodev", "mode=1777", "size=1m"]
+                }));
+        });
         let pid_file = bundle.path().join("pid");
         let log = std::fs::File::create(bundle.path().join("serve.log")).unwrap();
         let out = runc(state.path())
@@ -259,46 +273,14 @@ impl Container {
 /// target container's PID namespace (that of host PID `target`), run to its end. Its exit
 /// code, stdout and stderr.
 pub fn ephemeral(ns: &NetNs, target: u32, argv: &[&str]) -> (Option<i32>, String, String) {
-    let state = tempfile::Builder::new()
-        .prefix("natsprobe-runc")
-        .tempdir()
-        .unwrap();
-    let bundle = tempfile::Builder::new()
-        .prefix("natsprobe-debug")
-        .tempdir()
-        .unwrap();
-    let id = format!(
-        "natsprobe-debug-{}-{}",
-        std::process::id(),
-        bundle.path().file_name().unwrap().to_string_lossy()
-    );
-    let out = Command::new("runc")
-        .arg("spec")
-        .current_dir(bundle.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "runc spec");
-    let path = bundle.path().join("config.json");
-    let mut spec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    spec["process"]["terminal"] = false.into();
-    spec["process"]["user"] = serde_json::json!({"uid": 65532, "gid": 65532});
-    spec["process"]["args"] = serde_json::json!(argv);
-    spec["process"]["env"] = serde_json::json!(["PATH=/"]);
-    for set in ["bounding", "effective", "permitted", "ambient"] {
-        spec["process"]["capabilities"][set] = serde_json::json!([]);
-    }
-    spec["root"] = serde_json::json!({"path": image_rootfs(), "readonly": true});
-    spec["hostname"] = "pod".into();
-    spec["linux"]["cgroupsPath"] = format!("/{id}").into();
-    for n in spec["linux"]["namespaces"].as_array_mut().unwrap() {
-        match n["type"].as_str() {
-            Some("network") => n["path"] = ns.path().into(),
-            Some("pid") => n["path"] = format!("/proc/{target}/ns/pid").into(),
-            _ => {}
+    let args: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+    let (state, bundle, id) = bundle(ns, &args, |spec| {
+        for n in spec["linux"]["namespaces"].as_array_mut().unwrap() {
+            if n["type"] == "pid" {
+                n["path"] = format!("/proc/{target}/ns/pid").into();
+            }
         }
-    }
-    std::fs::write(&path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    });
     let out = runc(state.path())
         .args(["run", "--bundle"])
         .arg(bundle.path())
