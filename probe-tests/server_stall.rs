@@ -158,6 +158,15 @@ fn restarts(kubelet: &Kubelet, since: Instant) -> usize {
     kubelet.kills_between(since, Instant::now() + Duration::from_secs(1))
 }
 
+/// NATS held the work back: no probe run failed, nothing was restarted, and the check says
+/// whose stall it is.
+#[track_caller]
+fn never_restarted_held_back(kubelet: &Kubelet, restarted: usize, run: &Run) {
+    assert_eq!(restarted, 0, "restarted:\n{}", kubelet.log());
+    assert_eq!(failures(kubelet), Vec::<String>::new(), "{}", kubelet.log());
+    not_judged_as(run, "server_not_delivering");
+}
+
 /// A push consumer throttled by `rate_limit_bps` 800 (100 bytes a second) with 40 messages of
 /// 100 KB waiting: the server sends a burst of about 1 MB (its rate limiter's burst is the
 /// largest message it may carry) and holds the rest, for the 1,000 s each further message
@@ -235,14 +244,7 @@ fn a_throttled_push_consumer_is_never_restarted() {
         delivered_ago(&info) >= Some(WINDOW_4S * 2),
         "nothing delivered since the burst: {info}"
     );
-    assert_eq!(restarted, 0, "restarted:\n{}", kubelet.log());
-    assert_eq!(
-        failures(&kubelet),
-        Vec::<String>::new(),
-        "{}",
-        kubelet.log()
-    );
-    not_judged_as(&run, "server_not_delivering");
+    never_restarted_held_back(&kubelet, restarted, &run);
 }
 
 /// A serialized consumer (`max_ack_pending: 1`) whose app NAKs one message with a delay of an
@@ -435,14 +437,7 @@ fn pulls_waiting_on_a_group_pinned_to_another_client_are_never_restarted() {
         delivered_ago(&info) >= Some(WINDOW_4S * 2),
         "nothing delivered since A's message: {info}"
     );
-    assert_eq!(restarted, 0, "restarted:\n{}", kubelet.log());
-    assert_eq!(
-        failures(&kubelet),
-        Vec::<String>::new(),
-        "{}",
-        kubelet.log()
-    );
-    not_judged_as(&run, "server_not_delivering");
+    never_restarted_held_back(&kubelet, restarted, &run);
 }
 
 /// The control: a handler that hangs holding its message, where a restart fixes it (the new
