@@ -163,10 +163,14 @@ pub fn guard(
     jetstream: Option<&str>,
 ) -> GuardReport {
     consumers.sort_unstable_by(|a, b| (&a.stream, &a.durable).cmp(&(&b.stream, &b.durable)));
+    // NATS's own stall is a fault too (someone must look at NATS), named apart from a pod's.
     let faulted: Vec<String> = consumers
         .iter()
-        .filter(|c| c.verdict == "fault")
-        .map(|c| format!("{}/{}", c.stream, c.durable))
+        .filter_map(|c| match c.verdict {
+            "fault" => Some(format!("{}/{}", c.stream, c.durable)),
+            "server_fault" => Some(format!("{}/{} (NATS's)", c.stream, c.durable)),
+            _ => None,
+        })
         .collect();
     let mut extras = Vec::new();
     for word in ["unknown", "ignored"] {
@@ -436,6 +440,18 @@ mod tests {
             "2 of 5 durables in JetStream domain hub faulted in both of two looks 5s apart (1 unknown, 1 ignored, losses not counted): S/a, S/b"
         );
         assert_eq!(faulted.health, Health::Unhealthy);
+        // NATS holding a consumer's work back fails the guard too, named as NATS's.
+        let nats = guard(
+            vec![row("a", "server_fault"), row("b", "fault")],
+            five,
+            &counted,
+            None,
+        );
+        assert_eq!(
+            nats.summary,
+            "2 of 2 durables faulted in both of two looks 5s apart: S/a (NATS's), S/b"
+        );
+        assert_eq!(nats.health, Health::Unhealthy);
         let one = guard(vec![row("a", "healthy")], five, &counted, None);
         assert_eq!(one.summary, "1 durable, no fault in two looks 5s apart");
         assert_eq!(one.health, Health::Healthy);

@@ -232,6 +232,28 @@ mod tests {
         judge(seen, &POLICY, T0, T0 + INTERVAL_MS).0
     }
 
+    /// Work waiting over the interval, nothing delivered, and nothing any subscriber holds:
+    /// NATS's fault, apart from a pod's; the same with one message awaiting an ack is a pod's.
+    #[test]
+    fn a_stall_nats_holds_back_is_named_as_nats() {
+        let (a, b) = (
+            found(info(30, 0, 5, T0)),
+            found(info(30, 0, 5, T0 + INTERVAL_MS)),
+        );
+        assert_eq!(
+            run(seen(Some(&a), Some(&b))),
+            Verdict::Fault(GuardFault::ServerNotDelivering)
+        );
+        let (a, b) = (
+            found(info(29, 1, 5, T0)),
+            found(info(29, 1, 5, T0 + INTERVAL_MS)),
+        );
+        assert!(matches!(
+            run(seen(Some(&a), Some(&b))),
+            Verdict::Fault(GuardFault::Consumer(Fault::Stalled { .. }))
+        ));
+    }
+
     /// ADR 0003's Verification table through the guard.
     #[test]
     fn the_adr_verification_table() {
