@@ -216,7 +216,26 @@ fn a_throttled_push_consumer_is_never_restarted() {
     std::thread::sleep(WINDOW_4S * 3);
     let info = server_info(&pods, "S", "D");
     let run = look(&pods, "S/D", &[]);
+    // The guard, the independent witness, names it NATS's: a fault, but not the pod's.
+    let guard = probe(&[
+        "guard",
+        "--server",
+        pods.url.as_str(),
+        "--interval",
+        "1s",
+        "--stall-after",
+        "4s",
+        "--json",
+    ])
+    .ns(&pods.app)
+    .run();
     kubelet.stop();
+    let guard = guard.expect(1).json();
+    assert_eq!(guard["consumers"][0]["verdict"], "server_fault", "{guard}");
+    assert!(
+        guard["summary"].as_str().unwrap().ends_with(": S/D (NATS's)"),
+        "{guard}"
+    );
     let restarted = restarts(&kubelet, started);
     println!(
         "server_stall | throttled push consumer (rate_limit_bps 800, 40 x 100 KB): {}; {restarted} \
