@@ -61,6 +61,8 @@ fn the_chaos_drill() {
         .iter()
         .find(|t| t.checker == Checker::Natsprobe)
         .unwrap();
+    // Any restart of the throttled consumer's pod, and a second of the poisoned one's, is one
+    // that did not help.
     let (working, nats) = natsprobe.useless();
     assert!(
         working + nats == 0 && natsprobe.missed().is_empty() && natsprobe.late().is_empty(),
@@ -157,6 +159,7 @@ fn drill_behind_serve(checker: Checker) {
         "injections not seen to take effect: {unshown:?}\n{}",
         report()
     );
+    // As natsprobe's: the throttled consumer never restarted, the poisoned one once at most.
     let (working, nats) = serve.useless();
     assert!(
         working + nats == 0 && serve.missed().is_empty() && serve.late().is_empty(),

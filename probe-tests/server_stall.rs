@@ -233,7 +233,10 @@ fn a_throttled_push_consumer_is_never_restarted() {
     let guard = guard.expect(1).json();
     assert_eq!(guard["consumers"][0]["verdict"], "server_fault", "{guard}");
     assert!(
-        guard["summary"].as_str().unwrap().ends_with(": S/D (NATS's)"),
+        guard["summary"]
+            .as_str()
+            .unwrap()
+            .ends_with(": S/D (NATS's)"),
         "{guard}"
     );
     let restarted = restarts(&kubelet, started);

@@ -3,7 +3,7 @@
 
 use super::fleet::{Kind, FLEET};
 use super::script::{Fault, Injected, Need};
-use super::tally::{Served, Tally};
+use super::tally::{Served, Tally, ONCE};
 use super::{secs, Timings};
 use std::time::Duration;
 
@@ -55,6 +55,7 @@ impl Figures<'_> {
                 Some(Need::Helps) => {
                     "helps (recovers by itself only when nats.go's pings notice)".into()
                 }
+                Some(Need::Once) => "no, though it looks like a hang: once at most".into(),
                 Some(Need::None) => unreachable!(),
             };
             let pods = match names.len() {
@@ -131,6 +132,10 @@ impl Figures<'_> {
                 let (working, nats) = t.useless();
                 format!("{working} / {nats}")
             },
+        ));
+        out.push_str(&row(
+            "restarts for a hang no restart fixes (a poison message), one a pod at most",
+            &|t| t.once().to_string(),
         ));
         out.push_str(&row("pods that needed one and never got it", &|t| {
             t.missed().len().to_string()
@@ -253,12 +258,12 @@ fn kind_name(k: Kind) -> &'static str {
 }
 
 impl Tally {
-    /// When the guard first named the durable a fault hit, after the fault.
+    /// When the guard first named the durable a pod's fault hit, after the fault (the
+    /// throttled one as NATS's).
     fn guard_cell(&self, f: &Injected) -> String {
         let durables: Vec<String> = f
             .hit
             .iter()
-            .filter(|(_, n)| *n == Need::Restart)
             .filter_map(|(p, _)| FLEET[*p].durable())
             .map(|(s, d)| format!("{s}/{d}"))
             .collect();
@@ -269,12 +274,25 @@ impl Tally {
             return "-".into();
         }
         let since = f.at.saturating_duration_since(self.t0);
+        // The guard names a stall NATS holds back `S/D (NATS's)`.
+        let named = |names: &[String]| {
+            names.iter().find_map(|n| {
+                durables
+                    .iter()
+                    .find_map(|d| match n.strip_prefix(d.as_str()) {
+                        Some("") => Some(""),
+                        Some(" (NATS's)") => Some(", as NATS's"),
+                        _ => None,
+                    })
+            })
+        };
         match self
             .guard
             .iter()
-            .find(|(at, named)| *at >= since && durables.iter().any(|d| named.contains(d)))
+            .filter(|(at, _)| *at >= since)
+            .find_map(|(at, names)| Some((at, named(names)?)))
         {
-            Some((at, _)) => format!("alerted {} after", secs(*at - since)),
+            Some((at, how)) => format!("alerted {} after{how}", secs(*at - since)),
             None => "no alert".into(),
         }
     }
@@ -286,9 +304,26 @@ fn cell(t: &Tally, fault: Fault) -> String {
     let useless = t
         .restarts
         .iter()
-        .filter(|r| r.useless.is_some() && t.after(r) == Some(fault))
+        .filter(|r| r.useless.is_some_and(|u| u != ONCE) && t.after(r) == Some(fault))
         .count();
     let mut parts = Vec::new();
+    // The one restart each pod this fault left a hang no restart fixes may get.
+    if let Some(f) = t.injected.iter().find(|f| f.fault == fault) {
+        let once: Vec<Duration> = t
+            .restarts
+            .iter()
+            .filter(|r| r.useless == Some(ONCE) && f.hit.contains(&(r.pod, Need::Once)))
+            .map(|r| r.when.saturating_duration_since(f.at))
+            .collect();
+        if !once.is_empty() {
+            let pods = f.hit.iter().filter(|(_, n)| *n == Need::Once).count();
+            parts.push(format!(
+                "{}/{pods} restarted once, after {}",
+                once.len(),
+                span(&once)
+            ));
+        }
+    }
     let helped: Vec<&&Served> = needs.iter().filter(|s| s.working_after.is_some()).collect();
     if !helped.is_empty() {
         let restarted: Vec<Duration> = helped.iter().filter_map(|s| s.restart_after).collect();

@@ -74,7 +74,7 @@ pub struct PodSpec {
 
 /// The fleet, the same in every world. The pods the script faults start on n1, where no node
 /// fault lands; the others are spread so that each node fault finds clients of each kind.
-pub const FLEET: [PodSpec; 9] = [
+pub const FLEET: [PodSpec; 11] = [
     PodSpec {
         name: "bento-w",
         kind: Kind::Bento { stream: "ORDERS" },
@@ -132,7 +132,34 @@ pub const FLEET: [PodSpec; 9] = [
         kind: Kind::Producer,
         pool: [2, 1, 0],
     },
+    PodSpec {
+        name: "bento-t",
+        kind: Kind::Bento { stream: THROTTLED },
+        pool: [0, 1, 2],
+    },
+    PodSpec {
+        name: "bento-p",
+        kind: Kind::Bento { stream: POISONED },
+        pool: [0, 1, 2],
+    },
 ];
+
+/// The stream whose durable NATS throttles (`rate_limit_bps` 800, set when the world starts):
+/// its pod acks all it gets, and the server holds back what a burst of about 1 MB leaves.
+pub const THROTTLED: &str = "BULK";
+/// The rate limit, and what the script publishes to `THROTTLED`: messages of 100 KB, each past
+/// the burst waiting 1,000 s for the rate (longer than the scaled drill; at the real timings one
+/// more in 1,000 s). Each new leader of the durable starts its rate afresh, a burst of ten more:
+/// sixty leave some waiting past the script's elections, for the pod to ack after the outage.
+pub const RATE_LIMIT_BPS: &str = "800";
+pub const BULK_SIZE: &str = "100000";
+pub const BULK_COUNT: &str = "60";
+
+/// The stream whose pod's app NAKs one message, `POISON_SEQ`, with a delay longer than the drill
+/// at either timings: its serialized durable (`max_ack_pending` 1) delivers nothing after it.
+pub const POISONED: &str = "POISON";
+pub const POISON_SEQ: u64 = 3;
+pub const NAK_DELAY: &str = "1h";
 
 impl PodSpec {
     /// The durable its probe watches and its client creates: `(stream, durable)`.
@@ -144,11 +171,12 @@ impl PodSpec {
         }
     }
 
-    /// The line a container prints when it works: its first ack, or the producer's first
-    /// connection (then it publishes).
+    /// The line a container prints when it works: its first ack, the producer's first
+    /// connection (then it publishes), or for the poisoned consumer its subscription (its
+    /// durable, held by the poison, delivers it nothing more).
     pub fn working_line(&self) -> &'static str {
         match self.kind {
-            Kind::Producer => "ready",
+            Kind::Producer | Kind::Bento { stream: POISONED } => "ready",
             _ => "acked",
         }
     }
@@ -302,6 +330,11 @@ impl Pod {
                 .collect()
             }
         };
+        if spec.kind == (Kind::Bento { stream: POISONED }) {
+            run.extend(
+                ["-poison", &POISON_SEQ.to_string(), "-nak-delay", NAK_DELAY].map(String::from),
+            );
+        }
         match spec.kind {
             Kind::Bento { stream } => {
                 check.extend(["--consumer".into(), format!("{stream}/{}", spec.name)])

@@ -3,9 +3,9 @@
 //! some overlapping, on nodes whose clients are known when each begins. Each injection's
 //! effect is shown from outside the pods, or the injection says why not.
 
-use super::fleet::{Kind, FLEET};
+use super::fleet::{Kind, BULK_COUNT, BULK_SIZE, FLEET, POISONED, POISON_SEQ, THROTTLED};
 use super::world::World;
-use super::Timings;
+use super::{secs, Timings};
 use crate::harness::callout::Answer;
 use crate::harness::load::Starved;
 use std::time::{Duration, Instant};
@@ -40,6 +40,12 @@ pub enum Fault {
     /// While the pods' own faults show: the auth service refuses one of each probe's logins
     /// in three and answers another after the probe's deadline.
     Flaky,
+    /// Large messages for a push consumer NATS throttles (`rate_limit_bps`): the server
+    /// delivers a burst, which the pod acks, and holds the rest back.
+    Throttled,
+    /// Messages for a serialized consumer whose app NAKs one of them with a delay longer than
+    /// the drill: nothing after it is delivered, to this pod or a new one.
+    Poison,
 }
 
 impl Fault {
@@ -58,6 +64,12 @@ impl Fault {
             Fault::Lost => "node n2 lost without a word (half-open)",
             Fault::ClusterDown => "whole cluster down, clients give up",
             Fault::Flaky => "auth service flaky: each probe's logins refused, late, answered",
+            Fault::Throttled => {
+                "push consumer throttled by NATS (rate_limit_bps), the pod acking all it gets"
+            }
+            Fault::Poison => {
+                "poison message NAKed with a delay longer than the drill (max_ack_pending 1)"
+            }
         }
     }
 
@@ -70,6 +82,8 @@ impl Fault {
                 | Fault::DurableDeleted
                 | Fault::Deaf
                 | Fault::DeafMonitor
+                | Fault::Throttled
+                | Fault::Poison
         )
     }
 }
@@ -84,6 +98,10 @@ pub enum Need {
     /// The client recovers by itself only when it notices (nats.go's pings, minutes in
     /// production) or the path heals: a restart helps, sooner.
     Helps,
+    /// Nothing a restart fixes, though from outside it is a hang (work waiting on the pod's
+    /// own unacknowledged message): restarted once at most, as docs/checks.md's principle 4
+    /// allows, never in a loop.
+    Once,
 }
 
 /// One fault as it was injected in one world.
@@ -176,6 +194,12 @@ pub fn run(w: &mut World, t: &Timings, t0: Instant) -> Ran {
         .filter_map(|&f| t.bound(f, Kind::Bento { stream: "ORDERS" }))
         .max()
         .unwrap();
+    // The throttled and the poisoned consumers seen held a step before, not to put NATS's
+    // faults off.
+    sleep_until(t0 + t.step * 5 + slowest);
+    for f in &mut done {
+        held(w, t, f);
+    }
     sleep_until(t0 + t.step * 6 + slowest);
     flaky_off(w, &mut flaky);
     done.push(flaky);
@@ -221,8 +245,9 @@ pub fn run(w: &mut World, t: &Timings, t0: Instant) -> Ran {
 }
 
 /// The pods' own faults, one a step after the other, while NATS is well; then their effects,
-/// seen from outside while they last (no restart comes this soon).
-fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
+/// seen from outside while they last (no restart comes this soon; the throttled and the
+/// poisoned consumers' are seen by `held`, once they have lasted).
+fn pod_faults(w: &mut World, t: &Timings, t0: Instant) -> Vec<Injected> {
     let step = t.step;
     let wedge = |name: &str, fault: Fault| {
         let i = pod(name);
@@ -278,7 +303,17 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
     };
     let (w_floor, _) = floors("ORDERS", "bento-w");
     let (c_floor, _) = floors("CAPPED", "bento-c");
-    std::thread::sleep(step * 2);
+    let floored = Instant::now();
+    // After the first floors: the large messages' publishing slows the harness's own asks.
+    let mut throttled = Injected::new(Fault::Throttled, Instant::now());
+    let bulk = w.publish("bulk.x", BULK_COUNT, BULK_SIZE);
+    throttled.hit = vec![(pod("bento-t"), Need::None)];
+    sleep_until(t0 + step * 6);
+    let mut poison = Injected::new(Fault::Poison, Instant::now());
+    // Ten small messages, published well before this function returns (and drops it).
+    let _published = w.publish("poison.x", "10", "64");
+    poison.hit = vec![(pod("bento-p"), Need::Once)];
+    sleep_until(floored + step * 2);
     let (w_floor2, w_pending) = floors("ORDERS", "bento-w");
     wedged.shown = match (w_floor, w_floor2, w_pending) {
         (Some(a), Some(b), Some(p)) if a == b && p > 0 => Ok(format!(
@@ -295,7 +330,9 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
         )),
         other => Err(format!("no loss seen (floors, an ack since): {other:?}")),
     };
-    let mut done = vec![wedged, capped, deleted];
+    // The large messages' publishing goes on after this returns.
+    w.aside(bulk);
+    let mut done = vec![wedged, capped, deleted, throttled, poison];
     for (mut f, i, server, before, now) in deaf {
         let name = FLEET[i].name;
         let Kind::Replica { group, .. } = FLEET[i].kind else {
@@ -311,6 +348,59 @@ fn pod_faults(w: &World, t: &Timings, t0: Instant) -> Vec<Injected> {
         done.push(f);
     }
     done
+}
+
+/// The throttled and the poisoned consumers, seen held once their faults have lasted longer
+/// than a window (their durables' info): the rest of their work waiting, nothing delivered.
+fn held(w: &World, t: &Timings, f: &mut Injected) {
+    let (stream, durable) = match f.fault {
+        Fault::Throttled => (THROTTLED, "bento-t"),
+        Fault::Poison => (POISONED, "bento-p"),
+        _ => return,
+    };
+    let info = answered(
+        || w.consumer(stream, durable),
+        |i| seq(i, "ack_floor").is_some(),
+    );
+    let stream_seq = |field: &str| info[field]["stream_seq"].as_u64();
+    let numbers = (
+        stream_seq("delivered"),
+        stream_seq("ack_floor"),
+        info["num_ack_pending"].as_u64(),
+        info["num_pending"].as_u64(),
+    );
+    let time = |v: &serde_json::Value| natsprobe::observe::jetstream::parse_time(v.as_str()?);
+    let ago = match (time(&info["ts"]), time(&info["delivered"]["last_active"])) {
+        (Some(ts), Some(last)) => Duration::from_nanos((ts - last).max(0) as u64),
+        _ => Duration::ZERO,
+    };
+    let i = pod(durable);
+    let poisoned = w.pods[i].kubelet.with_runs(|runs| {
+        runs.iter()
+            .any(|r| r.first_after(&["poisoned"], f.at).is_some())
+    });
+    f.shown = match (f.fault, numbers) {
+        // The burst delivered past the first two messages and acked, the rest held.
+        (Fault::Throttled, (Some(d), Some(a), Some(0), Some(p)))
+            if d > 2 && a == d && p > 0 && ago >= t.window() =>
+        {
+            Ok(format!(
+                "delivered to stream message {d}, all acked; {p} waiting, none awaiting an ack, nothing delivered for {} by the server's clock",
+                secs(ago)
+            ))
+        }
+        (Fault::Poison, (Some(d), Some(a), Some(1), Some(p)))
+            if d == POISON_SEQ && a == POISON_SEQ - 1 && p > 0 && poisoned =>
+        {
+            Ok(format!(
+                "the pod NAKed stream message {d} with a delay; it awaits its ack, {p} waiting behind it, nothing delivered for {} by the server's clock",
+                secs(ago)
+            ))
+        }
+        _ => Err(format!(
+            "(delivered, ack floor, awaiting an ack, waiting): {numbers:?}, delivered {ago:?} ago; the pod NAKed it: {poisoned}"
+        )),
+    };
 }
 
 /// The auth service turns flaky for the probes' logins: shown by three logins named as a

@@ -9,6 +9,10 @@ use super::world::World;
 use super::{secs, Timings};
 use std::time::{Duration, Instant};
 
+/// The one restart a pod a fault left a hang no restart fixes may get (`Need::Once`), as
+/// docs/checks.md's principle 4 allows: counted apart from those that did not help.
+pub const ONCE: &str = "once for a hang no restart fixes";
+
 /// A restart by the kubelet (its kill after the probe failed `failureThreshold` times).
 #[derive(Debug, Clone)]
 pub struct Restart {
@@ -100,7 +104,7 @@ impl Tally {
         let mut open: Vec<(usize, Instant, Option<Instant>)> = Vec::new();
         for f in &injected {
             for &(pod, need) in &f.hit {
-                if need == Need::None {
+                if matches!(need, Need::None | Need::Once) {
                     continue;
                 }
                 let closes = match need {
@@ -154,6 +158,14 @@ impl Tally {
                     .join("\n")
             });
             let kubelet_began = events.first().map_or(t0, |e| e.at);
+            // From when a fault left this pod a hang no restart fixes, and whether it had its
+            // one restart for it.
+            let once_from = injected
+                .iter()
+                .filter(|f| f.hit.contains(&(p, Need::Once)))
+                .map(|f| f.at)
+                .min();
+            let mut had_once = false;
             // Every probe run's line, passes too: what a run that did not fail saw.
             let probed = pod
                 .kubelet
@@ -202,14 +214,26 @@ impl Tally {
                     need.restart_after.get_or_insert(e.at - *from);
                     need.working_after = works.map(|at| at - *from);
                 }
+                // A NATS fault on (or less than a window behind); the flaky auth service, which
+                // refuses only the probes' logins while the pods' own faults show, aside.
+                let nats_on = |flaky: bool| {
+                    injected.iter().any(|f| {
+                        f.fault.of_nats()
+                            && (flaky || f.fault != Fault::Flaky)
+                            && e.at >= f.at
+                            && e.at <= f.until + t.window()
+                    })
+                };
                 let useless = match (needed, works.is_some()) {
                     (true, true) => None,
-                    _ if injected.iter().any(|f| {
-                        f.fault.of_nats() && e.at >= f.at && e.at <= f.until + t.window()
-                    }) =>
+                    _ if !had_once
+                        && once_from.is_some_and(|from| e.at >= from)
+                        && !nats_on(false) =>
                     {
-                        Some("NATS was the problem")
+                        had_once = true;
+                        Some(ONCE)
                     }
+                    _ if nats_on(true) => Some("NATS was the problem"),
                     (true, false) => Some("the new container did not work either"),
                     (false, _) => Some("the pod was working"),
                 };
@@ -325,19 +349,25 @@ impl Tally {
         self.restarts.iter().filter(|r| r.useless.is_none()).count()
     }
 
-    /// Restarts that did not help: (the pod was working, NATS was the problem).
+    fn count(&self, why: &str) -> usize {
+        self.restarts
+            .iter()
+            .filter(|r| r.useless == Some(why))
+            .count()
+    }
+
+    /// Restarts that did not help: (the pod was working, NATS was the problem); the one a
+    /// poisoned pod may get is neither (`once`).
     pub fn useless(&self) -> (usize, usize) {
-        let count = |why| {
-            self.restarts
-                .iter()
-                .filter(|r| r.useless == Some(why))
-                .count()
-        };
-        let nats = count("NATS was the problem");
-        (
-            self.restarts.iter().filter(|r| r.useless.is_some()).count() - nats,
-            nats,
-        )
+        let nats = self.count("NATS was the problem");
+        let others = self.restarts.iter().filter(|r| r.useless.is_some()).count();
+        (others - nats - self.once(), nats)
+    }
+
+    /// Restarts of pods a fault left a hang no restart fixes, each pod's first (a second is
+    /// one that did not help).
+    pub fn once(&self) -> usize {
+        self.count(ONCE)
     }
 
     /// Pods that needed a restart (their client could not recover by itself) and never got

@@ -4,7 +4,9 @@
 //! and the fleet (`fleet`), all checked the same way.
 
 use super::cron::{Cron, GuardRun};
-use super::fleet::{Checker, Place, Pod, PodSpec, APP, FLEET, PROBE_APP};
+use super::fleet::{
+    Checker, Place, Pod, PodSpec, APP, FLEET, POISONED, PROBE_APP, RATE_LIMIT_BPS, THROTTLED,
+};
 use super::{attach, humantime, Timings};
 use crate::harness::callout::{self, Callout, Login};
 use crate::harness::peer::natspeer;
@@ -351,6 +353,8 @@ impl World {
                 &["-max-msgs", "30", "-discard", "old"][..],
             ),
             ("WORK", "work.>", &[][..]),
+            (THROTTLED, "bulk.>", &[][..]),
+            (POISONED, "poison.>", &[][..]),
         ] {
             let mut args = vec![
                 "-url",
@@ -390,9 +394,36 @@ impl World {
                 "-max-ack-pending",
                 "1",
             ];
+            if stream == THROTTLED {
+                args.extend(["-rate-limit", RATE_LIMIT_BPS]);
+            }
             args.extend(APP);
             self.setup(&args);
         }
+        // Work the throttled and the poisoned consumers' pods ack before their faults (the
+        // rate's burst takes it), held by the durables until their pods bind.
+        for subject in ["bulk.x", "poison.x"] {
+            let published = self.publish(subject, "2", "64");
+            assert!(
+                published.wait_exit(Duration::from_secs(30)).success(),
+                "publishing to {subject} failed"
+            );
+        }
+    }
+
+    /// `count` messages of `size` bytes to `subject` from the node, as fast as JetStream
+    /// acknowledges them.
+    pub fn publish(&self, subject: &str, count: &str, size: &str) -> Peer {
+        let url = self.urls([0, 1, 2]);
+        self.infra(&[
+            "publish", "-url", &url, "-subject", subject, "-count", count, "-size", size, "-rate",
+            "0", "-js",
+        ])
+    }
+
+    /// Keeps `publisher` running beside the publishers: the script does not wait for it.
+    pub fn aside(&mut self, publisher: Peer) {
+        self._publishers.push(publisher);
     }
 
     /// What one run of `pod`'s probe that asks NATS costs the servers (`Pod::session_cost`).
