@@ -833,11 +833,11 @@ mod tests {
         let serve = flat(include_str!("../docs/serve.md"));
         let design = flat(include_str!("../docs/design.md"));
         let sidecar = flat(include_str!("../examples/kubernetes/native-sidecar.yaml"));
-        // The numbers of a table row's cell, by the row's first cell.
+        // The numbers of a table row's cell, by how the row begins.
         let cell = |row: &str, n: usize| -> Vec<String> {
             let line = perf
                 .lines()
-                .find(|l| l.starts_with(&format!("| {row} |")))
+                .find(|l| l.starts_with(&format!("| {row}")))
                 .unwrap_or_else(|| panic!("docs/performance.md has no row {row}"));
             let cell = line.trim_matches('|').split('|').nth(n).unwrap();
             cell.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
@@ -891,10 +891,7 @@ mod tests {
         // The exec probe, the check started directly, and serve's probe.
         let exec = cell("exec: `runc exec` of `natsprobe check`", 1);
         let direct = cell("`natsprobe check` started directly", 1);
-        let http = cell(
-            "httpGet `/livez` to serve (client 0.089 ms, serve 0.063 ms)",
-            1,
-        );
+        let http = cell("httpGet `/livez` to serve (client", 1);
         says(
             &readme,
             "README",
