@@ -371,7 +371,7 @@ fn the_consumers_are_asked_every_sample_and_after_any_fault() {
     skipped.expect(0);
     assert_eq!(looked(&skipped), "skipped", "{skipped}");
     assert!(skipped.json()["consumers"].as_array().unwrap().is_empty());
-    // diagnose says the same, as the check took it.
+    // diagnose asks anyway, and says what the check's next run would do.
     let state = r.state.path().join("0").to_string_lossy().to_string();
     let diagnosed = crate::harness::probe(&[
         "diagnose",
@@ -391,7 +391,7 @@ fn the_consumers_are_asked_every_sample_and_after_any_fault() {
     assert!(
         diagnosed
             .stdout
-            .contains("not asked this run: calm when asked"),
+            .contains("asked by diagnose; a probe's run now would not ask: calm when asked"),
         "{diagnosed}"
     );
     // Unbound, its connection kept: not seen until the look is due.
