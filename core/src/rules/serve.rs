@@ -440,10 +440,17 @@ mod tests {
         }
     }
 
+    /// A look the check answered with `code`, its JSON's word as the check gives it.
     fn judged(code: u8) -> Judged {
         Judged {
             code,
-            verdict: if code == 0 { "healthy" } else { "unhealthy" }.into(),
+            verdict: match code {
+                0 => "healthy",
+                1 => "unhealthy",
+                2 => "configuration_error",
+                _ => "error",
+            }
+            .into(),
             summary: "x".into(),
             json: "{}".into(),
             startup: false,
