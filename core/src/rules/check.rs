@@ -561,65 +561,30 @@ mod tests {
             began_ms: 0,
         });
         let hour = s(3600);
+        type Row<'a> = (
+            Option<Episode>,
+            &'a Outcome,
+            Option<Option<Duration>>,
+            i64,
+            &'a str,
+            Option<i64>,
+        );
         #[rustfmt::skip]
-        type Row<'a> = (Option<Episode>, &'a Outcome, Option<Option<Duration>>, i64, &'a str, Option<i64>);
         let rows: [Row; 11] = [
             // The first failure begins the episode.
-            (
-                None,
-                &stalled,
-                Some(Some(s(500))),
-                100,
-                "stalled",
-                Some(100),
-            ),
+            (None, &stalled, Some(Some(s(500))), 100, "stalled", Some(100)),
             // The same client failing again: the episode goes on.
-            (
-                stalled_at_0,
-                &stalled,
-                Some(Some(s(500))),
-                100,
-                "stalled",
-                Some(0),
-            ),
+            (stalled_at_0, &stalled, Some(Some(s(500))), 100, "stalled", Some(0)),
             // A run that could not ask the client's age (a carried fault): fails.
             (stalled_at_0, &stalled, None, 100, "stalled", Some(0)),
             // A client started after the first failure, past its window: did not help.
-            (
-                stalled_at_0,
-                &stalled,
-                Some(Some(s(80))),
-                100,
-                "restart_did_not_help",
-                Some(0),
-            ),
+            (stalled_at_0, &stalled, Some(Some(s(80))), 100, "restart_did_not_help", Some(0)),
             // ... and still, an hour less a second in.
-            (
-                stalled_at_0,
-                &stalled,
-                Some(Some(s(80))),
-                3599,
-                "restart_did_not_help",
-                Some(0),
-            ),
+            (stalled_at_0, &stalled, Some(Some(s(80))), 3599, "restart_did_not_help", Some(0)),
             // An hour after the first failure: a new episode, a restart tried again.
-            (
-                stalled_at_0,
-                &stalled,
-                Some(Some(s(80))),
-                3600,
-                "stalled",
-                Some(3600),
-            ),
+            (stalled_at_0, &stalled, Some(Some(s(80))), 3600, "stalled", Some(3600)),
             // Another fault: a new episode.
-            (
-                stalled_at_0,
-                &losing,
-                Some(Some(s(80))),
-                100,
-                "losing",
-                Some(100),
-            ),
+            (stalled_at_0, &losing, Some(Some(s(80))), 100, "losing", Some(100)),
             // Waiting goes on with the episode; progress ends it; so does another kind of fault.
             (stalled_at_0, &waiting, None, 100, "waiting", Some(0)),
             (stalled_at_0, &progressing, None, 100, "progressing", None),

@@ -852,89 +852,23 @@ pub(crate) mod tests {
             f
         }
         type Change = fn(&mut ConsumerFacts);
-        #[rustfmt::skip]
         type Row = (&'static str, fn() -> ConsumerFacts, Change, bool);
+        #[rustfmt::skip]
         let rows: [Row; 14] = [
             ("push, nothing awaiting ack", push, |_| {}, true),
-            (
-                "push, throttled",
-                push,
-                |f| f.rate_limit_bps = Some(800),
-                true,
-            ),
-            (
-                "push, ack all",
-                push,
-                |f| f.ack_policy = AckPolicy::All,
-                true,
-            ),
-            (
-                "push, one awaiting ack: the pod may hold it",
-                push,
-                |f| f.num_ack_pending = 1,
-                false,
-            ),
-            (
-                "push, flow control: the pod may hold its reply",
-                push,
-                |f| f.flow_control = true,
-                false,
-            ),
-            (
-                "push, ack none: nothing shows what the pod holds",
-                push,
-                |f| f.ack_policy = AckPolicy::None,
-                false,
-            ),
-            (
-                "push, delivered 10 s ago",
-                push,
-                |f| f.delivered.last_active = ago(10.0),
-                false,
-            ),
-            (
-                "push, nothing delivered since the server started",
-                push,
-                |f| f.delivered.last_active = None,
-                true,
-            ),
-            (
-                "push, a server without a clock (2.9)",
-                push,
-                |f| f.ts = None,
-                false,
-            ),
+            ("push, throttled", push, |f| f.rate_limit_bps = Some(800), true),
+            ("push, ack all", push, |f| f.ack_policy = AckPolicy::All, true),
+            ("push, one awaiting ack: the pod may hold it", push, |f| f.num_ack_pending = 1, false),
+            ("push, flow control: the pod may hold its reply", push, |f| f.flow_control = true, false),
+            ("push, ack none: nothing shows what the pod holds", push, |f| f.ack_policy = AckPolicy::None, false),
+            ("push, delivered 10 s ago", push, |f| f.delivered.last_active = ago(10.0), false),
+            ("push, nothing delivered since the server started", push, |f| f.delivered.last_active = None, true),
+            ("push, a server without a clock (2.9)", push, |f| f.ts = None, false),
             ("pull, requests waiting, room", pull, |_| {}, true),
-            (
-                "pull, requests waiting, ack none",
-                pull,
-                |f| f.ack_policy = AckPolicy::None,
-                true,
-            ),
-            (
-                "pull, no request waiting",
-                pull,
-                |f| f.num_waiting = 0,
-                false,
-            ),
-            (
-                "pull, at max_ack_pending",
-                pull,
-                |f| {
-                    f.num_ack_pending = 1000;
-                    f.num_pending = 5
-                },
-                false,
-            ),
-            (
-                "pull, unlimited max_ack_pending",
-                pull,
-                |f| {
-                    f.num_ack_pending = 3;
-                    f.max_ack_pending = Some(-1)
-                },
-                true,
-            ),
+            ("pull, requests waiting, ack none", pull, |f| f.ack_policy = AckPolicy::None, true),
+            ("pull, no request waiting", pull, |f| f.num_waiting = 0, false),
+            ("pull, at max_ack_pending", pull, |f| { f.num_ack_pending = 1000; f.num_pending = 5 }, false),
+            ("pull, unlimited max_ack_pending", pull, |f| { f.num_ack_pending = 3; f.max_ack_pending = Some(-1) }, true),
         ];
         for (row, make, change, nats) in rows {
             let mut f = make();
