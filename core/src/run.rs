@@ -21,6 +21,7 @@ use crate::facts::{
     Walked, Wanted,
 };
 use crate::prelude::*;
+use crate::rules::answers;
 use crate::rules::cause::{self, Cause, Standing};
 use crate::rules::check::{self as verdict, ServerState, Verdict};
 use crate::rules::connection::{self, Connections};
@@ -747,12 +748,21 @@ impl<'c> Run<'c> {
         let check = self.check;
         if !verdict::needs_consumers(&self.connections, &check.connection, check.asked()) {
             // Not looked at: the pod held no connection to judge them by (NATS may have
-            // dropped it), which the table's "not asked" row makes a start-over.
+            // dropped it), which the table's "not asked" row makes a start-over, the faults
+            // the last look saw void (a connection that comes back on the same socket brings
+            // none of them back).
             for name in &check.consumers {
                 if let Some(marked) = self.state.sample(name).and_then(consumer::unobserved) {
                     self.state.set_sample(name, Some(marked));
                 }
             }
+            self.state.faults.clear();
+            for (_, memo) in &mut self.state.subscriptions {
+                memo.pull = None;
+            }
+            self.state
+                .subscriptions
+                .retain(|(_, memo)| *memo != SubscriptionMemo::default());
             return self.finish();
         }
         let Ok(place) = &self.start.place else {
@@ -963,6 +973,10 @@ impl<'c> Run<'c> {
         let subs = core::mem::take(&mut self.subs);
         for sub in subs {
             let j = sub.result.expect("every subscription judged");
+            // A pull consumer's quiet time starts over where NATS itself may be the cause
+            // (the table's "not there", "not here"): the next reading counts from itself.
+            let starts_over =
+                matches!(&j.held, Held::NotJudged(why) if !answers::leaves_evidence(why));
             let unanswered =
                 remembered::count_unanswered(sub.memo.unanswered.as_ref(), &j.held, j.asked, now);
             let of = Of::Subscription(sub.wanted.clone());
@@ -1002,7 +1016,7 @@ impl<'c> Run<'c> {
                 SubscriptionMemo {
                     connection: j.connection,
                     unanswered,
-                    pull: j.published,
+                    pull: j.published.filter(|_| !starts_over),
                 },
             );
             self.subscriptions.push(JudgedSubscription {
@@ -1711,9 +1725,22 @@ mod tests {
         check: &Check,
         kept: Kept,
         now: i64,
-        (cid, in_msgs): (u64, u64),
+        connection: (u64, u64),
         delivered: u64,
         answered: bool,
+    ) -> (Held, crate::rules::check::Health, State, bool) {
+        let failed = (!answered).then_some(Unknown::Deadline);
+        pull_run_failed(check, kept, now, connection, delivered, failed)
+    }
+
+    /// `pull_run`, with the reads of the connections answered, or failed with `failed`.
+    fn pull_run_failed(
+        check: &Check,
+        kept: Kept,
+        now: i64,
+        (cid, in_msgs): (u64, u64),
+        delivered: u64,
+        failed: Option<Unknown>,
     ) -> (Held, crate::rules::check::Health, State, bool) {
         let mut read = false;
         let mut run = Run::new(
@@ -1754,13 +1781,12 @@ mod tests {
         };
         let state = loop {
             match run.ask() {
-                Some(Ask::Connz { .. } | Ask::Lookups(_)) if !answered => {
+                Some(Ask::Connz { .. } | Ask::Lookups(_)) if failed.is_some() => {
                     read = true;
+                    let why = failed.clone().unwrap();
                     match run.ask() {
-                        Some(Ask::Connz { .. }) => {
-                            run.feed(Seen::Connz(Err(Unknown::Deadline), true))
-                        }
-                        _ => run.feed(Seen::Lookups(vec![(Err(Unknown::Deadline), true)])),
+                        Some(Ask::Connz { .. }) => run.feed(Seen::Connz(Err(why), true)),
+                        _ => run.feed(Seen::Lookups(vec![(Err(why), true)])),
                     }
                 }
                 Some(Ask::Connz { wanted, every, .. }) => {
@@ -2051,6 +2077,31 @@ mod tests {
             "{held:?}"
         );
         assert_eq!(health, Health::Healthy);
+    }
+
+    /// A pull consumer's quiet time starts over where NATS could not answer (the table's "not
+    /// there"): one answered reading after an outage finds the part quiet for no time, never
+    /// not pulling at once.
+    #[test]
+    fn a_pull_parts_quiet_time_starts_over_when_nats_is_not_there() {
+        let w = world(Behaviour::Acking, vec![Answer::OnTime]);
+        let check = Check {
+            own_subscription: true,
+            sample_every: core::time::Duration::ZERO,
+            ..w.check(4000, 0)
+        };
+        let (_, _, s1) = pull_run(&check, Kept::Missing, NOW, (7, 10), 6);
+        let gone = Unknown::Unreachable("connection refused".into());
+        let (held, _, s2, read) =
+            pull_run_failed(&check, Kept::State(s1), NOW + 5000, (7, 10), 20, Some(gone));
+        assert!(read);
+        assert!(matches!(held, Held::NotJudged(_)), "{held:?}");
+        let (held, health, _) = pull_run(&check, Kept::State(s2), NOW + 6000, (7, 10), 30);
+        assert!(
+            matches!(held, Held::Pulls { quiet, .. } if quiet.is_zero()),
+            "{held:?}"
+        );
+        assert_eq!(health, crate::rules::check::Health::Healthy);
     }
 
     /// A lookup made for one subscription never judges another whose own plan chose a match:
@@ -2442,6 +2493,29 @@ mod tests {
         assert_eq!(heals.kept().unwrap().faults.len(), 1);
         assert_eq!(heals.run(&check, 2000).exit, 0);
         assert!(heals.kept().unwrap().faults.is_empty());
+    }
+
+    /// A run that could not ask (the pod's one connection half-open) voids the fault the last
+    /// look saw: the same socket coming back brings it back neither.
+    #[test]
+    fn a_run_that_could_not_ask_voids_the_fault() {
+        let late = Answer::Not(Unknown::Deadline);
+        let mut w = world(
+            Behaviour::Unbound { at: 0 },
+            vec![Answer::OnTime, late.clone(), late],
+        );
+        let check = w.check(4000, 0);
+        assert_eq!(w.run(&check, 0).exit, 1);
+        w.client.half_open = Some(-60_000);
+        let cut = w.run(&check, 1000);
+        assert!(!cut.asked.consumers, "{cut:?}");
+        assert!(w.kept().unwrap().faults.is_empty());
+        w.client.half_open = None;
+        let e = w.run(&check, 2000);
+        assert!(e.asked.consumers);
+        assert_eq!(e.exit, 0, "{e:?}");
+        let e = e.ended.unwrap();
+        assert!(matches!(e.consumers[0].outcome, Outcome::NotJudged(_)));
     }
 
     /// The pod's connection for a subscription: matched by address first, then looked up by
