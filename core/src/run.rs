@@ -588,10 +588,12 @@ impl<'c> Run<'c> {
             .map(JudgedConsumer::health)
             .chain(self.subscriptions.iter().map(JudgedSubscription::health))
             .collect();
+        let nats_silent = crate::rules::judged::nats_silent(&self.consumers, &self.subscriptions);
         let verdict = verdict::decide(
             &self.connections,
             server_state(&self.obs.servers),
             &healths,
+            nats_silent,
             &self.check.connection,
         );
         Ok(Ended {

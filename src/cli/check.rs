@@ -77,8 +77,9 @@ pub struct CheckArgs {
     #[arg(long = "server", value_name = "URL", help_heading = "Server")]
     pub servers: Vec<String>,
 
-    /// With --server: when the client holds no connection and no server answers either,
-    /// pass (a restart would not help) or fail [default: pass]
+    /// With --server: when the client holds no connection and no server answers either, or
+    /// NATS does not answer for a consumer or subscription, pass (a restart would not help)
+    /// or fail [default: pass]
     #[arg(long, value_enum, value_name = "WHAT", help_heading = "Server")]
     pub when_server_down: Option<WhenDownArg>,
 

@@ -90,7 +90,7 @@ pub(crate) fn report(sockets: &[Socket], ports: &[u16], owner: Owner, verbose: b
         ],
     };
     Case {
-        verdict: decide(&connections, None, &[], &policy),
+        verdict: decide(&connections, None, &[], false, &policy),
         policy,
         connections,
         obs: Observations {
@@ -145,7 +145,8 @@ pub(crate) fn with_consumers(
         })
         .collect();
     let healths: Vec<_> = r.consumers.iter().map(|c| c.health()).collect();
-    r.verdict = decide(&r.connections, None, &healths, &r.policy);
+    let silent = crate::rules::judged::nats_silent(&r.consumers, &[]);
+    r.verdict = decide(&r.connections, None, &healths, silent, &r.policy);
     r
 }
 
@@ -178,7 +179,7 @@ pub(crate) fn asked(
             identity: None,
         })
         .collect();
-    r.verdict = decide(&r.connections, Some(state), &[], &r.policy);
+    r.verdict = decide(&r.connections, Some(state), &[], false, &r.policy);
     r
 }
 

@@ -105,6 +105,12 @@ pub fn leaves_evidence(why: &Unknown) -> bool {
     meaning(why).row.clock() == Gap::None
 }
 
+/// Whether NATS did not answer at all (the table's "too late" and "not there" rows): what
+/// `--when-server-down fail` fails, where a refusal or no view from here never does.
+pub fn silent(why: &Unknown) -> bool {
+    matches!(meaning(why).row, Row::Late | Row::NotThere)
+}
+
 /// Whether the answer is an ask the server took and left unanswered: the next one waits
 /// (`remembered::retry_after`), so a slow server is asked less often, not more.
 pub fn unanswered(why: &Unknown) -> bool {

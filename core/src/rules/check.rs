@@ -102,11 +102,14 @@ pub fn needs_server(connections: &Connections, policy: &Policy) -> bool {
 
 /// The overall verdict. Without a connection the consumers are not looked at (the socket
 /// already says what is wrong); with one, any consumer fault fails the pod, and a consumer
-/// that could not be judged counts like a server that is down.
+/// that could not be judged because NATS did not answer (`nats_silent`: the table's "too
+/// late" and "not there" rows, `answers::silent`) counts like a server that is down. NATS
+/// that answered (a refusal, no view from here) fails under no `--when-server-down`.
 pub fn decide(
     connections: &Connections,
     server: Option<ServerState>,
     consumers: &[ConsumerHealth],
+    nats_silent: bool,
     policy: &Policy,
 ) -> Verdict {
     use Health::*;
@@ -125,7 +128,10 @@ pub fn decide(
             .iter()
             .any(|c| matches!(c, ConsumerHealth::NotJudged | ConsumerHealth::NeverJudged))
         {
-            (down, Reason::ConsumerNotJudged)
+            match nats_silent {
+                true => (down, Reason::ConsumerNotJudged),
+                false => (Healthy, Reason::ConsumerNotJudged),
+            }
         } else if consumers.contains(&ConsumerHealth::NotThePods) {
             (Healthy, Reason::ConsumerNotJudged)
         } else {
@@ -374,7 +380,7 @@ mod tests {
                 (est, others),
                 "{row}"
             );
-            assert_eq!(decide(&c, None, &[], &p).health, health, "{row}");
+            assert_eq!(decide(&c, None, &[], false, &p).health, health, "{row}");
         }
     }
 
@@ -393,7 +399,7 @@ mod tests {
         let p = policy(&[4222], &["10.96.14.3"], 1);
         let c = connections(&table(), &p, None, &[]);
         assert_eq!(c.other_states(), BTreeMap::from([(TcpState::SynSent, 1)]));
-        assert_eq!(decide(&c, None, &[], &p).health, Health::Unhealthy);
+        assert_eq!(decide(&c, None, &[], false, &p).health, Health::Unhealthy);
     }
 
     /// Restart only when a restart helps: (connected, --server, what it said, when down) →
@@ -427,7 +433,7 @@ mod tests {
             let row = format!("{is_connected} {server} {state:?} {when:?}");
             assert_eq!(needs_server(&c, &p), asked, "{row}");
             assert_eq!(
-                decide(&c, state, &[], &p),
+                decide(&c, state, &[], false, &p),
                 Verdict { health, reason },
                 "{row}"
             );
@@ -441,19 +447,23 @@ mod tests {
         use ConsumerHealth as C;
         use Health::*;
         #[rustfmt::skip]
-        let rows: [(bool, &[C], WhenServerDown, Health, Reason); 10] = [
-            (true,  &[],                        WhenServerDown::Pass, Healthy,   Reason::Connected),
-            (true,  &[C::Healthy, C::Healthy],  WhenServerDown::Pass, Healthy,   Reason::Connected),
-            (true,  &[C::Healthy, C::Unhealthy], WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
-            (true,  &[C::NotJudged, C::Unhealthy], WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
-            (true,  &[C::NotJudged],            WhenServerDown::Pass, Healthy,   Reason::ConsumerNotJudged),
-            (true,  &[C::NotJudged],            WhenServerDown::Fail, Unhealthy, Reason::ConsumerNotJudged),
-            (true,  &[C::NeverJudged],          WhenServerDown::Pass, Healthy,   Reason::ConsumerNotJudged),
-            (true,  &[C::NeverJudged, C::Misconfigured], WhenServerDown::Pass, Misconfigured, Reason::Misconfigured),
-            (false, &[C::Unhealthy],            WhenServerDown::Pass, Healthy,   Reason::ServerDown),
-            (false, &[C::Healthy],              WhenServerDown::Pass, Unhealthy, Reason::ServerAnswers),
+        // Connected, each consumer's health, NATS silent, --when-server-down → the verdict.
+        let rows: [(bool, &[C], bool, WhenServerDown, Health, Reason); 13] = [
+            (true,  &[],                        true,  WhenServerDown::Pass, Healthy,   Reason::Connected),
+            (true,  &[C::Healthy, C::Healthy],  false, WhenServerDown::Pass, Healthy,   Reason::Connected),
+            (true,  &[C::Healthy, C::Unhealthy], false, WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
+            (true,  &[C::NotJudged, C::Unhealthy], true, WhenServerDown::Pass, Unhealthy, Reason::ConsumerFault),
+            (true,  &[C::NotJudged],            true,  WhenServerDown::Pass, Healthy,   Reason::ConsumerNotJudged),
+            (true,  &[C::NotJudged],            true,  WhenServerDown::Fail, Unhealthy, Reason::ConsumerNotJudged),
+            (true,  &[C::NotJudged],            false, WhenServerDown::Fail, Healthy,   Reason::ConsumerNotJudged),
+            (true,  &[C::NeverJudged],          true,  WhenServerDown::Pass, Healthy,   Reason::ConsumerNotJudged),
+            (true,  &[C::NeverJudged],          false, WhenServerDown::Fail, Healthy,   Reason::ConsumerNotJudged),
+            (true,  &[C::NotThePods],           false, WhenServerDown::Fail, Healthy,   Reason::ConsumerNotJudged),
+            (true,  &[C::NeverJudged, C::Misconfigured], true, WhenServerDown::Pass, Misconfigured, Reason::Misconfigured),
+            (false, &[C::Unhealthy],            true,  WhenServerDown::Pass, Healthy,   Reason::ServerDown),
+            (false, &[C::Healthy],              false, WhenServerDown::Pass, Unhealthy, Reason::ServerAnswers),
         ];
-        for (is_connected, consumers, when, health, reason) in rows {
+        for (is_connected, consumers, silent, when, health, reason) in rows {
             let mut p = policy(&[4222], &[], 1);
             p.server = true;
             p.when_server_down = when;
@@ -467,7 +477,7 @@ mod tests {
                 _ => ServerState::NotAnswering,
             });
             assert_eq!(
-                decide(&c, server, consumers, &p),
+                decide(&c, server, consumers, silent, &p),
                 Verdict { health, reason },
                 "{consumers:?} {when:?}"
             );
@@ -483,7 +493,7 @@ mod tests {
         p.server = true;
         p.startup = true;
         let c = connections(&table(), &p, None, &[]);
-        let verdict = |consumers: &[C]| decide(&c, None, consumers, &p);
+        let verdict = |consumers: &[C]| decide(&c, None, consumers, true, &p);
         assert_eq!(
             verdict(&[C::Healthy, C::NeverJudged]),
             Verdict {
@@ -503,6 +513,7 @@ mod tests {
                 &Connections::default(),
                 Some(ServerState::NotAnswering),
                 &[C::NeverJudged],
+                true,
                 &p
             )
             .reason,
@@ -518,7 +529,7 @@ mod tests {
         assert_eq!(c.established.len(), 2);
         assert!(needs_server(&c, &p));
         assert_eq!(
-            decide(&c, Some(ServerState::Answers), &[], &p).reason,
+            decide(&c, Some(ServerState::Answers), &[], false, &p).reason,
             Reason::ServerAnswers
         );
     }

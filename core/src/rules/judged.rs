@@ -102,6 +102,16 @@ impl JudgedSubscription {
     }
 }
 
+/// Whether NATS did not answer for a consumer or subscription this run could not judge
+/// (`answers::silent`): what `--when-server-down fail` fails (`rules::check::decide`).
+pub fn nats_silent(consumers: &[JudgedConsumer], subscriptions: &[JudgedSubscription]) -> bool {
+    consumers
+        .iter()
+        .filter_map(|c| c.outcome.not_judged())
+        .chain(subscriptions.iter().filter_map(|s| s.held.not_judged()))
+        .any(answers::silent)
+}
+
 /// Why a verdict could not judge, in one word (the JSON's `not_judged`, and `serve`'s cause of
 /// a look not judged, `rules::serve::CAUSES`): `server_down` without a connection while NATS
 /// does not answer, else the `not_judged` word of the first consumer, then subscription, NATS

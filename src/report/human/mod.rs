@@ -385,8 +385,13 @@ mod tests {
                 "healthy: consumer S/d not judged: JetStream temporarily unavailable (10008); 1 ESTABLISHED TCP connection to remote port 4222",
             ),
             (
+                with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged(Unknown::Unreachable("connection refused".into())), None)], WhenServerDown::Fail),
+                "unhealthy: --when-server-down fail: consumer S/d not judged: server unreachable: connection refused; 1 ESTABLISHED TCP connection to remote port 4222",
+            ),
+            (
+                // NATS answered: a refusal fails under no --when-server-down.
                 with_consumers(live(), vec![("S/d", nf(), Outcome::NotJudged(Unknown::Credentials), None)], WhenServerDown::Fail),
-                "unhealthy: --when-server-down fail: consumer S/d not judged: authorization error: the server refused the probe's credentials; 1 ESTABLISHED TCP connection to remote port 4222",
+                "healthy: consumer S/d not judged: authorization error: the server refused the probe's credentials; 1 ESTABLISHED TCP connection to remote port 4222",
             ),
         ];
         for (report, expected) in cases {
@@ -457,7 +462,7 @@ mod tests {
             r
         };
         let mut plain = dead(report(&live()[..1], &[4222], Owner::Anyone, true));
-        plain.verdict = decide(&plain.connections, None, &[], &plain.policy);
+        plain.verdict = decide(&plain.connections, None, &[], false, &plain.policy);
         assert_eq!(
             plain.human(),
             "unhealthy: connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions; no other ESTABLISHED TCP connection to remote port 4222
@@ -488,7 +493,7 @@ mod tests {
         );
         // Another live connection is enough: healthy, and the dead one is still named.
         let mut one_live = dead(report(&live(), &[4222], Owner::Anyone, false));
-        one_live.verdict = decide(&one_live.connections, None, &[], &one_live.policy);
+        one_live.verdict = decide(&one_live.connections, None, &[], false, &one_live.policy);
         assert_eq!(
             one_live.human(),
             "healthy: 1 ESTABLISHED TCP connection to remote port 4222 (10.96.14.3:4222); connection to 10.96.14.2:4222 is half-open: 1.2 KiB unacknowledged for 51s, 8 retransmissions"
