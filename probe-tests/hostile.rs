@@ -11,8 +11,9 @@ use std::time::Duration;
 const URL: &str = "nats://127.0.0.1:4222";
 
 /// The peers, and what the check must make of each: every one leaves the consumer "not
-/// judged" (exit 0: the probe cannot tell, and a restart would not help) or ends the run as
-/// "could not evaluate" (exit 3), never a crash, never past the deadline.
+/// judged" (exit 0: the probe cannot tell, and a restart would not help), whatever it sends
+/// and however much (the memory budget spent on NATS's answer is NATS's doing), never a
+/// crash, never past the deadline, never another exit the kubelet would count.
 fn peers() -> Vec<(&'static str, Option<Behaviour>)> {
     vec![
         ("silent", Some(Behaviour::Silent)),
@@ -114,14 +115,11 @@ fn hostile_servers_end_inside_the_deadline_in_bounded_memory() {
                 40,
                 &format!("{name}, {command}"),
             );
-            match run.code {
-                Some(0) => assert!(
-                    run.stdout.contains("not judged"),
-                    "{name}: exit 0 only as not judged\n{run}"
-                ),
-                Some(3) => assert!(run.line().starts_with("could not evaluate: "), "{run}"),
-                _ => panic!("{name}, {command}: neither not judged nor could not evaluate\n{run}"),
-            }
+            assert_eq!(run.code, Some(0), "{name}, {command}: not judged\n{run}");
+            assert!(
+                run.stdout.contains("not judged") || run.stderr.contains("not judged"),
+                "{name}: exit 0 only as not judged\n{run}"
+            );
         }
         let run = probe(&[
             "guard",

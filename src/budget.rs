@@ -2,8 +2,9 @@
 //! a reply declaring gigabytes) would otherwise grow the probe until the deadline, at loopback
 //! speed, and a probe shares its container's memory limit with the application: the kernel's
 //! OOM killer may pick the application. The binary's allocator counts live heap bytes; past
-//! the command's budget the run ends as "could not evaluate" (the deadline's mechanism: a
-//! prepared line, `_exit`), never a crash, never an OOM kill.
+//! the command's budget the run ends (the deadline's mechanism: a prepared line, `_exit`),
+//! never a crash, never an OOM kill: a check waiting on NATS as not judged (what NATS sent
+//! took it), else as "could not evaluate".
 //!
 //! The first allocations come from an arena in the binary's zeroed data (`Arena`): a check
 //! allocates a few tens of KiB in all, and musl's allocator maps and unmaps a fresh group of

@@ -95,6 +95,8 @@ static NATS: Prepared = Prepared::new();
 static NATS_CODE: AtomicU8 = AtomicU8::new(0);
 /// The memory budget's message (`budget`).
 static BUDGET: Prepared = Prepared::new();
+/// The memory budget's message while the run waits on NATS (`prepare_not_judged`).
+static NATS_BUDGET: Prepared = Prepared::new();
 
 pub fn set_phase(phase: Phase) {
     PHASE.store(phase as u8, Ordering::SeqCst);
@@ -140,14 +142,29 @@ pub fn prepare_not_judged(prefix: String, suffix: String, code: u8) {
     NATS_CODE.store(code, Ordering::SeqCst);
 }
 
+/// Prepares the line written when the memory budget runs out while the run waits on NATS:
+/// what NATS sent took it (a server sending without end), so it is not judged, with the code
+/// `prepare_not_judged` keeps.
+pub fn prepare_budget_not_judged(prefix: String, suffix: String) {
+    NATS_BUDGET.keep(prefix, suffix);
+}
+
 /// Prepares the line `over_budget` writes: `prefix`, the phase, `suffix`.
 pub fn prepare_budget_message(prefix: String, suffix: String) {
     BUDGET.keep(prefix, suffix);
 }
 
 /// The memory budget ran out (`budget`): the prepared line, naming the phase, and
-/// `Exit::CannotEvaluate`. Called from inside the allocator, so it allocates nothing.
+/// `Exit::CannotEvaluate`; while the run waits on NATS, what NATS sent took it: not judged, as
+/// for a server that answers too late. Called from inside the allocator, so it allocates
+/// nothing.
 pub fn over_budget() -> ! {
+    if !phase().is_the_pods_own() && !NATS_BUDGET.prefix.load(Ordering::SeqCst).is_null() {
+        NATS_BUDGET.end(
+            b"not judged: the memory budget ran out\n",
+            NATS_CODE.load(Ordering::SeqCst),
+        )
+    }
     BUDGET.end(
         b"could not evaluate: the memory budget ran out\n",
         Exit::CannotEvaluate.code(),

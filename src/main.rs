@@ -181,6 +181,20 @@ fn budgeted((bytes, more): (usize, &str), json: bool) {
     budget::set_limit(bytes);
 }
 
+/// What a check says when the memory budget runs out while it waits on NATS (`budget`): not
+/// judged, with `health`, as for a server that answers too late.
+fn budget_cut_short((bytes, more): (usize, &str), health: Health, json: bool) {
+    let (prefix, suffix) = around_mark(&report::cut_short(
+        &format!(
+            "not judged: more than {} MiB{more} of memory needed while {MARK} (NATS sent without end: a restart would not help)",
+            bytes >> 20
+        ),
+        health,
+        json,
+    ));
+    deadline::prepare_budget_not_judged(prefix, suffix);
+}
+
 /// Runs `work` under the run's deadline (see `deadline`): it answers by `timeout` whatever
 /// the work is blocked on. With `cut_short`, a check whose time runs out while it waits on
 /// NATS ends with that health, not judged, as for a server that does not answer
@@ -202,6 +216,7 @@ fn under_deadline<T>(
             json,
         ));
         deadline::prepare_not_judged(prefix, suffix, Exit::from(health).code());
+        budget_cut_short(memory, health, json);
     }
     let (prefix, suffix) = prepared(format!("{named} passed while {MARK}"), json);
     let armed = deadline::arm(
