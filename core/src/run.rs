@@ -37,9 +37,6 @@ use alloc::collections::BTreeMap;
 use core::net::SocketAddr;
 use core::time::Duration;
 
-/// The most of a client's sockets asked which NATS they reach, in one run.
-pub const MAX_ASKED: usize = 8;
-
 /// What the core decides a check with: its flags, as the rules read them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
@@ -711,7 +708,7 @@ impl<'c> Run<'c> {
             pod.owned.as_ref(),
             &self.connections,
             &self.routes,
-            MAX_ASKED,
+            crate::timing::MAX_ASKED,
         );
         match self.candidates.is_empty() {
             true => self.sockets_done(),

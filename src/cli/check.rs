@@ -437,10 +437,7 @@ fn sample_every(given: Option<Duration>, stall_after: Duration) -> Result<Durati
             duration::display(stall_after)
         ))),
         Some(every) => Ok(every),
-        None => {
-            let (n, d) = natsprobe_core::timing::SAMPLE_EVERY_SHARE;
-            Ok(stall_after * n / d)
-        }
+        None => Ok(natsprobe_core::timing::sample_every(stall_after)),
     }
 }
 

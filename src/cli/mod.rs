@@ -462,8 +462,7 @@ mod tests {
             bare.core.connection.half_open_after,
             Some(t::HALF_OPEN_AFTER)
         );
-        let (n, d) = t::SAMPLE_EVERY_SHARE;
-        assert_eq!(bare.core.sample_every, t::STALL_AFTER * n / d);
+        assert_eq!(bare.core.sample_every, t::STALL_AFTER * 3 / 4);
         let env = |_: &str| None;
         let guard =
             super::parse(&argv(&["natsprobe", "guard", "--server", "nats://n:4222"])).unwrap();

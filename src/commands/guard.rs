@@ -24,7 +24,7 @@ const NAME: &str = "natsprobe-guard";
 
 /// The deadline for a whole guard run: both looks, the interval, and a little to answer.
 pub fn deadline(config: &GuardConfig) -> Duration {
-    config.interval + config.timeout * 2 + Duration::from_secs(1)
+    config.interval + config.timeout * 2 + natsprobe_core::timing::GUARD_TO_ANSWER
 }
 
 /// A look's deadline, from now.

@@ -279,9 +279,10 @@ pub fn half_open(info: &TcpInfo, after: Duration) -> Option<HalfOpen> {
 /// so the current timeout halved `n` times was the first; none waits over 120 s
 /// (`TCP_RTO_MAX`, where the doubling stops and this undercounts, which is safe).
 fn retransmission_time(rto_ms: u32, n: u32) -> Duration {
+    let most = crate::timing::TCP_RTO_MAX.as_millis() as u64;
     let first = u64::from(rto_ms >> n.min(31));
     let total: u64 = (0..n.min(64))
-        .map(|i| first.saturating_mul(1u64 << i.min(40)).min(120_000))
+        .map(|i| first.saturating_mul(1u64 << i.min(40)).min(most))
         .sum();
     Duration::from_millis(total)
 }

@@ -18,9 +18,7 @@ pub fn may_decide(asked: usize) -> bool {
     asked == 0
 }
 
-/// The most connections a run keeps for the next: the check's state file is read whole every
-/// run (at most 256 KiB), and a pod holding more connections to NATS than this walks.
-pub const MAX_REMEMBERED: usize = 64;
+pub use crate::timing::MAX_REMEMBERED;
 
 /// What to keep for the next run: each live connection counted (ESTABLISHED, not half-open)
 /// with its sock_diag identity and, when whose sockets count was named, its holder. Nothing

@@ -354,7 +354,10 @@ pub fn waiting(unanswered: Option<&Unanswered>, trust: Duration, now_ms: i64) ->
 /// twice that, and so on, up to an hour. Never sooner than a healthy pod asks, so a fleet
 /// costs a slow server no more than a well one; a trust time of zero asks every run.
 pub fn retry_after(count: u32, trust: Duration) -> Duration {
-    let doubled = trust.saturating_mul(1 << count.saturating_sub(1).min(16));
+    let times = 1u32
+        .checked_shl(count.saturating_sub(1))
+        .unwrap_or(u32::MAX);
+    let doubled = trust.saturating_mul(times);
     doubled.min(AUTO_TRUST_MAX.max(trust))
 }
 

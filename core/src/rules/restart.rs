@@ -11,6 +11,7 @@
 use super::remembered::{self, Asking, TrustSetting};
 use crate::facts::Wanted;
 use crate::run::Check;
+use crate::timing;
 use crate::world::{self, Behaviour, Consumer, Ms, Subscription, World};
 use alloc::vec;
 use core::time::Duration;
@@ -27,9 +28,9 @@ pub struct Cadence {
 impl Cadence {
     /// `periodSeconds: 10` and the defaults: `--stall-after 60s`, `--sample-every 45s`.
     pub const DEFAULT: Cadence = Cadence {
-        period: Duration::from_secs(10),
-        sample_every: Duration::from_secs(45),
-        window: Duration::from_secs(60),
+        period: timing::RECOMMENDED_PERIOD,
+        sample_every: timing::sample_every(timing::STALL_AFTER),
+        window: timing::STALL_AFTER,
     };
 }
 
@@ -72,8 +73,8 @@ impl Settings {
     /// The README's: `periodSeconds: 10`, `failureThreshold: 3`, and the defaults.
     pub const RECOMMENDED: Settings = Settings {
         cadence: Cadence::DEFAULT,
-        failure_threshold: 3,
-        half_open_after: Duration::from_secs(30),
+        failure_threshold: timing::RECOMMENDED_FAILURE_THRESHOLD,
+        half_open_after: timing::HALF_OPEN_AFTER,
         trust: TrustSetting::Auto,
     };
 }

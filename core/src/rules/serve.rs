@@ -416,9 +416,7 @@ pub fn still_stands(at_ms: i64, now_ms: i64, stale_after: Duration) -> Option<Du
     (age <= stale_after).then_some(age)
 }
 
-/// The memory a look needs beside `serve` in its container: a check's peak, a few MiB with
-/// its binary's pages shared with `serve`'s, and room to spare.
-pub const ROOM_FOR_A_LOOK: u64 = 4 << 20;
+pub use crate::timing::ROOM_FOR_A_LOOK;
 
 /// Whether a look may start, given the container's memory limit and usage (bytes), where it
 /// has one: a look started without room would be the OOM killer's, at best, and `serve`
