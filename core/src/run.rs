@@ -71,18 +71,20 @@ impl Check {
         self.consumers.len() + usize::from(subscriptions)
     }
 
-    /// A consumer's window: by this run's facts, else by its last sample's, else
-    /// `--stall-after`'s.
-    fn window_of(
+    /// The window (docs/checks.md's word) of what belongs to `consumer`: the consumer's by this
+    /// run's facts (`judged`: `rules::consumer::window` works it out from them), else by its
+    /// last sample's, else `--stall-after`'s; a deliver subscription's is its consumer's, and
+    /// a core subscription's (no consumer) `--stall-after`'s.
+    fn window(
         &self,
         state: &State,
-        consumer: &ConsumerName,
+        consumer: Option<&ConsumerName>,
         judged: Option<&Judgement>,
     ) -> Duration {
         judged
             .and_then(|j| j.window)
             .map(|w| w.duration)
-            .or_else(|| state.sample(consumer).map(|s| ms(s.window_ms)))
+            .or_else(|| state.sample(consumer?).map(|s| ms(s.window_ms)))
             .unwrap_or(self.consumer.stall_after)
     }
 }
@@ -1036,17 +1038,12 @@ impl<'c> Run<'c> {
         }
     }
 
-    /// A subscription's window: its consumer's, for a deliver subscription; else
-    /// `--stall-after`.
+    /// A subscription's window (`Check::window`), with its consumer's judgement where this
+    /// run has one.
     fn window_of_subscription(&self, consumer: Option<&ConsumerName>) -> Duration {
-        match consumer {
-            Some(c) => {
-                let i = self.check.consumers.iter().position(|n| n == c);
-                let judged = i.and_then(|i| self.judgements.get(i));
-                self.check.window_of(&self.state, c, judged)
-            }
-            None => self.check.consumer.stall_after,
-        }
+        let i = consumer.and_then(|c| self.check.consumers.iter().position(|n| n == c));
+        let judged = i.and_then(|i| self.judgements.get(i));
+        self.check.window(&self.state, consumer, judged)
     }
 
     /// The freshest evidence of `of`: this run's `now_seen`, where it looked (its fault kept,
@@ -1091,13 +1088,13 @@ impl<'c> Run<'c> {
     fn settle(&mut self) {
         let (check, now) = (self.check, self.start.now_ms);
         let judgements = core::mem::take(&mut self.judgements);
-        let looked = !judgements.is_empty();
+        let outcomes: Vec<&Outcome> = judgements.iter().map(|j| &j.outcome).collect();
+        let looked = remembered::is_look(&outcomes);
         let mut calm = true;
-        let mut all_unanswered = looked;
         let mut least_window: Option<Duration> = None;
         for (j, seen) in judgements.iter().zip(self.obs.consumers.clone()) {
             let name = &seen.name;
-            let window = check.window_of(&self.state, name, Some(j));
+            let window = check.window(&self.state, Some(name), Some(j));
             least_window = Some(least_window.map_or(window, |w| w.min(window)));
             let outcome =
                 verdict::excuse_young_client(j.outcome.clone(), j.window, self.obs.client_age);
@@ -1118,7 +1115,6 @@ impl<'c> Run<'c> {
                 Some(Wrong::Consumer(f)) => Outcome::Unhealthy(f.clone()),
                 _ => outcome,
             };
-            all_unanswered &= matches!(j.outcome, Outcome::NotJudged(_));
             calm &= remembered::calm(&[(&outcome, j.sample.as_ref())]);
             if let Some(sample) = &j.sample {
                 self.state.set_sample(name, Some(sample.clone()));
@@ -1149,7 +1145,7 @@ impl<'c> Run<'c> {
         });
         // A look NATS answered for no consumer is no evidence: it refreshes nothing of the
         // last (its time, its calm). Only a run that asked has a look to remember.
-        if looked && !all_unanswered {
+        if looked {
             self.state.look = Some(LastLook {
                 at_ms: now,
                 calm,
@@ -1185,7 +1181,7 @@ impl<'c> Run<'c> {
                 _ => None,
             };
             let now_cause = cause::of_consumer(&r.outcome, no_room.is_some(), before.is_some());
-            let window = check.window_of(&self.state, &name, None);
+            let window = check.window(&self.state, Some(&name), None);
             let since = no_room.and(before);
             let standing = self.carry(Of::Consumer(name), now_cause, window, since);
             let r = &mut self.consumers[i];
@@ -2680,10 +2676,12 @@ mod tests {
         deaf_at(&mut w, None, false);
         let check = w.check(4000, 0);
         let name = world::name("S", "D");
-        assert_eq!(check.window_of(&State::default(), &name, None), ms(4000));
+        assert_eq!(check.window(&State::default(), Some(&name), None), ms(4000));
+        assert_eq!(check.window(&State::default(), None, None), ms(4000));
         w.run(&check, 0);
         let state = w.kept().unwrap().clone();
-        assert_eq!(check.window_of(&state, &name, None), ms(6000));
+        assert_eq!(check.window(&state, Some(&name), None), ms(6000));
+        assert_eq!(check.window(&state, None, None), ms(4000));
         let e = w.run(&check, 1000).ended.unwrap();
         assert_eq!(e.consumers[0].standing.unwrap().window, ms(6000));
         assert_eq!(e.subscriptions[0].standing.unwrap().window, ms(6000));

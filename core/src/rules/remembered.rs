@@ -98,8 +98,14 @@ impl SeenFault {
     /// test, for a consumer's fault and a missing subscription alike. Never latched: only a
     /// look makes one, and time voids it.
     pub fn stands(&self, why: &Unknown, live: &[u64], now_ms: i64) -> bool {
-        answers::leaves_evidence(why)
-            && (0..=self.window_ms).contains(&(now_ms - self.at_ms))
+        answers::leaves_evidence(why) && self.fresh(live, now_ms)
+    }
+
+    /// Whether it is fresh (docs/checks.md's word) with the pod's live connections `live` at
+    /// `now_ms`: its look no older than its window, and the pod on no connection it did not
+    /// hold then.
+    pub fn fresh(&self, live: &[u64], now_ms: i64) -> bool {
+        (0..=self.window_ms).contains(&(now_ms - self.at_ms))
             && !live.is_empty()
             && live.iter().all(|i| self.inodes.contains(i))
     }
@@ -162,8 +168,9 @@ pub fn sampling(
     }
 }
 
-/// Whether a look lets the next runs skip: every consumer idle, paused or progressing, its
-/// stall clock at zero and its floor not pinned (work waiting unmeasured, or waiting inside
+/// Whether a look is calm (docs/checks.md's word), which lets the next runs skip: every
+/// consumer idle, paused, progressing or `cannot_tell`, its stall clock at zero and its floor
+/// not pinned (work waiting unmeasured, or waiting inside
 /// the window, is asked again every run, so the window is judged exactly as without skips).
 /// Anything else, a consumer NATS did not answer for included, is asked again on the next run.
 pub fn calm(judged: &[(&Outcome, Option<&Sample>)]) -> bool {
@@ -179,6 +186,13 @@ pub fn calm(judged: &[(&Outcome, Option<&Sample>)]) -> bool {
         );
         settled && sample.is_some_and(|s| s.stalled_ms == 0 && s.pinned_ms.is_none())
     })
+}
+
+/// Whether a run that asked about the consumers is a look (docs/checks.md's word): NATS
+/// answered for at least one of them. A look NATS answered for none is no evidence: it
+/// refreshes nothing of the last (its time, its calm).
+pub fn is_look(outcomes: &[&Outcome]) -> bool {
+    outcomes.iter().any(|o| !matches!(o, Outcome::NotJudged(_)))
 }
 
 /// Why the pod's connection is matched by address again.
