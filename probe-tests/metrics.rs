@@ -1,8 +1,9 @@
 //! `serve`'s `/metrics` and the alert rules, against the real things: a real Prometheus (the
 //! Debian package's) scraping the sidecar in the app pod's namespace every second, through a
 //! NATS outage and a client that gave up; `promtool check metrics` on the page; the rules'
-//! own tests (`promtool test rules`); the Prometheus Operator's manifests against its
-//! resource schemas.
+//! own tests (`promtool test rules`), which hold every query of the dashboard; each alert's
+//! runbook in the docs; the Alertmanager inhibitions against alerts that fire together; the
+//! Prometheus Operator's manifests against its resource schemas.
 
 use crate::examples::documents;
 use crate::harness::pods::*;
@@ -167,10 +168,15 @@ fn prometheus_sees_the_verdict_flip_when_the_client_gives_up() {
     }
     let build = query(&pods.nats, "natsprobe_build_info");
     assert_eq!(build.len(), 1, "{build:?}");
+    assert_eq!(
+        build[0].0["version"],
+        env!("CARGO_PKG_VERSION"),
+        "{build:?}"
+    );
     assert!(
-        build[0].0["version"]
+        build[0].0["revision"]
             .as_str()
-            .is_some_and(|v| v.starts_with(env!("CARGO_PKG_VERSION"))),
+            .is_some_and(|r| !r.is_empty() && !r.contains(' ')),
         "{build:?}"
     );
     let judged = query(&pods.nats, r#"natsprobe_looks_total{verdict="healthy"}"#);
@@ -301,6 +307,216 @@ fn the_alert_rules_pass_their_tests() {
     }
 }
 
+/// Where the rules send an operator: `runbook_url`s stand for the repository's files at
+/// `natsprobe.example` (natsprobe-rules.yaml's header says so).
+const RUNBOOKS: &str = "https://natsprobe.example/";
+
+/// The rule file's alerts, each rule as written.
+fn alert_rules() -> Vec<Value> {
+    let rules = documents(&prometheus_dir().join("natsprobe-rules.yaml"));
+    let all: Vec<Value> = rules[0]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap().clone())
+        .filter(|r| r.get("alert").is_some())
+        .collect();
+    assert!(all.len() >= 10, "{all:?}");
+    all
+}
+
+/// A heading's anchor, as GitHub makes it (src/docs.rs's rule).
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Every alert has a `runbook_url` naming a section of a document of this repository, its own:
+/// a heading whose section says what to do before the next heading.
+#[test]
+fn every_alert_has_a_runbook_in_the_docs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut seen = Vec::new();
+    for rule in alert_rules() {
+        let alert = rule["alert"].as_str().unwrap();
+        let url = rule["annotations"]["runbook_url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{alert} has no runbook_url"));
+        let (file, anchor) = url
+            .strip_prefix(RUNBOOKS)
+            .and_then(|rest| rest.split_once('#'))
+            .unwrap_or_else(|| panic!("{alert}: {url} is not {RUNBOOKS}FILE#SECTION"));
+        let text = std::fs::read_to_string(root.join(file))
+            .unwrap_or_else(|e| panic!("{alert}: {url} names no file of the repository: {e}"));
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with('#') && slug(l.trim_start_matches('#')) == anchor)
+            .unwrap_or_else(|| panic!("{alert}: {url} names no heading of {file}"));
+        let section: Vec<&str> = lines[at + 1..]
+            .iter()
+            .take_while(|l| !l.starts_with('#'))
+            .filter(|l| !l.trim().is_empty())
+            .copied()
+            .collect();
+        assert!(
+            section.len() >= 2 && lines[at].contains(alert),
+            "{alert}: {file}'s section {} says too little",
+            lines[at]
+        );
+        assert!(!seen.contains(&url.to_string()), "{url} twice");
+        seen.push(url.to_string());
+    }
+}
+
+/// The rules' tests, as written.
+fn rule_tests() -> Value {
+    documents(&prometheus_dir().join("natsprobe-rules.test.yaml")).remove(0)
+}
+
+/// Each query of the dashboard (its namespace variable as "All": `.*`) is a `promql_expr_test`
+/// of the rules' tests, which run it on the series the alerts are tested on: a renamed metric
+/// or label fails there. So is the join of docs/serve.md. The panels ask the dashboard's
+/// Prometheus, chosen on import.
+#[test]
+fn the_dashboards_queries_are_tested() {
+    let dir = prometheus_dir();
+    let text = std::fs::read_to_string(dir.join("natsprobe-dashboard.json")).unwrap();
+    let dashboard: Value = serde_json::from_str(&text).unwrap();
+    let flat = |q: &str| q.split_whitespace().collect::<Vec<_>>().join(" ");
+    let tested: Vec<String> = rule_tests()["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| {
+            t["promql_expr_test"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|e| flat(e["expr"].as_str().unwrap()))
+        .collect();
+    let mut panels: Vec<&Value> = dashboard["panels"].as_array().unwrap().iter().collect();
+    let nested: Vec<&Value> = panels
+        .iter()
+        .flat_map(|p| p["panels"].as_array().into_iter().flatten())
+        .collect();
+    panels.extend(nested);
+    let mut queries = 0;
+    for panel in panels.iter().filter(|p| p["type"] != "row") {
+        let title = panel["title"].as_str().unwrap();
+        let targets = panel["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{title} has no query");
+        for target in targets {
+            for source in [&panel["datasource"], &target["datasource"]] {
+                assert_eq!(source["uid"], "${datasource}", "{title}");
+            }
+            let expr = target["expr"].as_str().unwrap();
+            let all = flat(&expr.replace("$namespace", ".*"));
+            assert!(
+                !all.contains('$'),
+                "{title}: a variable the tests do not set: {expr}"
+            );
+            assert!(
+                tested.contains(&all),
+                "{title}: no promql_expr_test in natsprobe-rules.test.yaml holds {all}"
+            );
+            queries += 1;
+        }
+    }
+    assert!(queries >= 9, "{queries} queries");
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    let namespace = variables.iter().find(|v| v["name"] == "namespace").unwrap();
+    assert_eq!(namespace["allValue"], ".*");
+
+    // docs/serve.md's join of the consumers' and the subscriptions' series.
+    let serve = include_str!("../docs/serve.md");
+    let join = serve
+        .split("```")
+        .find(|block| block.contains("natsprobe_subscription_state{") && block.contains(" on ("))
+        .expect("docs/serve.md's join");
+    assert!(tested.contains(&flat(join)), "not tested: {join}");
+}
+
+/// Each of alertmanager-inhibit.yaml's inhibitions names alerts of the rules, and a case of the
+/// rules' tests where both fire at once with the labels it compares equal (a label neither
+/// has is equal, as Alertmanager compares it): the inhibition would silence the target.
+#[test]
+fn the_inhibitions_silence_alerts_that_fire_together() {
+    let config = documents(&prometheus_dir().join("alertmanager-inhibit.yaml")).remove(0);
+    let alerts: Vec<String> = alert_rules()
+        .iter()
+        .map(|r| r["alert"].as_str().unwrap().to_string())
+        .collect();
+    let grouped = strings_of(&config["route"]["group_by"]);
+    assert!(grouped.iter().any(|l| l == "namespace"), "{grouped:?}");
+    let named = |matchers: &Value| -> String {
+        let all = strings_of(matchers);
+        assert_eq!(all.len(), 1, "{all:?}");
+        let name = all[0]
+            .strip_prefix("alertname=\"")
+            .and_then(|n| n.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("{all:?}"));
+        assert!(alerts.iter().any(|a| a == name), "no alert {name}");
+        name.to_string()
+    };
+    // Every (test, eval_time, alertname) the tests expect firing, with the alerts' labels.
+    let mut fired: Vec<(usize, String, String, Vec<Value>)> = Vec::new();
+    for (i, test) in rule_tests()["tests"].as_array().unwrap().iter().enumerate() {
+        for case in test["alert_rule_test"].as_array().into_iter().flatten() {
+            let labels: Vec<Value> = case["exp_alerts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| a["exp_labels"].clone())
+                .collect();
+            fired.push((
+                i,
+                case["eval_time"].as_str().unwrap().to_string(),
+                case["alertname"].as_str().unwrap().to_string(),
+                labels,
+            ));
+        }
+    }
+    let rules = config["inhibit_rules"].as_array().unwrap();
+    assert!(rules.len() >= 2, "{rules:?}");
+    for rule in rules {
+        let (source, target) = (
+            named(&rule["source_matchers"]),
+            named(&rule["target_matchers"]),
+        );
+        let equal = strings_of(&rule["equal"]);
+        assert!(equal.iter().any(|l| l == "namespace"), "{equal:?}");
+        let same = |a: &Value, b: &Value| equal.iter().all(|l| a[l] == b[l]);
+        let together = fired.iter().any(|(i, at, name, sources)| {
+            *name == source
+                && fired.iter().any(|(j, then, other, targets)| {
+                    i == j
+                        && at == then
+                        && *other == target
+                        && sources.iter().any(|s| targets.iter().any(|t| same(s, t)))
+                })
+        });
+        assert!(
+            together,
+            "no case of natsprobe-rules.test.yaml has {source} and {target} firing with {equal:?} equal"
+        );
+    }
+}
+
+fn strings_of(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
 /// The PodMonitor and the PrometheusRule validate against the Prometheus Operator's schemas;
 /// the PrometheusRule holds exactly the rule file's groups; the PodMonitor's selector and
 /// port are those of every example pod that runs `serve`.
@@ -355,6 +571,20 @@ for (const doc of JSON.parse(readFileSync(0, 'utf8'))) {
     assert_eq!(
         docs[1]["spec"]["groups"], rules[0]["groups"],
         "prometheus-rule.yaml's groups are natsprobe-rules.yaml's"
+    );
+    // The PodMonitor names its series' job as the rules read it (the Operator's own would be
+    // its namespace/name).
+    let job = docs[0]["spec"]["podMetricsEndpoints"][0]["relabelings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["targetLabel"] == "job")
+        .and_then(|r| r["replacement"].as_str())
+        .expect("the PodMonitor names no job");
+    let read = std::fs::read_to_string(dir.join("natsprobe-rules.yaml")).unwrap();
+    assert!(
+        read.contains(&format!("up{{job=\"{job}\"}}")),
+        "the rules read no up{{job={job}}}"
     );
     let selector = docs[0]["spec"]["selector"]["matchLabels"]
         .as_object()

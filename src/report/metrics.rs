@@ -1,7 +1,10 @@
 //! `serve`'s `/metrics`: what a probe would be answered now, and what the looks came to, in
 //! Prometheus's text format or OpenMetrics'. The words are the JSON's. Every label value
 //! comes from the configuration (a stream, a durable, a subject and queue), so the series are
-//! as many as the operator wrote; each state is a state set (its state 1, the others 0).
+//! as many as the operator wrote. A state is a gauge with a series per state (its state 1,
+//! the others 0) in both formats, not OpenMetrics' `stateset`, whose label must be named after
+//! the family: one query then reads either format. A consumer is `stream` and `durable` in
+//! every family that names one, so the consumers' and the subscriptions' series join.
 
 use crate::facts::{Part, PartName, ProbePath};
 use crate::rules::serve::{Answer, Memory, CAUSES, VERDICTS};
@@ -23,6 +26,7 @@ pub struct Scrape<'a> {
     pub now_ms: i64,
     /// The consumers and subscriptions the configuration names.
     pub parts: &'a [PartName],
+    /// What `--version` says: the version, then `(git REVISION)`.
     pub version: &'a str,
 }
 
@@ -39,25 +43,25 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
     p.family(
         "natsprobe_verdict",
         "gauge",
-        "The verdict /livez answers now, by its word: 1 for it, 0 for the others.",
+        "The verdict /livez answers now, by its word: a gauge with a series per verdict, 1 for it, 0 for the others.",
     );
     for v in VERDICTS {
         p.sample("natsprobe_verdict", &[("verdict", v)], flag(v == word));
     }
     let beat_ms = s.now_ms - beat.as_millis() as i64;
-    p.gauge(
+    p.seconds(
         "natsprobe_last_look_timestamp_seconds",
         "When the last look ended (before the first, when serve started), in seconds since the epoch.",
         seconds_ms(beat_ms),
     );
     if let Some(took) = s.memory.took {
-        p.gauge(
+        p.seconds(
             "natsprobe_last_look_duration_seconds",
             "How long the last look took.",
             seconds(took),
         );
     }
-    p.gauge(
+    p.seconds(
         "natsprobe_stale_after_seconds",
         "How long a verdict stands: no look ended for longer, and the looks are stalled (/selfz fails).",
         seconds(s.memory.stale),
@@ -82,10 +86,10 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
         p.family(
             "natsprobe_consumer_state",
             "gauge",
-            "Each --consumer's state in the verdict /livez answers (the JSON's state): 1 for it, 0 for the others.",
+            "Each --consumer's state in the verdict /livez answers (the JSON's state): a gauge with a series per state, 1 for it, 0 for the others.",
         );
         for (labels, part) in &consumers {
-            p.state_set("natsprobe_consumer_state", labels, &consumer::STATES, *part);
+            p.states("natsprobe_consumer_state", labels, &consumer::STATES, *part);
         }
         let waiting: Vec<_> = consumers
             .iter()
@@ -97,6 +101,7 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
                 "gauge",
                 "A --consumer's time without progress while work waits (the JSON's no_progress_ms), where the verdict measured one.",
             );
+            p.unit("natsprobe_consumer_no_progress_seconds");
             for (labels, ms) in waiting {
                 p.sample(
                     "natsprobe_consumer_no_progress_seconds",
@@ -106,37 +111,39 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
             }
         }
     }
+    // A subscription's labels: --own-subscription's consumer as the consumers' families name
+    // it (stream, durable), --subscription's subject and queue; the others empty.
     let subscriptions: Vec<_> = s
         .parts
         .iter()
         .filter_map(|n| {
-            let (subject, queue, consumer) = match n {
+            let labels = match n {
                 PartName::Consumer { .. } => return None,
-                PartName::Own { stream, durable } => {
-                    (String::new(), String::new(), format!("{stream}/{durable}"))
-                }
-                PartName::Subscription { subject, queue } => (
-                    subject.clone(),
-                    queue.clone().unwrap_or_default(),
-                    String::new(),
-                ),
+                PartName::Own { stream, durable } => [stream.as_str(), durable, "", ""],
+                PartName::Subscription { subject, queue } => [
+                    "",
+                    "",
+                    subject.as_str(),
+                    queue.as_deref().unwrap_or_default(),
+                ],
             };
-            Some((subject, queue, consumer, found(n)))
+            Some((labels, found(n)))
         })
         .collect();
     if !subscriptions.is_empty() {
         p.family(
             "natsprobe_subscription_state",
             "gauge",
-            "Each subscription's state in the verdict /livez answers (the JSON's state), by --subscription's subject and queue, or --own-subscription's consumer: 1 for it, 0 for the others.",
+            "Each subscription's state in the verdict /livez answers (the JSON's state), by --own-subscription's consumer (stream, durable) or --subscription's subject and queue: a gauge with a series per state, 1 for it, 0 for the others.",
         );
-        for (subject, queue, consumer, part) in &subscriptions {
+        for ([stream, durable, subject, queue], part) in &subscriptions {
             let labels = [
-                ("subject", subject.as_str()),
+                ("stream", *stream),
+                ("durable", durable),
+                ("subject", subject),
                 ("queue", queue),
-                ("consumer", consumer),
             ];
-            p.state_set(
+            p.states(
                 "natsprobe_subscription_state",
                 &labels,
                 &subscription::STATES,
@@ -161,13 +168,15 @@ pub fn page(s: &Scrape, open_metrics: bool) -> String {
         "Logins to NATS the looks made since serve started (each connection NATS accepted).",
     );
     p.sample(&logins, &[], tally.logins.to_string());
+    let help = "natsprobe's version and the git revision it was built from.";
     match open_metrics {
-        true => p.family("natsprobe_build", "info", "natsprobe's version."),
-        false => p.family("natsprobe_build_info", "gauge", "natsprobe's version."),
+        true => p.family("natsprobe_build", "info", help),
+        false => p.family("natsprobe_build_info", "gauge", help),
     }
+    let (version, revision) = build(s.version);
     p.sample(
         "natsprobe_build_info",
-        &[("version", s.version)],
+        &[("version", version), ("revision", revision)],
         "1".into(),
     );
     if open_metrics {
@@ -188,9 +197,17 @@ impl Page {
         let _ = write!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
     }
 
-    /// A gauge with one sample, unlabelled.
-    fn gauge(&mut self, name: &str, help: &str, value: String) {
+    /// OpenMetrics' unit of a family named `_seconds` (Prometheus's format has none).
+    fn unit(&mut self, name: &str) {
+        if self.open_metrics {
+            let _ = writeln!(self.out, "# UNIT {name} seconds");
+        }
+    }
+
+    /// A gauge in seconds with one sample, unlabelled.
+    fn seconds(&mut self, name: &str, help: &str, value: String) {
         self.family(name, "gauge", help);
+        self.unit(name);
         self.sample(name, &[], value);
     }
 
@@ -205,9 +222,9 @@ impl Page {
         total
     }
 
-    /// A part's state as a state set: a sample for each of `states`, 1 for the part's (not
-    /// judged where no verdict names it), 0 for the others.
-    fn state_set(
+    /// A part's state: a sample for each of `states`, 1 for the part's (not judged where no
+    /// verdict names it), 0 for the others.
+    fn states(
         &mut self,
         name: &str,
         labels: &[(&str, &str)],
@@ -234,6 +251,15 @@ impl Page {
         }
         let _ = writeln!(self.out, " {value}");
     }
+}
+
+/// `--version`'s words as the version and the revision (`unknown` where it names none).
+fn build(version: &str) -> (&str, &str) {
+    version
+        .split_once(" (git ")
+        .map_or((version, "unknown"), |(v, rest)| {
+            (v, rest.strip_suffix(')').unwrap_or(rest))
+        })
 }
 
 fn flag(on: bool) -> String {
@@ -335,8 +361,9 @@ mod tests {
         )
     }
 
-    /// The verdict and each configured part's state as sets; a part a verdict does not name
-    /// (or no verdict at all) is not judged; label values quoted as the formats quote them.
+    /// The verdict and each configured part's state, a series per state; a part a verdict does
+    /// not name (or no verdict at all) is not judged; label values quoted as the formats quote
+    /// them; the pod's own subscription to a consumer named as the consumer's families name it.
     #[test]
     fn the_page_says_the_verdict_and_each_parts_state() {
         let consumer = PartName::Consumer {
@@ -346,6 +373,10 @@ mod tests {
         let subject = PartName::Subscription {
             subject: "a\"b\\c".into(),
             queue: None,
+        };
+        let own = PartName::Own {
+            stream: "S".into(),
+            durable: "D".into(),
         };
         let judged = Judged {
             code: 1,
@@ -357,7 +388,7 @@ mod tests {
             }],
             ..Judged::default()
         };
-        let text = render(Some(judged), &[consumer.clone(), subject.clone()], false);
+        let text = render(Some(judged), &[consumer.clone(), subject, own], false);
         for line in [
             "natsprobe_verdict{verdict=\"unhealthy\"} 1",
             "natsprobe_verdict{verdict=\"healthy\"} 0",
@@ -366,18 +397,20 @@ mod tests {
             "natsprobe_consumer_state{stream=\"S\",durable=\"D\",state=\"stalled\"} 1",
             "natsprobe_consumer_state{stream=\"S\",durable=\"D\",state=\"idle\"} 0",
             "natsprobe_consumer_no_progress_seconds{stream=\"S\",durable=\"D\"} 61.500",
-            "natsprobe_subscription_state{subject=\"a\\\"b\\\\c\",queue=\"\",consumer=\"\",state=\"not_judged\"} 1",
+            "natsprobe_subscription_state{stream=\"\",durable=\"\",subject=\"a\\\"b\\\\c\",queue=\"\",state=\"not_judged\"} 1",
+            "natsprobe_subscription_state{stream=\"S\",durable=\"D\",subject=\"\",queue=\"\",state=\"held\"} 0",
             "natsprobe_looks_total{verdict=\"unhealthy\"} 1",
             "# TYPE natsprobe_looks_total counter",
             "natsprobe_looks_not_judged_total{cause=\"look_failed\"} 0",
             "# TYPE natsprobe_looks_not_judged_total counter",
             "natsprobe_nats_logins_total 0",
             "# TYPE natsprobe_nats_logins_total counter",
-            "natsprobe_build_info{version=\"0.1.0 (git x)\"} 1",
+            "natsprobe_build_info{version=\"0.1.0\",revision=\"x\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line}\n{text}");
         }
         assert!(!text.contains("# EOF") && !text.ends_with('\n'));
+        assert!(!text.contains("# UNIT"), "{text}");
         // No look yet: not judged, the consumer's state too, and no look's duration.
         let first = render(None, &[consumer], true);
         assert!(
@@ -397,5 +430,57 @@ mod tests {
         );
         assert!(first.contains("# TYPE natsprobe_build info\n"), "{first}");
         assert!(first.ends_with("\n# EOF"), "{first}");
+    }
+
+    /// OpenMetrics gives each family in seconds its unit, after its type and before its
+    /// samples; the state families are gauges in both formats.
+    #[test]
+    fn open_metrics_says_the_unit_of_each_family_in_seconds() {
+        let consumer = PartName::Consumer {
+            stream: "S".into(),
+            durable: "D".into(),
+        };
+        let judged = Judged {
+            code: 1,
+            verdict: "unhealthy".into(),
+            parts: vec![Part {
+                name: consumer.clone(),
+                state: "stalled".into(),
+                no_progress_ms: Some(61_500),
+            }],
+            ..Judged::default()
+        };
+        let text = render(Some(judged), &[consumer], true);
+        let lines: Vec<&str> = text.lines().collect();
+        let mut in_seconds = 0;
+        for (i, line) in lines.iter().enumerate() {
+            let Some(name) = line
+                .strip_prefix("# TYPE ")
+                .and_then(|t| t.split(' ').next())
+            else {
+                continue;
+            };
+            let unit = format!("# UNIT {name} seconds");
+            match name.ends_with("_seconds") {
+                true => {
+                    in_seconds += 1;
+                    assert_eq!(lines[i + 1], unit, "{text}");
+                }
+                false => assert!(!text.contains(&format!("# UNIT {name} ")), "{text}"),
+            }
+        }
+        assert_eq!(in_seconds, 4, "{text}");
+        for family in ["verdict", "consumer_state"] {
+            let kind = format!("# TYPE natsprobe_{family} gauge\n");
+            assert!(text.contains(&kind), "{kind}{text}");
+        }
+    }
+
+    /// `--version`'s words as build_info's two labels.
+    #[test]
+    fn build_info_says_the_version_and_the_revision_apart() {
+        assert_eq!(build("0.1.0 (git 0123456789ab)"), ("0.1.0", "0123456789ab"));
+        assert_eq!(build("0.1.0 (git unknown)"), ("0.1.0", "unknown"));
+        assert_eq!(build("0"), ("0", "unknown"));
     }
 }
