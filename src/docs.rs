@@ -77,6 +77,45 @@ mod tests {
     /// at most eight principles, and the one table of answers `rules::answers`' own: every
     /// cause a NATS answer can have in exactly its row, each row's clock, fault and exit as
     /// the row does them, and the pod without a connection as NATS not there.
+    /// Each word of docs/checks.md's glossary names, right after it, the one function or type
+    /// of the core it is (`rules::remembered::is_look`), and that item is there: a word whose
+    /// code is renamed or gone fails here.
+    #[test]
+    fn each_word_is_one_item_of_the_core() {
+        let checks = include_str!("../docs/checks.md");
+        let core = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("core/src");
+        let words = &checks[checks.find("\n## Words\n").unwrap()..];
+        let words = &words[..words[1..].find("\n## ").unwrap()];
+        let entries: Vec<&str> = words.split("\n- **").skip(1).collect();
+        assert!(entries.len() >= 8, "{} words", entries.len());
+        for entry in entries {
+            let (word, rest) = entry.split_once("** (`").expect("a word names its code");
+            let path = rest.split_once('`').unwrap().0;
+            let segments: Vec<&str> = path.split("::").collect();
+            // The longest run of leading segments that is a file is the module; the rest is
+            // the item, the last segment its name.
+            let (file, item) = (1..segments.len())
+                .rev()
+                .find_map(|n| {
+                    let file = core.join(format!("{}.rs", segments[..n].join("/")));
+                    file.exists().then(|| (file, segments[n..].to_vec()))
+                })
+                .unwrap_or_else(|| panic!("{word}: no module for {path}"));
+            let source = std::fs::read_to_string(&file).unwrap();
+            let name = item.last().unwrap();
+            let defined = ["fn", "struct", "enum", "const"].iter().any(|kind| {
+                source.contains(&format!("{kind} {name}("))
+                    || source.contains(&format!("{kind} {name} "))
+                    || source.contains(&format!("{kind} {name}<"))
+            });
+            assert!(
+                defined,
+                "{word}: {path} is not defined in {}",
+                file.display()
+            );
+        }
+    }
+
     #[test]
     fn the_principles_are_the_rules() {
         use crate::facts::Gap;
@@ -101,7 +140,7 @@ mod tests {
             "starts over",
         ] {
             assert!(
-                words.contains(&format!("- **{word}**:")),
+                words.contains(&format!("- **{word}** (`")),
                 "docs/checks.md's words do not define {word}"
             );
         }
@@ -201,7 +240,10 @@ mod tests {
                 "the connection is half-open (from the client's first send never acknowledged)",
                 Fault::HalfOpen,
             ),
-            ("the consumer is unbound while work waits", Fault::Unbound),
+            (
+                "the consumer is unbound (nothing subscribed)",
+                Fault::Unbound,
+            ),
             ("the durable or its stream is gone", Fault::Absent),
             ("the consumer stalled (from its last ack)", Fault::Stalled),
             (
@@ -430,8 +472,9 @@ mod tests {
         }
     }
 
-    const DOCUMENTS: [(&str, &str); 16] = [
+    const DOCUMENTS: [(&str, &str); 17] = [
         ("README.md", include_str!("../README.md")),
+        ("docs/alerts.md", include_str!("../docs/alerts.md")),
         ("ARCHITECTURE.md", include_str!("../ARCHITECTURE.md")),
         ("SECURITY.md", include_str!("../SECURITY.md")),
         ("CHANGELOG.md", include_str!("../CHANGELOG.md")),

@@ -15,11 +15,13 @@
 //!   can move while `last_active` stays where it was. That is not progress.
 //! - `last_active` is held in memory: absent before the first ack since the server started.
 //!
-//! One clock for the stall and the floor pinned by retention: the time during which work was
-//! seen waiting with no progress, each interval between looks counted up to the window. What
-//! a run that could not look does to it is one table (`rules::answers`): a refusal or a late
-//! answer lets the time count, anything else (NATS unreachable, an election) starts it over,
-//! as does a server restart.
+//! Two clocks, each judged at its window (docs/checks.md, principle 3): the stall clock, the
+//! time work was seen waiting with no progress, and the losing clock, the time the floor was
+//! seen pinned at the front of a stream that deletes from the front; each interval between
+//! looks counts as long as it was. Only the stall clock falls back on the server's clock where
+//! the samples cannot count. What a run that could not look does to them is one table
+//! (`rules::answers`): a refusal or a late answer lets the time count, anything else (NATS
+//! unreachable, an election) starts it over, as does a server restart.
 
 use super::answers;
 pub use super::retention::{deletes_unacked, Deletes, RetentionSetting};

@@ -42,8 +42,8 @@ pub struct Socket {
 pub struct LastLook {
     /// Local clock, ms since the epoch.
     pub at_ms: i64,
-    /// Every consumer idle, paused or progressing, its stall clock at zero, nothing pinned,
-    /// no fault standing.
+    /// The look was calm (`calm`): every consumer idle, paused, progressing or `cannot_tell`,
+    /// its stall clock at zero, nothing pinned, no fault standing.
     pub calm: bool,
     /// The inodes of the pod's live connections then.
     pub inodes: Vec<u64>,

@@ -42,7 +42,7 @@ pub enum Fault {
     /// The peer is gone without a word: from the client's first send it never acknowledges
     /// (called at the kernel's first retransmission timeout past `--half-open-after`).
     HalfOpen,
-    /// Nothing subscribed to the push consumer while work waits.
+    /// Nothing subscribed to the push consumer (idle or not).
     Unbound,
     /// The durable deleted.
     Absent,

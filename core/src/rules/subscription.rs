@@ -214,7 +214,7 @@ pub fn holds(c: &ServerConnection, w: &Wanted) -> bool {
 mod tests {
     use super::*;
 
-    /// Each verdict has its word among `STATES` (the JSON's `state`, `/metrics`' state set),
+    /// Each verdict has its word among `STATES` (the JSON's `state`, `/metrics`' gauge per state),
     /// and every word is some verdict's; a carried verdict says `carried` whatever it was.
     #[test]
     fn each_verdict_has_its_word() {
