@@ -877,10 +877,35 @@ fn acks_a_restarting_server_forgot_are_progress() {
     assert_eq!(restarted_at(&t.play()), None);
 }
 
+/// The kind of run that reported a consumer's state, as the diagram's labels begin with it:
+/// a look NATS answered (by a server that restarted since, or not), or a run it did not
+/// answer as it needed, by the table's row ("a late answer", "a refusal", "NATS not there",
+/// "NATS not here").
+fn run_kind(ran: &Ran, c: &crate::rules::judged::JudgedConsumer) -> &'static str {
+    use crate::rules::answers::{meaning, Row};
+    use crate::rules::judged::NotJudged as _;
+    let why = c
+        .carried
+        .as_ref()
+        .map(|k| &k.why)
+        .or(c.outcome.not_judged());
+    match why.map(|why| meaning(why).row) {
+        Some(Row::Late) => "a late answer",
+        Some(Row::Refused) => "a refusal",
+        Some(Row::NotThere) => "NATS not there",
+        Some(Row::NotHere) => "NATS not here",
+        None if ran.answers[0] == Some(Answer::Restarted) => "a restarted server's look",
+        None => "a look",
+    }
+}
+
 /// Every change of a consumer's state (`Outcome::state`) from one run to the next that reports
-/// it, over every kind of consumer, answer, ack pace, `ack_wait` and client age: (from, to),
-/// with `[*]` for a consumer's first report.
-fn transitions() -> std::collections::BTreeSet<(&'static str, &'static str)> {
+/// it, with the kind of run that made it (`run_kind`), exploring the run over every kind of
+/// consumer (each fault, and each fault healed: the consumer acking again, or idle), every
+/// kind of answer (`answers::tests::every_kind`, on time, a restarted server), ack paces,
+/// `ack_wait`s and client ages, a client restarted midway: (from, to, kind), with `[*]` for a
+/// consumer's first report.
+fn transitions() -> std::collections::BTreeSet<(&'static str, &'static str, &'static str)> {
     let behaviours = [
         Behaviour::Acking,
         Behaviour::Idle,
@@ -908,51 +933,70 @@ fn transitions() -> std::collections::BTreeSet<(&'static str, &'static str)> {
             until: Ms::MAX,
         },
         Behaviour::Withheld { at: 10_000 },
+        Behaviour::Unanswered {
+            from: 10_000,
+            until: 30_000,
+        },
     ];
-    let late = Answer::Not(Unknown::Deadline);
-    let unreachable = Answer::Not(Unknown::Unreachable("connection refused".into()));
-    let answers = [
+    let mut answers = vec![
         vec![Answer::OnTime],
-        vec![Answer::OnTime, late.clone()],
-        vec![Answer::OnTime, unreachable.clone()],
         vec![Answer::OnTime, Answer::Restarted],
-        vec![
-            Answer::OnTime,
-            Answer::OnTime,
-            Answer::Not(Unknown::Credentials),
-            Answer::Not(Unknown::TemporarilyUnavailable),
-        ],
-        vec![unreachable, Answer::OnTime, late],
     ];
+    for why in crate::rules::answers::tests::every_kind() {
+        answers.push(vec![Answer::OnTime, Answer::Not(why.clone())]);
+        answers.push(vec![
+            Answer::Not(why.clone()),
+            Answer::OnTime,
+            Answer::OnTime,
+        ]);
+        // Two in a row, each after one that leaves the clocks counting; and a long run of it.
+        answers.push(vec![
+            Answer::OnTime,
+            Answer::Not(Unknown::Deadline),
+            Answer::Not(why.clone()),
+        ]);
+        let mut long = vec![Answer::Not(why.clone()); 8];
+        long.insert(0, Answer::OnTime);
+        answers.push(long);
+        // A long stretch answered, so that every clock reaches its window, then two.
+        let mut stretch = vec![Answer::OnTime; 20];
+        stretch.extend([Answer::Not(why.clone()), Answer::Not(why)]);
+        answers.push(stretch);
+    }
     let mut seen = std::collections::BTreeSet::new();
     for behaviour in behaviours {
-        for answers in &answers {
-            for (every, ack_wait, started) in [
-                (500, 200, -100_000),
-                (1000, 1000, -100_000),
-                (3000, 200, -100_000),
-                (1000, 200, 12_000),
-            ] {
-                let mut world =
-                    World::new(consumers(1, &[behaviour], every, ack_wait), answers.clone());
-                world.client.started = started;
-                world.client.reconnects = vec![started];
-                let check = world.check(4000, 0);
-                let mut last = "[*]";
-                for i in 0..80 {
-                    // A slow client restarted at 50 s: a new process, on a new connection.
-                    if every == 3000 && i == 50 {
-                        world.client.started = 50_000;
-                        world.client.reconnects.push(50_000);
-                    }
-                    let ran = world.run(&check, i * 1000);
-                    let Ok(e) = &ran.ended else { continue };
-                    if let Some(c) = e.consumers.first() {
-                        let state = c.outcome.state(c.carried.is_some());
-                        if state != last {
-                            seen.insert((last, state));
+        for healed in [None, Some(Behaviour::Acking), Some(Behaviour::Idle)] {
+            for answers in &answers {
+                for (every, ack_wait, started) in [
+                    (500, 200, -100_000),
+                    (1000, 1000, -100_000),
+                    (3000, 200, -100_000),
+                    (1000, 200, 12_000),
+                ] {
+                    let mut world =
+                        World::new(consumers(1, &[behaviour], every, ack_wait), answers.clone());
+                    world.client.started = started;
+                    world.client.reconnects = vec![started];
+                    let check = world.check(4000, 0);
+                    let mut last = "[*]";
+                    for i in 0..80 {
+                        // A slow client restarted at 50 s: a new process, on a new connection.
+                        if every == 3000 && i == 50 {
+                            world.client.started = 50_000;
+                            world.client.reconnects.push(50_000);
                         }
-                        last = state;
+                        if let (Some(healed), 45) = (healed, i) {
+                            world.consumers[0].behaviour = healed;
+                        }
+                        let ran = world.run(&check, i * 1000);
+                        let Ok(e) = &ran.ended else { continue };
+                        if let Some(c) = e.consumers.first() {
+                            let state = c.outcome.state(c.carried.is_some());
+                            if state != last {
+                                seen.insert((last, state, run_kind(&ran, c)));
+                            }
+                            last = state;
+                        }
                     }
                 }
             }
@@ -975,7 +1019,7 @@ fn the_diagram_is_the_runs() {
     let block = &block[..block[3..].find("```").unwrap() + 3];
     let mut composites: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut leaves: BTreeSet<&str> = BTreeSet::new();
-    let mut edges: Vec<(&str, &str)> = Vec::new();
+    let mut edges: Vec<(&str, &str, BTreeSet<&str>)> = Vec::new();
     let mut inside: Option<&str> = None;
     for line in block.lines().skip(1) {
         let line = line.trim();
@@ -994,8 +1038,11 @@ fn the_diagram_is_the_runs() {
         let mut states: Vec<&str> = Vec::new();
         match line.split_once(" --> ") {
             Some((from, to)) => {
-                let to = to.split(':').next().unwrap().trim();
-                edges.push((from.trim(), to));
+                let (to, label) = to.split_once(':').unwrap_or((to, ""));
+                let to = to.trim();
+                let kinds = label.split(" — ").next().unwrap().trim();
+                let kinds: BTreeSet<&str> = kinds.split(" or ").map(str::trim).collect();
+                edges.push((from.trim(), to, kinds));
                 states.extend([from.trim(), to]);
             }
             None if line.split_whitespace().count() == 1
@@ -1032,20 +1079,21 @@ fn the_diagram_is_the_runs() {
         expand(from).contains(a) && expand(to).contains(b) && (inner || !within || from == "[*]")
     };
     let seen = transitions();
-    for &t in &seen {
+    for &(from, to, kind) in &seen {
         assert!(
-            edges.iter().any(|&e| covers(e, t)),
-            "the run goes {} --> {}, which the diagram does not draw",
-            t.0,
-            t.1
+            edges
+                .iter()
+                .any(|(a, b, kinds)| covers((a, b), (from, to)) && kinds.contains(kind)),
+            "the run goes {from} --> {to} on {kind}, which the diagram does not draw"
         );
     }
-    for &e in &edges {
-        assert!(
-            seen.iter().any(|&t| covers(e, t)),
-            "the diagram draws {} --> {}, which the run never does",
-            e.0,
-            e.1
-        );
+    for (a, b, kinds) in &edges {
+        for kind in kinds {
+            assert!(
+                seen.iter()
+                    .any(|&(from, to, k)| covers((a, b), (from, to)) && k == *kind),
+                "the diagram draws {a} --> {b} on {kind}, which the run never does"
+            );
+        }
     }
 }
