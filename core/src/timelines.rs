@@ -40,7 +40,7 @@ use proptest::test_runner::{Config, FileFailurePersistence};
 use std::boxed::Box;
 use std::format;
 
-const FAILURE_THRESHOLD: u32 = 3;
+const FAILURE_THRESHOLD: u32 = crate::timing::RECOMMENDED_FAILURE_THRESHOLD;
 
 /// One timeline.
 #[derive(Debug, Clone)]
@@ -68,14 +68,18 @@ struct Played {
 }
 
 impl Timeline {
+    /// The consumers' window, as the check works it out.
     fn window(&self) -> Ms {
-        self.stall_after.max(2 * self.ack_wait)
+        let ack_wait = Some(world_ms(self.ack_wait));
+        let window = crate::rules::consumer::window_for(world_ms(self.stall_after), ack_wait);
+        window.duration.as_millis() as Ms
     }
 
+    /// `--sample-every`: 0, or its default.
     fn sample_every(&self) -> Ms {
         match self.every_run {
             true => 0,
-            false => self.stall_after * 3 / 4,
+            false => crate::timing::sample_every(world_ms(self.stall_after)).as_millis() as Ms,
         }
     }
 
@@ -230,7 +234,7 @@ fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
             window: world_ms(t.window()),
         },
         failure_threshold: FAILURE_THRESHOLD,
-        half_open_after: Duration::from_secs(30),
+        half_open_after: crate::timing::HALF_OPEN_AFTER,
         trust: TrustSetting::Auto,
     };
     // Each cadence's time once: it tries every phase of the fault against the runs.
@@ -252,15 +256,12 @@ fn detection_bound(t: &Timeline, fault: restart::Fault, unanswered: u32) -> Ms {
         _ => unanswered,
     };
     let jitter = t.jitter.iter().max().copied().unwrap_or(0);
-    // A pull consumer's part is read with the first look a window after the last publish
-    // seen, so its fault comes at most twice a window plus two looks' spacing after the pod's
-    // last publish (docs/checks.md), whoever's runs make the looks: a second probe's make them
-    // off the kubelet's grid, where the table's runs never are.
+    // A second probe's runs make looks off the kubelet's grid, where the table's runs never
+    // are: a pull consumer's part's bound holds for any runs.
     let slowest = match fault {
         restart::Fault::NotPulling => {
-            let spacing = t.sample_every() + t.period + jitter;
-            let runs = (FAILURE_THRESHOLD as Ms - 1) * (t.period + jitter);
-            (slowest.as_millis() as Ms).max(2 * (t.window() + spacing) + runs)
+            let any = restart::not_pulling_on_any_runs(&settings, world_ms(jitter));
+            slowest.max(any).as_millis() as Ms
         }
         _ => slowest.as_millis() as Ms,
     };

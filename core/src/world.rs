@@ -206,7 +206,7 @@ impl World {
                 ports: vec![NATS.port()],
                 remotes: Vec::new(),
                 min_connections: 1,
-                half_open_after: Some(Duration::from_secs(30)),
+                half_open_after: Some(crate::timing::HALF_OPEN_AFTER),
                 server: true,
                 when_server_down: Default::default(),
                 startup: false,

@@ -48,13 +48,18 @@ pub struct Window {
 /// redelivery (docs/server-facts.md), and the redelivered message may then take up to another
 /// ack_wait to process: 2 × ack_wait is the longest gap a healthy consumer can show.
 pub fn window(policy: &Policy, ack_wait: Option<Duration>) -> Window {
+    window_for(policy.stall_after, ack_wait)
+}
+
+/// `window`, for `--stall-after` `stall_after`.
+pub fn window_for(stall_after: Duration, ack_wait: Option<Duration>) -> Window {
     match ack_wait.map(|w| w * ACK_WAITS_IN_A_WINDOW) {
-        Some(twice) if twice > policy.stall_after => Window {
+        Some(twice) if twice > stall_after => Window {
             duration: twice,
             raised_for_ack_wait: ack_wait,
         },
         _ => Window {
-            duration: policy.stall_after,
+            duration: stall_after,
             raised_for_ack_wait: None,
         },
     }

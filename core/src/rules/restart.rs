@@ -132,6 +132,18 @@ pub fn time_to_restart(fault: Fault, settings: &Settings) -> Span {
     }
 }
 
+/// The slowest time to restart for `Fault::NotPulling` whoever's runs make the looks (a second
+/// probe's, off the kubelet's grid), each run up to `jitter` late: the part is read with the
+/// first look a window after the last publish seen, so its fault comes at most twice a window
+/// plus two looks' spacing after the pod's last publish (docs/checks.md), and the kubelet's
+/// threshold's runs after that.
+pub fn not_pulling_on_any_runs(settings: &Settings, jitter: Duration) -> Duration {
+    let c = &settings.cadence;
+    let spacing = c.sample_every + c.period + jitter;
+    let runs = (c.period + jitter) * settings.failure_threshold.saturating_sub(1);
+    (c.window + spacing) * 2 + runs
+}
+
 fn ms(d: Duration) -> i64 {
     d.as_millis() as i64
 }
