@@ -106,8 +106,9 @@ fn the_chaos_drill_behind_serve() {
 }
 
 /// The same script in a world where `natsprobe serve --exit-unhealthy 88` in the native
-/// sidecar restarts each pod's containers in place (`restartPolicyRules`, Kubernetes 1.36+),
-/// the app's httpGet probe the fallback: the same goals.
+/// sidecar restarts each pod's containers in place (`restartPolicyRules`, Kubernetes 1.36+, as
+/// the harness kubelet does it after KEP-5532: every container killed at once, then the
+/// sidecar started, then the app), the app's httpGet probe the fallback: the same goals.
 #[test]
 fn the_chaos_drill_restarting_in_place() {
     drill_behind_serve(Checker::InPlace);
@@ -153,6 +154,9 @@ fn drill_behind_serve(checker: Checker) {
             logs.display()
         )
     };
+    if std::env::var_os("NATSPROBE_DRILL_LOG").is_some() {
+        report();
+    }
     let unshown = serve.unshown();
     assert!(
         unshown.is_empty(),

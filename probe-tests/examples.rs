@@ -423,8 +423,9 @@ fn every_guarded_workload_starts_by_its_probe_and_is_checked_alike() {
 }
 
 /// Every manifest is a valid Kubernetes object for the oldest release still commonly run
-/// (1.36 for a restart in place, the first where it is on by default) and for the newest
-/// (strict: a misspelt field fails), and every probe's timing follows the README's rules.
+/// (1.36 for a restart in place, the first where it is on by default; 1.33's schema refuses
+/// it) and for the newest (strict: a misspelt field fails), and every probe's timing follows
+/// the README's rules.
 #[test]
 fn the_examples_validate_and_size_their_probes_by_the_rules() {
     let in_place = |f: &PathBuf| {
@@ -451,6 +452,22 @@ fn the_examples_validate_and_size_their_probes_by_the_rules() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // On 1.33 and older `restartPolicyRules` is a field the API server does not know, and
+    // kubectl's strict field validation refuses it (docs/serve.md, "Restart in place"). The
+    // other refusal there, 1.35's with its default gates (a rule on a sidecar needs
+    // RestartAllContainersOnContainerExits), is the API server's validation: the schemas carry
+    // no gate (1.34's and 1.35's take the field), and no API server runs here to ask.
+    let out = python()
+        .args(["-m", "kubernetes_validate", "--strict", "-k", "1.33.0"])
+        .args(&newer)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("'restartPolicyRules' was unexpected"),
+        "kubernetes-validate 1.33.0 took a manifest that restarts in place:\n{said}"
+    );
     let all = pods();
     let invocations: Vec<&Invocation> = all.iter().flat_map(|p| &p.invocations).collect();
     let liveness = invocations

@@ -3,12 +3,14 @@
 //!
 //! - **Probes** (pkg/kubelet/prober/worker.go `run`, `doProbe`): each probe's worker ticks
 //!   every `periodSeconds` from when the pod was added, not from each container's start, so a
-//!   container's first probe comes 0 to 1 period after it started. A run that overstays
-//!   `timeoutSeconds` is killed and is a failure; `failureThreshold` failures in a row kill the
-//!   container. A probe the kubelet cannot run at all (the binary missing: the runtime's exec
-//!   fails, `probe.Unknown` with an error; an httpGet whose body cannot be read) is an error,
-//!   which pkg/kubelet/prober/prober.go `probe` and worker.go's "Prober error, throw away the
-//!   result" discard: it is an event, and it neither counts as a failure nor resets the count.
+//!   container's first probe comes 0 to 1 period after it started. Each probe kind runs with
+//!   its own `timeoutSeconds`; a run that overstays it is killed and is a failure;
+//!   `failureThreshold` failures in a row kill the container. A probe the kubelet cannot run
+//!   at all (the binary missing: the runtime's exec fails, `probe.Unknown` with an error; an
+//!   httpGet whose body cannot be read) is an error: prober.go `runProbeWithRetries` runs it
+//!   again at once, up to 3 runs in the tick, and where all 3 errored, prober.go `probe` and
+//!   worker.go's "Prober error, throw away the result" discard it: it is an event, and it
+//!   neither counts as a failure nor resets the count.
 //! - **The kill** (pkg/kubelet/kuberuntime/kuberuntime_container.go `killContainer`): SIGTERM,
 //!   the grace period, SIGKILL; a grace period under 2 s is raised to 2 s
 //!   (`minimumGracePeriodInSeconds`).
@@ -36,12 +38,12 @@
 //! names only the status code, or the connection's error. A native sidecar (an
 //! initContainer with `restartPolicy: Always`) is a second `Kubelet` for its own container:
 //! the kubelet probes and restarts each container of a pod on its own, except where a
-//! container's `restartPolicyRules` restart them all in place (`InPlace`).
+//! container's `restartPolicyRules` restart them all in place (`InPlacePod`, KEP-5532).
 
 use super::Peer;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -64,23 +66,163 @@ pub struct Spec {
     pub in_place: Option<InPlace>,
 }
 
-/// A pod whose containers are restarted in place together (KEP-5532, `RestartAllContainers`
-/// in a container's `restartPolicyRules`, Kubernetes 1.36+): the kubelet that sees its
-/// container exit with a code the rules name marks the pod (pkg/kubelet/status
-/// `AllContainersRestarting`), and each kubelet of the pod, at its next relist, kills its
-/// container without its grace period or preStop (the least grace, 2 s) and starts it again
-/// under the same restart back-off, the pod's sandbox, network namespace and volumes kept.
-#[derive(Debug, Default)]
+/// A pod whose containers are restarted in place together (KEP-5532: `RestartAllContainers`
+/// in a container's `restartPolicyRules`), its containers' kubelets sharing one pod worker:
+/// their syncs (a kill, a start) come one at a time, as the kubelet's pod worker syncs a pod
+/// (pkg/kubelet/pod_workers.go). The sync that sees a container exit with a code its rules
+/// name (kubecontainer `ShouldAllContainersRestart`, kuberuntime `computePodActions` with
+/// `restartAllContainers`, `SyncPod`):
+///
+/// 1. sets the pod condition `AllContainersRestarting`;
+/// 2. kills every running container at once, with no preStop hook and the grace period
+///    overridden to 0, which `killContainer` raises to `minimumGracePeriodInSeconds`: SIGTERM,
+///    then SIGKILL after 2 s;
+/// 3. removes every container from the runtime (the sandbox, its network namespace and the
+///    volumes kept; the restart counts go on), and the condition is cleared;
+/// 4. then starts the pod as a new one starts: the sidecars (initContainers with
+///    `restartPolicy: Always`) in their order, each once the one before has started (running,
+///    and its startupProbe passed if it has one: seen at the next sync, at a relist or when
+///    that probe's result comes), then the app containers together.
+///
+/// A container removed is not probed (no probe runs while a container is not running), and a
+/// probe's result for the instance killed is thrown away. The start after the removal is held
+/// by no back-off: `doBackOff` keys on an exited instance of the container in the runtime, and
+/// the restart removed them.
+#[derive(Default)]
 pub struct InPlacePod {
-    restarts: AtomicU64,
+    worker: Mutex<PodWorker>,
+}
+
+/// What the pod worker of a pod restarted in place knows.
+#[derive(Default)]
+struct PodWorker {
+    restarts: u64,
+    /// The pod's containers, in the pod spec's order (the order their kubelets joined).
+    members: Vec<Member>,
+    /// The pod condition `AllContainersRestarting`: when it was set, and to what.
+    condition: Vec<(Instant, bool)>,
+}
+
+/// One container of a pod restarted in place.
+struct Member {
+    shared: Arc<Shared>,
+    sidecar: bool,
+    /// It has a startupProbe: as a sidecar, it has started only once that passed.
+    startup_probe: bool,
+    grace_floor: Duration,
+    /// Removed by a restart in place and not started again yet.
+    removed: bool,
+    /// The kubelet's `started`: running, and its startupProbe passed if it has one.
+    started: bool,
 }
 
 /// A container's part in a pod restarted in place.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct InPlace {
     pub pod: Arc<InPlacePod>,
     /// The exit codes of this container that restart every container of the pod.
     pub on_exit: Vec<i32>,
+    /// A native sidecar (an initContainer with `restartPolicy: Always`), started before the
+    /// app containers; else an app container.
+    pub sidecar: bool,
+}
+
+impl std::fmt::Debug for InPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InPlace")
+            .field("on_exit", &self.on_exit)
+            .field("sidecar", &self.sidecar)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InPlacePod {
+    /// The restarts in place so far.
+    pub fn restarts(&self) -> u64 {
+        self.lock().restarts
+    }
+
+    /// The pod condition `AllContainersRestarting` as it was set: when, and to what.
+    pub fn condition(&self) -> Vec<(Instant, bool)> {
+        self.lock().condition.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PodWorker> {
+        self.worker.lock().unwrap()
+    }
+
+    /// A container's kubelet joins the pod, its container started: its index in the pod.
+    fn join(&self, shared: Arc<Shared>, part: &InPlace, startup_probe: bool, spec: &Spec) -> usize {
+        let mut w = self.lock();
+        w.members.push(Member {
+            shared,
+            sidecar: part.sidecar,
+            startup_probe,
+            grace_floor: spec.grace_floor,
+            removed: false,
+            started: !startup_probe,
+        });
+        w.members.len() - 1
+    }
+}
+
+impl PodWorker {
+    /// The sync that saw member `by` exit with `code`, a code its rules name: every container
+    /// killed at once and removed, then the first to start started.
+    fn restart_all(&mut self, by: usize, code: i32) {
+        self.restarts += 1;
+        self.condition.push((Instant::now(), true));
+        self.members[by].shared.event(
+            "Normal",
+            "RestartAllContainers",
+            format!("container exited {code} with restart policy rule: the pod's containers restart in place (AllContainersRestarting)"),
+        );
+        std::thread::scope(|s| {
+            for m in &self.members {
+                s.spawn(move || {
+                    let running = m.shared.runs.lock().unwrap().last_mut().is_some_and(|r| r.is_alive());
+                    if running {
+                        m.shared.event(
+                            "Normal",
+                            "Killing",
+                            "Container client: the pod's containers restart in place (restartPolicyRules: RestartAllContainers)".into(),
+                        );
+                        kill(&m.shared, m.grace_floor);
+                    }
+                });
+            }
+        });
+        for m in &mut self.members {
+            m.removed = true;
+            m.started = false;
+        }
+        self.condition.push((Instant::now(), false));
+        self.start_due();
+    }
+
+    /// The startup phase, at one sync: the first sidecar removed is started once every sidecar
+    /// before it has started (the next one waits for a sync that sees this one started); with
+    /// every sidecar started, the app containers removed are started together.
+    fn start_due(&mut self) {
+        let live = |m: &Member| !m.shared.stop.load(Ordering::SeqCst);
+        for m in self.members.iter_mut().filter(|m| m.sidecar) {
+            if m.removed && live(m) {
+                start(&m.shared);
+                m.removed = false;
+                m.started = !m.startup_probe;
+                return;
+            }
+            if !m.started {
+                return;
+            }
+        }
+        for m in self.members.iter_mut().filter(|m| !m.sidecar && m.removed) {
+            if live(m) {
+                start(&m.shared);
+                m.removed = false;
+            }
+        }
+    }
 }
 
 impl Spec {
@@ -117,6 +259,8 @@ struct Shared {
     stop: AtomicBool,
     events: Mutex<Vec<Event>>,
     runs: Mutex<Vec<Peer>>,
+    /// Starts the container: by its kubelet's loop, or by the pod's sync in a restart in place.
+    container: Mutex<Container>,
     /// Every probe run: when it ended, whether it passed, its first line.
     probed: Mutex<Vec<(Instant, bool, String)>>,
 }
@@ -141,6 +285,11 @@ impl Shared {
         }
         self.stop.load(Ordering::SeqCst)
     }
+
+    /// The containers started so far: this count names the current instance.
+    fn instances(&self) -> usize {
+        self.runs.lock().unwrap().len()
+    }
 }
 
 pub type ProbeCommand = Box<dyn Fn() -> Command + Send>;
@@ -164,6 +313,9 @@ enum Action {
     Http(HttpProbe),
 }
 
+/// prober.go `maxProbeRetries`: the runs of an errored probe in one tick.
+const PROBE_RUNS: u32 = 3;
+
 impl Action {
     fn once(&self, timeout: Duration) -> Probed {
         match self {
@@ -171,13 +323,26 @@ impl Action {
             Action::Http(get) => get(timeout),
         }
     }
+
+    /// One tick's probe (prober.go `runProbeWithRetries`): an errored run is run again at
+    /// once, up to `PROBE_RUNS` runs; the first that did not error is the result.
+    fn tick(&self, timeout: Duration) -> Probed {
+        let mut ran = self.once(timeout);
+        for _ in 1..PROBE_RUNS {
+            if !matches!(ran, Probed::Errored(_)) {
+                break;
+            }
+            ran = self.once(timeout);
+        }
+        ran
+    }
 }
 pub type Container = Box<dyn FnMut() -> Peer + Send>;
 
-/// A startupProbe: its periodSeconds, failureThreshold and command (its timeout is the
-/// liveness probe's).
+/// A startupProbe: its periodSeconds, timeoutSeconds, failureThreshold and command.
 pub struct Startup {
     pub period: Duration,
+    pub timeout: Duration,
     pub failure_threshold: u32,
     pub probe: ProbeCommand,
 }
@@ -185,8 +350,19 @@ pub struct Startup {
 /// A startupProbe with an httpGet action.
 pub struct HttpStartup {
     pub period: Duration,
+    pub timeout: Duration,
     pub failure_threshold: u32,
     pub probe: HttpProbe,
+}
+
+/// A probe as the loop runs it: its name in events, action, period, timeout and
+/// failureThreshold.
+struct Probe {
+    name: &'static str,
+    action: Action,
+    period: Duration,
+    timeout: Duration,
+    threshold: u32,
 }
 
 pub struct Kubelet {
@@ -206,7 +382,13 @@ impl Kubelet {
         probe: ProbeCommand,
         container: Container,
     ) -> Kubelet {
-        let startup = startup.map(|s| (s.period, s.failure_threshold, Action::Exec(s.probe)));
+        let startup = startup.map(|s| Probe {
+            name: "Startup",
+            action: Action::Exec(s.probe),
+            period: s.period,
+            timeout: s.timeout,
+            threshold: s.failure_threshold,
+        });
         Kubelet::starting(spec, startup, Action::Exec(probe), container)
     }
 
@@ -217,28 +399,46 @@ impl Kubelet {
         probe: HttpProbe,
         container: Container,
     ) -> Kubelet {
-        let startup = startup.map(|s| (s.period, s.failure_threshold, Action::Http(s.probe)));
+        let startup = startup.map(|s| Probe {
+            name: "Startup",
+            action: Action::Http(s.probe),
+            period: s.period,
+            timeout: s.timeout,
+            threshold: s.failure_threshold,
+        });
         Kubelet::starting(spec, startup, Action::Http(probe), container)
     }
 
     fn starting(
         spec: Spec,
-        startup: Option<(Duration, u32, Action)>,
+        startup: Option<Probe>,
         probe: Action,
-        mut container: Container,
+        container: Container,
     ) -> Kubelet {
         let shared = Arc::new(Shared {
             started: Instant::now(),
             stop: AtomicBool::new(false),
             events: Mutex::default(),
             runs: Mutex::default(),
+            container: Mutex::new(container),
             probed: Mutex::default(),
         });
         // The first container is started before this returns: its run is there to look at.
-        start(&shared, &mut container);
+        start(&shared);
+        let member = spec
+            .in_place
+            .as_ref()
+            .map(|p| p.pod.join(Arc::clone(&shared), p, startup.is_some(), &spec));
+        let liveness = Probe {
+            name: "Liveness",
+            action: probe,
+            period: spec.period,
+            timeout: spec.timeout,
+            threshold: spec.failure_threshold,
+        };
         let thread = {
-            let (shared, spec) = (Arc::clone(&shared), spec.clone());
-            std::thread::spawn(move || run(&shared, &spec, startup, probe, container))
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || run(&shared, &spec, startup, liveness, member))
         };
         Kubelet {
             shared,
@@ -376,13 +576,16 @@ fn jitter(state: &mut u64) -> f64 {
     (*state >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// One container's kubelet: its probes, its own restarts, and its part in its pod's restarts
+/// in place (`member`: its index in the pod).
 fn run(
     shared: &Shared,
     spec: &Spec,
-    startup: Option<(Duration, u32, Action)>,
-    probe: Action,
-    mut container: Container,
+    startup: Option<Probe>,
+    liveness: Probe,
+    member: Option<usize>,
 ) {
+    let in_place = spec.in_place.as_ref().zip(member);
     let mut backoff = Backoff::new(spec);
     let mut seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -394,16 +597,16 @@ fn run(
     let mut failures = 0;
     // Until the container's startupProbe passes once, it runs instead of the liveness probe.
     let mut starting = startup.is_some();
-    // The probe that runs now: its name in events, command, period and failureThreshold.
     let current = |starting: bool| match (&startup, starting) {
-        (Some((period, threshold, action)), true) => ("Startup", action, *period, *threshold),
-        _ => ("Liveness", &probe, spec.period, spec.failure_threshold),
+        (Some(s), true) => s,
+        _ => &liveness,
     };
     // None while the container runs; else when the pod worker syncs again to start it.
     let mut waiting: Option<Instant> = None;
-    // The pod's restarts in place this container has taken part in.
-    let mut restarted_in_place = 0;
-    let mut next_probe = tick_after(epoch, current(starting).2, Instant::now());
+    // The instance this loop probes and restarts (the containers started so far): one the
+    // pod's sync started in a restart in place is a new container to this loop.
+    let mut instance = shared.instances();
+    let mut next_probe = tick_after(epoch, current(starting).period, Instant::now());
     let mut next_relist = Instant::now() + spec.relist;
     loop {
         let wake = waiting.unwrap_or(next_probe.min(next_relist));
@@ -411,12 +614,34 @@ fn run(
             return;
         }
         let now = Instant::now();
+        if let Some((p, i)) = in_place {
+            if shared.instances() != instance {
+                // Started again by the pod's sync: a new container, nothing exited before it
+                // in the runtime (the restart removed them).
+                instance = shared.instances();
+                (failures, starting, exited, waiting) = (0, startup.is_some(), None, None);
+                next_probe = tick_after(epoch, current(starting).period, now);
+                next_relist = now + spec.relist;
+                continue;
+            }
+            if p.pod.lock().members[i].removed {
+                // Removed by a restart in place: no probe; the pod's sync at a relist starts
+                // it in its turn.
+                waiting = None;
+                if now >= next_relist {
+                    p.pod.lock().start_due();
+                    next_relist = now + spec.relist;
+                }
+                next_probe = next_probe.max(next_relist);
+                continue;
+            }
+        }
         // The sync: start the container unless the back-off holds it.
         let mut sync = |latest: Option<Instant>, waiting: &mut Option<Instant>| match backoff
             .start(latest, Instant::now())
         {
             Ok(()) => {
-                start(shared, &mut container);
+                start(shared);
                 *waiting = None;
                 true
             }
@@ -434,56 +659,42 @@ fn run(
                 false
             }
         };
-        let pod_restarts = spec
-            .in_place
-            .as_ref()
-            .map_or(0, |p| p.pod.restarts.load(Ordering::SeqCst));
         let exit_code = || {
             let mut runs = shared.runs.lock().unwrap();
             let run = runs.last_mut().unwrap();
             (!run.is_alive()).then(|| run.exit_code())
         };
         let started = if waiting.is_some() {
+            let Some(_pod) = sync_lock(in_place, shared, instance) else {
+                continue;
+            };
             sync(exited, &mut waiting)
-        } else if now >= next_relist && pod_restarts != restarted_in_place {
-            // Another container's exit restarts every container of the pod in place: this one
-            // killed without its grace period, and started again.
-            restarted_in_place = pod_restarts;
-            shared.event(
-                "Normal",
-                "Killing",
-                "Container client: the pod's containers restart in place (restartPolicyRules: RestartAllContainers)".into(),
-            );
-            let before = exited;
-            kill(shared, spec.grace_floor);
-            exited = Some(Instant::now());
-            sync(before, &mut waiting)
         } else if let Some(code) = (now >= next_relist).then(exit_code).flatten() {
             // The relist sees the container exited on its own, and the sync keys on that exit.
-            match spec
-                .in_place
-                .as_ref()
-                .filter(|p| code.is_some_and(|c| p.on_exit.contains(&c)))
-            {
-                Some(p) => {
-                    restarted_in_place = p.pod.restarts.fetch_add(1, Ordering::SeqCst) + 1;
-                    shared.event(
-                        "Normal",
-                        "RestartAllContainers",
-                        format!("container exited {} with restart policy rule: the pod's containers restart in place", code.unwrap_or_default()),
-                    );
-                }
-                None => shared.event("Warning", "BackOff", "container exited; restarting".into()),
+            let Some(mut pod) = sync_lock(in_place, shared, instance) else {
+                continue;
+            };
+            let rule = in_place.filter(|(p, _)| code.is_some_and(|c| p.on_exit.contains(&c)));
+            if let (Some(w), Some((_, i))) = (pod.as_mut(), rule) {
+                w.restart_all(i, code.unwrap_or_default());
+                continue;
             }
+            shared.event("Warning", "BackOff", "container exited; restarting".into());
             exited = Some(now);
             sync(exited, &mut waiting)
         } else if now < next_probe {
             next_relist = now + spec.relist;
             continue;
         } else {
-            let (which, command, period, threshold) = current(starting);
-            next_probe = tick_after(epoch, period, Instant::now());
-            let ran = command.once(spec.timeout);
+            let probe = current(starting);
+            next_probe = tick_after(epoch, probe.period, Instant::now());
+            let ran = probe.action.tick(probe.timeout);
+            let removed = in_place.is_some_and(|(p, i)| p.pod.lock().members[i].removed);
+            if removed || shared.instances() != instance {
+                // The container it probed was killed by a restart in place meanwhile: its
+                // result is thrown away.
+                continue;
+            }
             let (passed, line) = match &ran {
                 Probed::Passed(l) => (true, l.clone()),
                 Probed::Failed(l) | Probed::Errored(l) => (false, l.clone()),
@@ -502,6 +713,13 @@ fn run(
                     if starting {
                         starting = false;
                         next_probe = tick_after(epoch, spec.period, Instant::now());
+                        // The probe's result syncs the pod at once: a sidecar started lets the
+                        // next container of a restart in place start.
+                        if let Some((p, i)) = in_place {
+                            let mut w = p.pod.lock();
+                            w.members[i].started = true;
+                            w.start_due();
+                        }
                     }
                     continue;
                 }
@@ -509,7 +727,10 @@ fn run(
                     shared.event(
                         "Warning",
                         "Unhealthy",
-                        format!("{which} probe errored: {output}"),
+                        format!(
+                            "{} probe errored and resulted in unknown state: {output}",
+                            probe.name
+                        ),
                     );
                     continue;
                 }
@@ -518,19 +739,22 @@ fn run(
                     shared.event(
                         "Warning",
                         "Unhealthy",
-                        format!("{which} probe failed: {output}"),
+                        format!("{} probe failed: {output}", probe.name),
                     );
-                    if failures < threshold {
+                    if failures < probe.threshold {
                         continue;
                     }
                 }
             }
+            let Some(_pod) = sync_lock(in_place, shared, instance) else {
+                continue;
+            };
             shared.event(
                 "Normal",
                 "Killing",
                 format!(
                     "Container client failed {} probe, will be restarted",
-                    which.to_lowercase()
+                    probe.name.to_lowercase()
                 ),
             );
             // One sync kills and starts, on the status read before the kill: its back-off
@@ -541,16 +765,36 @@ fn run(
             sync(before, &mut waiting)
         };
         if started {
+            if let Some((p, i)) = in_place {
+                p.pod.lock().members[i].started = startup.is_none();
+            }
+            instance = shared.instances();
             failures = 0;
             starting = startup.is_some();
-            next_probe = tick_after(epoch, current(starting).2, Instant::now());
+            next_probe = tick_after(epoch, current(starting).period, Instant::now());
             next_relist = Instant::now() + spec.relist;
         }
     }
 }
 
-fn start(shared: &Shared, container: &mut Container) {
-    let peer = container();
+/// The pod worker's lock for a sync of a container (`instance`, its loop's), where its pod
+/// restarts in place (Some(None) where it does not): None when that instance is no longer
+/// the pod's, removed by a restart in place or followed by the next.
+fn sync_lock<'a>(
+    in_place: Option<(&'a InPlace, usize)>,
+    shared: &Shared,
+    instance: usize,
+) -> Option<Option<MutexGuard<'a, PodWorker>>> {
+    let Some((p, i)) = in_place else {
+        return Some(None);
+    };
+    let w = p.pod.lock();
+    let ours = !w.members[i].removed && shared.instances() == instance;
+    ours.then_some(Some(w))
+}
+
+fn start(shared: &Shared) {
+    let peer = (shared.container.lock().unwrap())();
     shared.event(
         "Normal",
         "Started",
@@ -914,39 +1158,126 @@ mod tests {
         assert!(matches!(get(port, "/livez", t), Probed::Failed(_)));
     }
 
-    /// A pod restarted in place: its sidecar exits with a code its rules name, and both its
-    /// containers are started again, the app's killed without its grace period; another
-    /// exit code restarts the sidecar alone.
+    /// prober.go `runProbeWithRetries`: an errored run is run again at once, up to 3 runs in
+    /// the tick; the first that did not error is the result, and 3 errors are an error.
+    #[test]
+    fn an_errored_probe_is_run_again_up_to_three_times() {
+        let counted = |errors: usize, then: &'static str| {
+            let calls = Arc::new(Mutex::new(0));
+            let seen = Arc::clone(&calls);
+            let action = Action::Exec(Box::new(move || {
+                let mut n = seen.lock().unwrap();
+                *n += 1;
+                match *n <= errors {
+                    true => Command::new("/nonexistent/natsprobe"),
+                    false => Command::new(then),
+                }
+            }));
+            let ran = action.tick(Duration::from_secs(1));
+            let calls = *calls.lock().unwrap();
+            (ran, calls)
+        };
+        assert_eq!(counted(0, "true"), (Probed::Passed(String::new()), 1));
+        assert_eq!(counted(2, "true"), (Probed::Passed(String::new()), 3));
+        assert_eq!(counted(1, "false"), (Probed::Failed(String::new()), 2));
+        let (ran, calls) = counted(3, "true");
+        assert!(matches!(ran, Probed::Errored(_)), "{ran:?}");
+        assert_eq!(calls, 3, "never a fourth run in one tick");
+    }
+
+    /// The startupProbe runs with its own timeoutSeconds: a run longer than the liveness
+    /// probe's timeout and shorter than its own passes.
+    #[test]
+    fn the_startup_probe_has_its_own_timeout() {
+        let spec = Spec::scaled(
+            Duration::from_millis(100),
+            Duration::from_millis(50),
+            3,
+            0.01,
+        );
+        let slow = || -> ProbeCommand {
+            Box::new(|| {
+                let mut c = Command::new("sh");
+                c.args(["-c", "sleep 0.15; echo started"]);
+                c
+            })
+        };
+        let startup = Startup {
+            period: Duration::from_millis(100),
+            timeout: Duration::from_millis(500),
+            failure_threshold: 60,
+            probe: slow(),
+        };
+        let container: Container =
+            Box::new(|| Peer::spawn_as(None, Path::new("/bin/sleep"), &["60"]));
+        let passes: ProbeCommand = Box::new(|| Command::new("true"));
+        let mut kubelet = Kubelet::start_with(spec, Some(startup), passes, container);
+        std::thread::sleep(Duration::from_millis(600));
+        kubelet.stop();
+        let probed = kubelet.probed();
+        assert_eq!(
+            probed.first().map(|(_, ok, line)| (*ok, line.as_str())),
+            Some((true, "startup probe: started")),
+            "{probed:?}\n{}",
+            kubelet.log()
+        );
+    }
+
+    /// A pod restarted in place as KEP-5532 has it. Its sidecar (with a startupProbe) exits 3,
+    /// not in its rules: restarted alone. It then exits 88: the sync that sees it (the sidecar's
+    /// relist) sets `AllContainersRestarting`, kills the app at once (the app's own relist is
+    /// far slower) without its 5 s grace but with the least grace (it ignores SIGTERM: killed
+    /// at the floor), removes both and clears the condition; then starts the sidecar, and the
+    /// app only once the sidecar's startupProbe passed.
     #[test]
     fn an_exit_the_rules_name_restarts_every_container_of_the_pod() {
         let pod = Arc::new(InPlacePod::default());
-        let spec = |on_exit: Vec<i32>| {
+        let spec = |relist: u64, on_exit: Vec<i32>, sidecar: bool| {
             let mut spec = Spec::scaled(
                 Duration::from_millis(50),
                 Duration::from_millis(200),
                 3,
                 0.01,
             );
-            spec.relist = Duration::from_millis(20);
+            spec.relist = Duration::from_millis(relist);
             spec.grace = Duration::from_secs(5);
+            spec.grace_floor = Duration::from_millis(150);
             spec.in_place = Some(InPlace {
                 pod: Arc::clone(&pod),
                 on_exit,
+                sidecar,
             });
             spec
         };
         let passes = || -> ProbeCommand { Box::new(|| Command::new("true")) };
-        // The sidecar exits 88 once, then 3 (not in its rules); then it stays up.
-        let exits = Arc::new(Mutex::new(vec![3, 88]));
-        let sidecar: Container = Box::new(move || {
-            let code = exits.lock().unwrap().pop();
-            let script = match code {
-                Some(code) => format!("sleep 0.2; exit {code}"),
-                None => "sleep 60".to_string(),
-            };
-            Peer::spawn_as(None, Path::new("/bin/sh"), &["-c", &script])
-        });
-        // The app ignores SIGTERM: only a kill without grace ends it in time.
+        // The sidecar is ready 0.2 s after each start (its startupProbe passes from then);
+        // it exits 3 at 0.5 s, then 88; then it stays up.
+        let dir = tempfile::tempdir().unwrap();
+        let ready = dir.path().join("ready");
+        let exits = Arc::new(Mutex::new(vec![88, 3]));
+        let sidecar: Container = {
+            let ready = ready.clone();
+            Box::new(move || {
+                let _ = std::fs::remove_file(&ready);
+                let then = match exits.lock().unwrap().pop() {
+                    Some(code) => format!("sleep 0.3; exit {code}"),
+                    None => "sleep 60".to_string(),
+                };
+                let script = format!("sleep 0.2; touch {}; {then}", ready.display());
+                Peer::spawn_as(None, Path::new("/bin/sh"), &["-c", &script])
+            })
+        };
+        let startup = Startup {
+            period: Duration::from_millis(25),
+            timeout: Duration::from_millis(200),
+            failure_threshold: 600,
+            probe: Box::new(move || {
+                let mut c = Command::new("test");
+                c.arg("-e").arg(&ready);
+                c
+            }),
+        };
+        // The app ignores SIGTERM: only the least grace ends it in time.
         let app: Container = Box::new(|| {
             Peer::spawn_as(
                 None,
@@ -954,38 +1285,66 @@ mod tests {
                 &["-c", "trap '' TERM; sleep 60"],
             )
         });
-        let mut side = Kubelet::start(spec(vec![88]), passes(), sidecar);
-        let mut main = Kubelet::start(spec(vec![]), passes(), app);
-        std::thread::sleep(Duration::from_millis(1200));
+        let mut side =
+            Kubelet::start_with(spec(20, vec![88], true), Some(startup), passes(), sidecar);
+        let mut main = Kubelet::start(spec(400, vec![], false), passes(), app);
+        std::thread::sleep(Duration::from_millis(2000));
         side.stop();
         main.stop();
         let (side_log, main_log) = (side.log(), main.log());
-        side.with_runs(|runs| assert_eq!(runs.len(), 3, "{side_log}"));
-        main.with_runs(|runs| assert_eq!(runs.len(), 2, "{main_log}"));
+        let both = format!("sidecar:\n{side_log}\napp:\n{main_log}");
+        side.with_runs(|runs| assert_eq!(runs.len(), 3, "{both}"));
+        main.with_runs(|runs| assert_eq!(runs.len(), 2, "{both}"));
+        assert!(side_log.contains("container exited; restarting"), "{both}");
+        assert_eq!(pod.restarts(), 1, "{both}");
+        let at = |k: &Kubelet, reason: &str, n: usize| {
+            k.events()
+                .into_iter()
+                .filter(|e| e.reason == reason)
+                .nth(n)
+                .unwrap_or_else(|| panic!("no {reason} #{n}: {both}"))
+                .at
+        };
+        let rule = at(&side, "RestartAllContainers", 0);
+        let killed = at(&main, "Killing", 0);
+        assert_eq!(main.kills_between(rule, Instant::now()), 1, "{both}");
         assert!(
-            side_log.contains("container exited 88 with restart policy rule"),
-            "{side_log}"
+            main.events()[..]
+                .iter()
+                .any(|e| e.reason == "Killing" && e.message.contains("restart in place")),
+            "{both}"
         );
+        // The sidecar exited on its own: not killed.
+        assert_eq!(side.kills_between(rule, Instant::now()), 0, "{both}");
+        // In the sync that saw the exit, not at the app's own relist.
+        assert!(killed - rule < Duration::from_millis(100), "{both}");
+        let condition = pod.condition();
+        assert_eq!(
+            condition.iter().map(|(_, set)| *set).collect::<Vec<_>>(),
+            [true, false],
+            "{both}"
+        );
+        let (set, cleared) = (condition[0].0, condition[1].0);
+        // Killed at the floor (it ignores SIGTERM), well inside its grace; removed, then
+        // started.
+        assert!(set <= killed, "{both}");
+        let floor = Duration::from_millis(150);
         assert!(
-            side_log.contains("container exited; restarting"),
-            "{side_log}"
+            cleared - killed >= floor && cleared - killed < Duration::from_secs(1),
+            "{both}"
         );
-        let killed = main
-            .events()
+        let side_again = at(&side, "Started", 2);
+        let app_again = at(&main, "Started", 1);
+        assert!(cleared <= side_again, "{both}");
+        // The app waited for the sidecar's startupProbe after its start.
+        let passed = side
+            .probed()
             .into_iter()
-            .find(|e| e.reason == "Killing")
-            .unwrap();
-        assert!(killed.message.contains("restart in place"), "{main_log}");
-        // Killed without its 5 s grace: started again well inside it.
-        let started = main
-            .events()
-            .into_iter()
-            .filter(|e| e.reason == "Started")
-            .nth(1)
-            .unwrap();
-        assert!(
-            started.at - killed.at < Duration::from_secs(1),
-            "{main_log}"
-        );
+            .find(|(t, ok, line)| *t > side_again && *ok && line.starts_with("startup probe"))
+            .map(|(t, _, _)| t)
+            .unwrap_or_else(|| panic!("the sidecar's startupProbe never passed: {both}"));
+        assert!(passed >= side_again + Duration::from_millis(150), "{both}");
+        assert!(app_again >= passed, "{both}");
+        assert!(app_again - passed < Duration::from_millis(100), "{both}");
     }
 }

@@ -435,6 +435,7 @@ impl Pod {
         // 60 failures before a restart, so a container still connecting is not restarted.
         let startup = Startup {
             period: t.period / 2,
+            timeout: t.timeout,
             failure_threshold: 60,
             probe: probe_command(true),
         };
@@ -500,9 +501,9 @@ impl Pod {
 /// livenessProbe on `/selfz` at half the period, 2 failures, a one-second grace), and the app
 /// container's probes httpGet to it, at the exec world's settings. `in_place`: as
 /// examples/kubernetes/restart-in-place.yaml, serve exits 88 after 3 unhealthy looks in a row
-/// and the sidecar's rules restart the pod's containers in place on it; the app's liveness
-/// probe, the fallback, fails 6 times before a restart. Returns the app's kubelet and the
-/// sidecar's.
+/// and the sidecar's rules restart the pod's containers in place on it (both killed, then the
+/// sidecar started, then the app: `kubelet::InPlacePod`); the app's liveness probe, the
+/// fallback, fails 6 times before a restart. Returns the app's kubelet and the sidecar's.
 fn serve_pod(
     ns: &Arc<NetNs>,
     check: &[String],
@@ -529,10 +530,11 @@ fn serve_pod(
         args.extend(["--exit-unhealthy", "88"].map(std::ffi::OsString::from));
     }
     let pod = Arc::new(crate::harness::kubelet::InPlacePod::default());
-    let part = |on_exit: Vec<i32>| {
+    let part = |on_exit: Vec<i32>, sidecar: bool| {
         in_place.then(|| crate::harness::kubelet::InPlace {
             pod: Arc::clone(&pod),
             on_exit,
+            sidecar,
         })
     };
     let sidecar = {
@@ -550,16 +552,17 @@ fn serve_pod(
     };
     let mut own = Spec::scaled(t.period / 2, t.timeout, 2, t.backoff_scale);
     own.grace = Duration::from_secs(1).mul_f64(t.backoff_scale);
-    own.in_place = part(vec![88]);
+    own.in_place = part(vec![88], true);
     let sidecar = Kubelet::start_http(own, None, http_get(ns, 8281, "/selfz"), sidecar);
     let startup = HttpStartup {
         period: t.period / 2,
+        timeout: t.timeout,
         failure_threshold: 60,
         probe: http_get(ns, 8281, "/startupz"),
     };
     let fallback = if in_place { 6 } else { t.failure_threshold };
     let mut app = Spec::scaled(t.period, t.timeout, fallback, t.backoff_scale);
-    app.in_place = part(vec![]);
+    app.in_place = part(vec![], false);
     let kubelet = Kubelet::start_http(app, Some(startup), http_get(ns, 8281, "/livez"), container);
     (kubelet, sidecar)
 }
