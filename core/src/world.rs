@@ -26,7 +26,6 @@ use crate::run::{Ask, Check, ClientOf, Ended, Refusal, Run, Seen, Start};
 use crate::state::{Kept, State};
 use alloc::vec;
 use core::net::SocketAddr;
-use core::time::Duration;
 
 /// Milliseconds.
 pub type Ms = i64;
