@@ -364,6 +364,20 @@ mod tests {
     /// The verdict and each configured part's state, a series per state; a part a verdict does
     /// not name (or no verdict at all) is not judged; label values quoted as the formats quote
     /// them; the pod's own subscription to a consumer named as the consumer's families name it.
+    /// A verdict that judged `consumer` stalled, no progress for 61.5 s.
+    fn stalled(consumer: &PartName) -> Judged {
+        Judged {
+            code: 1,
+            verdict: "unhealthy".into(),
+            parts: vec![Part {
+                name: consumer.clone(),
+                state: "stalled".into(),
+                no_progress_ms: Some(61_500),
+            }],
+            ..Judged::default()
+        }
+    }
+
     #[test]
     fn the_page_says_the_verdict_and_each_parts_state() {
         let consumer = PartName::Consumer {
@@ -378,16 +392,7 @@ mod tests {
             stream: "S".into(),
             durable: "D".into(),
         };
-        let judged = Judged {
-            code: 1,
-            verdict: "unhealthy".into(),
-            parts: vec![Part {
-                name: consumer.clone(),
-                state: "stalled".into(),
-                no_progress_ms: Some(61_500),
-            }],
-            ..Judged::default()
-        };
+        let judged = stalled(&consumer);
         let text = render(Some(judged), &[consumer.clone(), subject, own], false);
         for line in [
             "natsprobe_verdict{verdict=\"unhealthy\"} 1",
@@ -440,16 +445,7 @@ mod tests {
             stream: "S".into(),
             durable: "D".into(),
         };
-        let judged = Judged {
-            code: 1,
-            verdict: "unhealthy".into(),
-            parts: vec![Part {
-                name: consumer.clone(),
-                state: "stalled".into(),
-                no_progress_ms: Some(61_500),
-            }],
-            ..Judged::default()
-        };
+        let judged = stalled(&consumer);
         let text = render(Some(judged), &[consumer], true);
         let lines: Vec<&str> = text.lines().collect();
         let mut in_seconds = 0;
